@@ -1,0 +1,1 @@
+"""Typer command groups; `main.app` is the `orchestrator` entry point."""

@@ -1,0 +1,13 @@
+"""The `orchestrator` command: registers one module per command group."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="orchestrator",
+    help="NodeGround: benchmark graph foundation models against tuned supervised methods.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)

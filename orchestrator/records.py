@@ -1,0 +1,96 @@
+"""The trial record: one row per executed trial, the long table every analysis reads.
+
+Why one flat row: aggregation (ranks, Elo, Pareto, budgets) is a group-by over
+this table, and a failed trial is a row too (status + error), never a gap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+# Trial outcome labels. Only "ok" rows carry metrics and take part in selection.
+STATUS_OK = "ok"
+STATUS_FAILED = "failed"  # the method raised, or the service answered with an error
+STATUS_TIMEOUT = "timeout"  # the per-trial time limit ran out
+STATUS_OOM = "oom"  # the service ran out of memory (or refused a config that cannot fit)
+STATUS_NONFINITE = "nonfinite"  # probabilities or validation loss not finite
+STATUS_UNAVAILABLE = "unavailable"  # the service died or could not be reached
+STATUSES = (STATUS_OK, STATUS_FAILED, STATUS_TIMEOUT, STATUS_OOM, STATUS_NONFINITE, STATUS_UNAVAILABLE)
+
+TASK_BINARY = "binary"
+TASK_MULTICLASS = "multiclass"
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    """Stable short hash of a configuration (key order and float repr independent of dict order)."""
+    blob = json.dumps(config, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def trial_key(method: str, method_version: str, dataset: str, regime: str, split: int, cfg_hash: str) -> str:
+    """The identity of a trial: rerunning a sweep skips every key already stored."""
+    return f"{method}@{method_version}|{dataset}|{regime}|{split}|{cfg_hash}"
+
+
+@dataclass
+class TrialRecord:
+    """One trial. Column meanings are documented in README.md ("Record schema")."""
+
+    trial_key: str
+    method: str
+    method_version: str
+    family: str
+    kind: str  # supervised | gfm
+    dataset: str
+    dataset_hash: str  # content hash of the canonical graph (features, edges, labels)
+    task_type: str  # binary | multiclass
+    num_classes: int
+    regime: str  # e.g. "10/10/80"
+    split: int
+    trial_index: int  # 0 is the default configuration; i > 0 the i-th sampled one
+    is_default: bool
+    config_json: str
+    config_hash: str
+    seed: int
+    status: str
+    error: str | None = None
+    endpoint: str | None = None
+    # service-side measurements (the method's own compute)
+    fit_service_s: float | None = None
+    fit_peak_rss_bytes: int | None = None
+    fit_peak_gpu_bytes: int | None = None
+    predict_service_s: float | None = None
+    predict_peak_rss_bytes: int | None = None
+    predict_peak_gpu_bytes: int | None = None
+    # orchestrator-side end-to-end wall time per call (includes transfer)
+    upload_e2e_s: float | None = None  # 0 when the service already held the graph
+    fit_e2e_s: float | None = None
+    predict_e2e_s: float | None = None
+    # what the method reports about its own fit (epochs run, best epoch, ...)
+    fit_info_json: str | None = None
+    # selection signal and metrics, all computed by the orchestrator
+    val_loss: float | None = None
+    val_accuracy: float | None = None
+    val_auroc: float | None = None
+    test_accuracy: float | None = None
+    test_macro_f1: float | None = None
+    test_cross_entropy: float | None = None
+    test_auroc: float | None = None
+    test_precision: float | None = None
+    primary_metric: str | None = None  # "accuracy" (multiclass) or "auroc" (binary)
+    test_primary: float | None = None
+    host_json: str | None = None
+    started_at: str = ""
+    finished_at: str = ""
+    extra_json: str | None = field(default=None)  # method-specific provenance (e.g. weights sha256)
+    origin: str = "builtin"  # "builtin", or "user:<bundle id>" for a submitted image (never imputed)
+
+    def as_row(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(TrialRecord))
