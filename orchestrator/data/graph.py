@@ -136,3 +136,24 @@ def remap_labels(y: np.ndarray) -> tuple[np.ndarray, int]:
     out = np.full(y.shape, -1, dtype=np.int64)
     out[valid] = np.searchsorted(classes, y[valid])
     return out, int(classes.size)
+
+
+MIN_CLASS_SIZE = 3  # one labeled node each for train, validation and test
+
+
+def exclude_small_classes(graph: Graph, minimum: int = MIN_CLASS_SIZE) -> Graph:
+    """Unlabel the nodes of classes too small to stratify, then remap classes to 0..C-1.
+
+    The protocol's "classes are remapped after exclusions": e.g. texas has a
+    class with a single node, which no train/val/test split can hold.
+    """
+    counts = np.bincount(graph.y[graph.y >= 0], minlength=graph.num_classes)
+    if graph.num_classes == 0 or counts.min() >= minimum:
+        return graph
+    y = graph.y.copy()
+    y[(y >= 0) & (counts[np.maximum(y, 0)] < minimum)] = -1
+    labels, num_classes = remap_labels(y)
+    if num_classes < 2:
+        raise GraphError(f"{graph.name}: fewer than two classes have at least {minimum} labeled nodes")
+    public = tuple(tuple(part[labels[part] >= 0] for part in triple) for triple in graph.public_splits)
+    return Graph(graph.name, graph.x, graph.edge_index, labels, num_classes, public)

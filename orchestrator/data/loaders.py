@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from orchestrator.data.fetch import FetchError, cache_dir, fetch
-from orchestrator.data.graph import Graph, GraphError, canonicalize
+from orchestrator.data.graph import Graph, GraphError, canonicalize, exclude_small_classes
 
 
 class LoaderError(RuntimeError):
@@ -288,7 +288,7 @@ def run_loader(entry: dict[str, Any]) -> Graph:
         raise LoaderError(f"{entry['name']}: unknown loader {entry['loader']!r}; known: {', '.join(sorted(LOADERS))}")
     entry = {**entry, "files": [dict(f) for f in entry.get("files", [])]}
     try:
-        return loader(entry)
+        return exclude_small_classes(loader(entry))
     except (FetchError, GraphError, LoaderError):
         raise
     except Exception as exc:  # a third-party reader failed on the files it was given
