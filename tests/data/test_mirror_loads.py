@@ -19,11 +19,13 @@ from orchestrator.data.stats import dataset_stats
 # Platonov et al. 2023 ("A critical look at the evaluation of GNNs under heterophily", ICLR 2023:
 # Table 1 for minesweeper and tolokers, the appendix's statistics of the deduplicated classic
 # datasets for the others), which are also the edge counts of the published .npz files.
-# Adjusted homophily: Platonov et al. 2023, Table 1 (minesweeper 0.01, tolokers 0.09) and the
-# appendix table of the classic datasets (chameleon-filtered 0.03, squirrel-filtered 0.01,
-# actor 0.00, cornell -0.22, texas -0.29 (texas 5 classes), wisconsin -0.17); Cora 0.77 and
-# CiteSeer 0.67 from Platonov et al. 2022 ("Characterizing graph datasets for node
-# classification: homophily-heterophily dichotomy and beyond"), Table of real-world datasets.
+# Adjusted homophily: Platonov et al. 2023, Table 1 (minesweeper 0.01, tolokers 0.09) and
+# Platonov et al. 2022 ("Characterizing graph datasets for node classification:
+# homophily-heterophily dichotomy and beyond"; Cora 0.77, CiteSeer 0.67). For the six
+# deduplicated classic graphs (chameleon-filtered, squirrel-filtered, actor, cornell, texas,
+# wisconsin) the values are those computed here from the published files with the paper's
+# definition; they have not yet been checked against the paper's appendix table (the paper
+# text was not available offline). Check and correct them when it is.
 PUBLISHED = {
     "cora": (2708, 5278, 7, 0.77),
     "citeseer": (3327, 4552, 6, 0.67),
