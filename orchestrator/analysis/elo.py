@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 from bencheval.elo_utils import BT_RIDGE, EloHelper
 from bencheval.evaluator import BenchmarkEvaluator
 
@@ -132,6 +133,12 @@ def elo_ratings(
     bencheval's complete-schedule path ran, "battles" otherwise). An anchor that is absent
     leaves ratings centred on ``anchor_rating``.
     """
+    # The fits are tiny and repeated; a multi-threaded BLAS spends far longer spinning than computing.
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _elo_ratings(results, anchor, anchor_rating, rounds, seed, metric)
+
+
+def _elo_ratings(results, anchor, anchor_rating, rounds, seed, metric) -> pd.DataFrame:
     pe = partition_errors(results, metric)
     views = pd.Index(sorted(pe["view"].unique()))
     n_datasets = pe.groupby("view")["dataset"].nunique()

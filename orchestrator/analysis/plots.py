@@ -15,8 +15,13 @@ KIND_COLORS = {"default": "#9aa5b1", "tuned": "#1f6feb", "gfm": "#d1495b", "budg
 DPI = 90
 
 
-def _save(fig, path: Path) -> None:
-    fig.tight_layout()
+def _save(fig, path: Path, left_labels=(), bottom_labels=()) -> None:
+    """Save with margins sized from the tick labels (much cheaper than tight_layout)."""
+    w, h = fig.get_size_inches()
+    left = min(0.45, (0.6 + 0.055 * max((len(str(x)) for x in left_labels), default=6)) / w)
+    bottom = min(0.45, (0.55 + 0.05 * max((len(str(x)) for x in bottom_labels), default=0)) / h)
+    top = 1 - min(0.2, 0.4 / h)
+    fig.subplots_adjust(left=left, bottom=bottom, top=top, right=0.97 if not fig.axes[-1].get_label() == "<colorbar>" else 0.9)
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
 
@@ -32,7 +37,7 @@ def elo_bars(lb: pd.DataFrame, path: Path, title: str) -> None:
     ax.set_yticks(y, d["view"], fontsize=7)
     ax.set_xlabel("Elo (95% dataset-bootstrap interval)")
     ax.set_title(title, fontsize=9)
-    _save(fig, path)
+    _save(fig, path, d["view"])
 
 
 def rank_iqr(mr: pd.DataFrame, path: Path, title: str) -> None:
@@ -44,7 +49,7 @@ def rank_iqr(mr: pd.DataFrame, path: Path, title: str) -> None:
     ax.set_yticks(y, d["view"], fontsize=7)
     ax.set_xlabel("mean rank (bar: interquartile range of per-dataset ranks)")
     ax.set_title(title, fontsize=9)
-    _save(fig, path)
+    _save(fig, path, d["view"])
 
 
 def cohort_elo(df: pd.DataFrame, path: Path, title: str) -> None:
@@ -58,7 +63,7 @@ def cohort_elo(df: pd.DataFrame, path: Path, title: str) -> None:
     ax.set_xlabel("Elo")
     ax.legend(fontsize=7)
     ax.set_title(title, fontsize=9)
-    _save(fig, path)
+    _save(fig, path, piv.index)
 
 
 def pareto(df: pd.DataFrame, path: Path, title: str, xlabel: str, trajectories: pd.DataFrame | None = None) -> None:
@@ -97,7 +102,8 @@ def budget_curves(traj: pd.DataFrame, path: Path, title: str) -> None:
     axes[1].set_ylabel("Mean Overhead, workflow time (interpolated)")
     axes[0].legend(fontsize=6, ncol=2)
     fig.suptitle(title, fontsize=9)
-    _save(fig, path)
+    fig.subplots_adjust(wspace=0.3)
+    _save(fig, path, bottom_labels=["x" * 4])
 
 
 def heatmap(mat: pd.DataFrame, path: Path, title: str, cbar: str, fmt: str = "{:.2f}", cmap: str = "viridis",
@@ -108,10 +114,10 @@ def heatmap(mat: pd.DataFrame, path: Path, title: str, cbar: str, fmt: str = "{:
     im = ax.imshow(mat.to_numpy(dtype=float), aspect="auto", cmap=cmap + ("_r" if reverse else ""))
     ax.set_yticks(np.arange(mat.shape[0]), mat.index, fontsize=6)
     ax.set_xticks(np.arange(mat.shape[1]), mat.columns, fontsize=6, rotation=70, ha="right")
-    if mat.size <= 900:
+    if mat.size <= 300:
         for (i, j), v in np.ndenumerate(mat.to_numpy(dtype=float)):
             if np.isfinite(v):
                 ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=4.5, color="w")
-    fig.colorbar(im, ax=ax, label=cbar)
+    fig.colorbar(im, ax=ax, label=cbar, fraction=0.04, pad=0.02)
     ax.set_title(title, fontsize=9)
-    _save(fig, path)
+    _save(fig, path, mat.index, mat.columns)
