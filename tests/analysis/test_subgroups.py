@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from orchestrator.analysis import subgroups as sg
 from orchestrator.analysis.synthetic import synthetic_dataset_stats
@@ -14,8 +15,15 @@ def test_twenty_two_subgroups_over_seven_properties_without_gaps():
     assert props == set(sg.PROPERTY_COLUMNS) and len(props) == 7
     for p in props:
         bins = sorted((s for s in sg.SUBGROUPS if s.property == p), key=lambda s: s.low)
-        assert bins[0].low == float("-inf") and bins[-1].high == float("inf")
+        assert bins[0].low <= {"num_classes": 2}.get(p, 0) and bins[-1].high == float("inf")
         assert all(a.high == b.low for a, b in zip(bins, bins[1:]))
+
+
+def test_boundaries_match_the_dataset_statistics_labels():
+    stats = pytest.importorskip("orchestrator.data.stats")
+    ours = {(s.property, s.name, s.low, s.high) for s in sg.SUBGROUPS}
+    theirs = {(p, name, lo, hi) for p, bins in stats.SUBGROUPS.items() for name, lo, hi in bins}
+    assert ours == theirs
 
 
 def test_each_dataset_falls_in_exactly_one_subgroup_per_property():
@@ -26,11 +34,11 @@ def test_each_dataset_falls_in_exactly_one_subgroup_per_property():
 
 
 def test_boundaries_are_half_open():
-    stats = pd.DataFrame([{"dataset": "x", "num_nodes": 3000, "avg_degree": 5, "adjusted_homophily": 0.2,
+    stats = pd.DataFrame([{"dataset": "x", "num_nodes": 1000, "avg_degree": 5, "adjusted_homophily": 0.0,
                            "feature_dim": 1000, "feature_nonzero_fraction": 0.5, "num_classes": 11, "class_imbalance": 10}])
     got = set(sg.assign_subgroups(stats)["subgroup"])
-    assert got == {"nodes 3k-20k", "avg degree 5-15", "mid homophily (0.2-0.6)", "features >= 1000",
-                   "dense features (nnz >= 50%)", "> 10 classes", "imbalanced (ratio >= 10)"}
+    assert got == {"nodes 1k-10k", "degree 5-20", "h_adj 0-0.3", "features>=1000",
+                   "dense features (>=10% nonzero)", ">10 classes", "imbalanced (>=10x)"}
     stats["num_classes"] = 2
     assert "binary" in set(sg.assign_subgroups(stats)["subgroup"])
 
@@ -40,6 +48,6 @@ def test_subgroup_ranks_rank_within_the_subgroup():
     stats = pd.DataFrame({"dataset": ["d0", "d1"], "num_nodes": [100, 500_000], "avg_degree": 3, "adjusted_homophily": 0.5,
                           "feature_dim": 50, "feature_nonzero_fraction": 1.0, "num_classes": 4, "class_imbalance": 1.5})
     r = sg.subgroup_ranks(res, stats).set_index(["subgroup", "view"])
-    assert r.loc[("nodes < 3k", "A"), "mean_rank"] == 1.0
-    assert r.loc[("nodes >= 100k", "A"), "mean_rank"] == 2.0
+    assert r.loc[("nodes<1k", "A"), "mean_rank"] == 1.0
+    assert r.loc[("nodes>=100k", "A"), "mean_rank"] == 2.0
     assert r.loc[("3-10 classes", "A"), "mean_rank"] == 1.5
