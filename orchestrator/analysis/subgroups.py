@@ -2,20 +2,19 @@
 
 Boundaries are data, below, and do not change between label regimes. Each bin is the half-open
 interval [low, high): 4 + 3 + 4 + 3 + 2 + 3 + 3 = 22 subgroups. The source paper's Table 12 is
-not reproduced in its summary; these boundaries are the ones the dataset statistics
-(``orchestrator.data.stats``) label datasets with, and a test keeps the two identical.
+not reproduced in its summary; the boundaries are defined once, in ``orchestrator.data.stats``.
 
 ``class_imbalance`` is the ratio of the largest to the smallest class size (>= 1).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import pandas as pd
 
-INF = math.inf
+from orchestrator.data.stats import SUBGROUPS as STATS_SUBGROUPS
+
 
 PROPERTY_COLUMNS = (
     "num_nodes",
@@ -40,36 +39,9 @@ class Subgroup:
         return self.low <= value < self.high
 
 
-SUBGROUPS: tuple[Subgroup, ...] = (
-    # node count (4)
-    Subgroup("num_nodes", "nodes<1k", 0, 1_000),
-    Subgroup("num_nodes", "nodes 1k-10k", 1_000, 10_000),
-    Subgroup("num_nodes", "nodes 10k-100k", 10_000, 100_000),
-    Subgroup("num_nodes", "nodes>=100k", 100_000, INF),
-    # average degree (3)
-    Subgroup("avg_degree", "degree<5", 0, 5),
-    Subgroup("avg_degree", "degree 5-20", 5, 20),
-    Subgroup("avg_degree", "degree>=20", 20, INF),
-    # adjusted homophily (4)
-    Subgroup("adjusted_homophily", "h_adj<0", -INF, 0.0),
-    Subgroup("adjusted_homophily", "h_adj 0-0.3", 0.0, 0.3),
-    Subgroup("adjusted_homophily", "h_adj 0.3-0.6", 0.3, 0.6),
-    Subgroup("adjusted_homophily", "h_adj>=0.6", 0.6, INF),
-    # feature dimension (3)
-    Subgroup("feature_dim", "features<100", 0, 100),
-    Subgroup("feature_dim", "features 100-1000", 100, 1_000),
-    Subgroup("feature_dim", "features>=1000", 1_000, INF),
-    # feature nonzero fraction (2)
-    Subgroup("feature_nonzero_fraction", "sparse features (<10% nonzero)", 0, 0.10),
-    Subgroup("feature_nonzero_fraction", "dense features (>=10% nonzero)", 0.10, INF),
-    # class count (3)
-    Subgroup("num_classes", "binary", 2, 3),
-    Subgroup("num_classes", "3-10 classes", 3, 11),
-    Subgroup("num_classes", ">10 classes", 11, INF),
-    # class imbalance, largest / smallest class size (3)
-    Subgroup("class_imbalance", "balanced (<2x)", 0, 2),
-    Subgroup("class_imbalance", "moderate (2-10x)", 2, 10),
-    Subgroup("class_imbalance", "imbalanced (>=10x)", 10, INF),
+# One definition of the boundaries: the dataset statistics label datasets with the same bins.
+SUBGROUPS: tuple[Subgroup, ...] = tuple(
+    Subgroup(prop, name, low, high) for prop, bins in STATS_SUBGROUPS.items() for name, low, high in bins
 )
 assert len(SUBGROUPS) == 22 and len({s.property for s in SUBGROUPS}) == 7
 

@@ -19,13 +19,6 @@ def test_twenty_two_subgroups_over_seven_properties_without_gaps():
         assert all(a.high == b.low for a, b in zip(bins, bins[1:]))
 
 
-def test_boundaries_match_the_dataset_statistics_labels():
-    stats = pytest.importorskip("orchestrator.data.stats")
-    ours = {(s.property, s.name, s.low, s.high) for s in sg.SUBGROUPS}
-    theirs = {(p, name, lo, hi) for p, bins in stats.SUBGROUPS.items() for name, lo, hi in bins}
-    assert ours == theirs
-
-
 def test_each_dataset_falls_in_exactly_one_subgroup_per_property():
     stats = synthetic_dataset_stats(30, seed=3)
     m = sg.assign_subgroups(stats)
