@@ -11,3 +11,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+
+from orchestrator.cli import run as run_cli  # noqa: E402
+
+app.command("run")(run_cli.run)
+app.command("show")(run_cli.show)

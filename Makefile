@@ -1,0 +1,40 @@
+# NodeGround: `make demo` runs a small real sweep, `make test` runs the tests.
+# Both set up everything they need on a fresh machine (a venv in .venv).
+
+SHELL := /bin/bash
+VENV ?= .venv
+PYTHON := $(VENV)/bin/python
+# torch is pinned first so that no resolver pulls a second (CUDA) build.
+TORCH_SPEC ?= torch==2.13.0
+PROTO_FILES := $(wildcard proto/nodeground/v1/*.proto)
+STAMP := $(VENV)/.installed
+
+.PHONY: install proto demo test bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PYTHON) || python3 -m venv $(VENV)
+	$(PYTHON) -m pip install -q --upgrade pip
+	$(PYTHON) -m pip install -q "$(TORCH_SPEC)"
+	$(PYTHON) -m pip install -q -e ".[dev]"
+	touch $(STAMP)
+
+# Regenerate the committed gRPC stubs (tests fail when they are stale).
+proto: $(STAMP)
+	$(PYTHON) -m grpc_tools.protoc -Iproto --python_out=proto --pyi_out=proto \
+		--grpc_python_out=proto $(PROTO_FILES)
+
+demo: $(STAMP)
+	$(PYTHON) -m orchestrator.demo
+
+test: $(STAMP)
+	$(PYTHON) -m pytest -m "not docker and not gpu" -q
+
+bench: $(STAMP)
+	$(PYTHON) -m tests.bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .bench
+
+include docker/containers.mk

@@ -1,0 +1,1 @@
+"""NodeGround methods: the SDK (methods.sdk) and one subpackage per method family."""

@@ -1,0 +1,48 @@
+"""Method families as data: each folder methods/<family>/ holds a manifest.toml.
+
+The orchestrator reads manifests to know which family serves a method without
+importing any model code; the service imports the family's module to host it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    image: str
+    module: str
+    methods: tuple[str, ...]
+
+
+def load_families(root: Path = ROOT) -> dict[str, Family]:
+    families = {}
+    for manifest in sorted(root.glob("*/manifest.toml")):
+        data = tomllib.loads(manifest.read_text())
+        family = Family(data["family"], data["image"], data["module"], tuple(data["methods"]))
+        families[family.name] = family
+    return families
+
+
+def family_of(method: str, families: dict[str, Family]) -> Family | None:
+    for family in families.values():
+        if method in family.methods:
+            return family
+    return None
+
+
+def method_classes(family: Family) -> list:
+    """Import the family's module and return its METHODS, checked against the manifest."""
+    module = importlib.import_module(family.module)
+    classes = list(module.METHODS)
+    names = tuple(m.name for m in classes)
+    if names != family.methods:
+        raise RuntimeError(f"family {family.name}: manifest lists {family.methods} but {family.module} defines {names}")
+    return classes

@@ -1,0 +1,18 @@
+"""Method SDK: subclass TorchNodeClassifier (or Method), state capabilities, config and space."""
+
+from methods.sdk.method import Capabilities, FitContext, FitInterrupted, Method, ResourceError, TorchNodeClassifier
+from methods.sdk.space import ChoiceParam, Config, ConfigError, FloatParam, IntParam
+
+__all__ = [
+    "Capabilities",
+    "ChoiceParam",
+    "Config",
+    "ConfigError",
+    "FitContext",
+    "FitInterrupted",
+    "FloatParam",
+    "IntParam",
+    "Method",
+    "ResourceError",
+    "TorchNodeClassifier",
+]

@@ -1,0 +1,211 @@
+"""The method SDK: a base class does the shared work, a method fills in its model.
+
+``Method`` is the contract a service hosts (fit, predict). ``TorchNodeClassifier``
+does everything a full-batch PyTorch node classifier needs — tensors on the
+right device, seeding, the loss for binary or multiclass tasks, early stopping
+on validation loss with restore of the best epoch, and a deadline/cancel check
+every epoch — so that a method states its capabilities, default config and
+search space and writes ``build_model``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from torch import nn
+
+from methods.sdk.space import Config, Param, validate_config
+from methods.sdk.wire import GraphBundle
+
+
+class FitInterrupted(Exception):
+    """Raised inside a fit when its time limit ran out or the caller went away."""
+
+    def __init__(self, reason: str, timed_out: bool) -> None:
+        super().__init__(reason)
+        self.timed_out = timed_out
+
+
+class ResourceError(Exception):
+    """A configuration cannot fit in the memory available; raised before or instead of an OOM crash."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    max_classes: int = 0  # 0 = no limit
+    max_features: int = 0
+    max_nodes: int = 0
+    needs_gpu: bool = False
+    uses_gpu: bool = True
+    supports_binary: bool = True
+    supports_multiclass: bool = True
+
+
+@dataclass
+class FitContext:
+    """What a fit may consult besides its data: the seed, the device and when to stop."""
+
+    seed: int
+    device: torch.device
+    deadline: float | None = None  # time.monotonic() value
+    is_cancelled: Callable[[], bool] = lambda: False
+    info: dict[str, Any] = field(default_factory=dict)  # reported back in FitResponse.info
+
+    def check(self) -> None:
+        """Call between units of work (epochs): stop promptly when told to."""
+        if self.is_cancelled():
+            raise FitInterrupted("the caller cancelled the fit", timed_out=False)
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise FitInterrupted("the fit ran past its time limit", timed_out=True)
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % (2**32))
+    torch.manual_seed(seed)
+
+
+def pick_device(uses_gpu: bool) -> torch.device:
+    """NODEGROUND_DEVICE overrides; otherwise the first GPU when the method can use one."""
+    wanted = os.environ.get("NODEGROUND_DEVICE")
+    if wanted:
+        return torch.device(wanted)
+    if uses_gpu and torch.cuda.is_available():
+        return torch.device("cuda:0")
+    return torch.device("cpu")
+
+
+class Method(ABC):
+    """A method as a service hosts it. Subclasses set the class attributes and implement fit/predict."""
+
+    name: ClassVar[str]
+    version: ClassVar[str]  # frozen, dated definition
+    kind: ClassVar[str] = "supervised"  # or "gfm"
+    description: ClassVar[str] = ""
+    capabilities: ClassVar[Capabilities] = Capabilities()
+    default_config: ClassVar[Config]
+    search_space: ClassVar[tuple[Param, ...]] = ()
+
+    @classmethod
+    def resolve_config(cls, config: dict[str, Any]) -> Config:
+        return validate_config(config, cls.default_config, cls.search_space)
+
+    @abstractmethod
+    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> Any:
+        """Adapt to the graph's training nodes; return whatever predict needs."""
+
+    @abstractmethod
+    def predict(self, state: Any, graph: GraphBundle) -> np.ndarray:
+        """Return an N x C matrix of class probabilities (rows sum to one)."""
+
+
+@dataclass
+class GraphTensors:
+    """A graph's tensors on one device, built once per (graph, device) and shared by fits."""
+
+    x: torch.Tensor
+    edge_index: torch.Tensor
+    y: torch.Tensor
+    num_classes: int
+
+
+def graph_tensors(graph: GraphBundle, device: torch.device) -> GraphTensors:
+    key = ("tensors", str(device))
+    if key not in graph.cache:
+        graph.cache[key] = GraphTensors(
+            x=torch.from_numpy(graph.features).to(device),
+            edge_index=torch.from_numpy(graph.edge_index).to(device),
+            y=torch.from_numpy(graph.labels).to(device),
+            num_classes=graph.num_classes,
+        )
+    return graph.cache[key]
+
+
+@dataclass
+class TrainedModel:
+    module: nn.Module
+    device: torch.device
+    binary: bool
+
+
+class TorchNodeClassifier(Method):
+    """Full-batch training with early stopping on validation loss and best-epoch restore.
+
+    Config keys used here (a subclass's defaults must provide them): ``lr``,
+    ``weight_decay``, ``max_epochs``, ``patience``; ``optimizer`` is optional
+    (``adam`` or ``adamw``).
+    """
+
+    @abstractmethod
+    def build_model(self, config: Config, in_dim: int, out_dim: int) -> nn.Module:
+        """The network; ``forward(x, edge_index)`` returns logits (N x out_dim)."""
+
+    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> TrainedModel:
+        seed_everything(ctx.seed)
+        data = graph_tensors(graph, ctx.device)
+        binary = graph.num_classes == 2
+        model = self.build_model(config, data.x.shape[1], 1 if binary else graph.num_classes).to(ctx.device)
+        optimizer_cls = torch.optim.AdamW if config.get("optimizer") == "adamw" else torch.optim.Adam
+        optimizer = optimizer_cls(model.parameters(), lr=float(config["lr"]), weight_decay=float(config["weight_decay"]))
+        train_t = torch.as_tensor(train, dtype=torch.long, device=ctx.device)
+        val_t = torch.as_tensor(val, dtype=torch.long, device=ctx.device)
+        loss_fn = _loss(binary)
+        y_train, y_val = _targets(data.y[train_t], binary), _targets(data.y[val_t], binary)
+
+        best_loss, best_epoch, best_state, waited = float("inf"), -1, None, 0
+        epochs = 0
+        for epoch in range(int(config["max_epochs"])):
+            ctx.check()
+            model.train()
+            optimizer.zero_grad(set_to_none=True)
+            out = model(data.x, data.edge_index)
+            loss = loss_fn(_head(out, binary)[train_t], y_train)
+            loss.backward()
+            optimizer.step()
+            model.eval()
+            with torch.no_grad():
+                val_loss = float(loss_fn(_head(model(data.x, data.edge_index), binary)[val_t], y_val))
+            epochs = epoch + 1
+            if val_loss < best_loss:
+                best_loss, best_epoch, waited = val_loss, epoch, 0
+                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            else:
+                waited += 1
+                if waited >= int(config["patience"]):
+                    break
+        if best_state is not None:
+            model.load_state_dict(best_state)
+        ctx.info.update(epochs=epochs, best_epoch=best_epoch, best_val_loss=best_loss)
+        return TrainedModel(module=model, device=ctx.device, binary=binary)
+
+    def predict(self, state: TrainedModel, graph: GraphBundle) -> np.ndarray:
+        data = graph_tensors(graph, state.device)
+        state.module.eval()
+        with torch.no_grad():
+            out = state.module(data.x, data.edge_index)
+            if state.binary:
+                p = torch.sigmoid(out.reshape(-1))
+                probs = torch.stack([1 - p, p], dim=1)
+            else:
+                probs = torch.softmax(out, dim=1)
+        return probs.float().cpu().numpy()
+
+
+def _loss(binary: bool) -> nn.Module:
+    return nn.BCEWithLogitsLoss() if binary else nn.CrossEntropyLoss()
+
+
+def _head(out: torch.Tensor, binary: bool) -> torch.Tensor:
+    return out.reshape(-1) if binary else out
+
+
+def _targets(y: torch.Tensor, binary: bool) -> torch.Tensor:
+    return y.float() if binary else y

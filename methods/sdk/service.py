@@ -1,0 +1,292 @@
+"""The gRPC method service: hosts one family of methods behind the common proto.
+
+Compute calls (upload decoding, fit, predict) run one at a time under a lock,
+so that the time and memory each reports belong to that call alone; Describe,
+HasGraph, Release and health stay responsive meanwhile. Graphs are kept in an
+LRU cache bounded in bytes; models until released.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from concurrent import futures
+from importlib import metadata
+from typing import Any
+
+import grpc
+import numpy as np
+import torch
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from methods.sdk.method import FitContext, FitInterrupted, Method, ResourceError, pick_device
+from methods.sdk.probe import ResourceProbe
+from methods.sdk.space import ConfigError, config_from_proto, config_to_proto, param_to_proto, value_to_proto
+from methods.sdk.wire import MAX_MESSAGE_BYTES, BundleError, GraphBundle, decode, encode_probabilities
+from nodeground.v1 import method_service_pb2 as pb
+from nodeground.v1 import method_service_pb2_grpc as pb_grpc
+
+log = logging.getLogger("nodeground.service")
+
+DEFAULT_GRAPH_CACHE_BYTES = 8 << 30
+_KINDS = {"supervised": pb.METHOD_KIND_SUPERVISED, "gfm": pb.METHOD_KIND_GFM}
+_REPORTED_LIBRARIES = ("torch", "torch_geometric", "numpy", "scipy", "grpcio", "protobuf")
+
+
+class GraphCache:
+    """Graphs by content hash, least recently used evicted first once over the byte budget."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self._max = max_bytes
+        self._graphs: OrderedDict[str, GraphBundle] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, graph_hash: str) -> GraphBundle | None:
+        with self._lock:
+            graph = self._graphs.get(graph_hash)
+            if graph is not None:
+                self._graphs.move_to_end(graph_hash)
+            return graph
+
+    def put(self, graph: GraphBundle) -> None:
+        with self._lock:
+            self._graphs[graph.graph_hash] = graph
+            self._graphs.move_to_end(graph.graph_hash)
+            total = sum(g.nbytes for g in self._graphs.values())
+            while total > self._max and len(self._graphs) > 1:
+                _, evicted = self._graphs.popitem(last=False)
+                total -= evicted.nbytes
+
+    def __contains__(self, graph_hash: str) -> bool:
+        with self._lock:
+            return graph_hash in self._graphs
+
+
+def library_versions() -> dict[str, str]:
+    versions = {}
+    for name in _REPORTED_LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def describe_method(method: type[Method], family: str) -> pb.MethodInfo:
+    caps = method.capabilities
+    return pb.MethodInfo(
+        name=method.name,
+        version=method.version,
+        family=family,
+        kind=_KINDS[method.kind],
+        capabilities=pb.Capabilities(
+            max_classes=caps.max_classes,
+            max_features=caps.max_features,
+            max_nodes=caps.max_nodes,
+            needs_gpu=caps.needs_gpu,
+            uses_gpu=caps.uses_gpu,
+            supports_binary=caps.supports_binary,
+            supports_multiclass=caps.supports_multiclass,
+        ),
+        default_config=config_to_proto(method.default_config),
+        search_space=[param_to_proto(p) for p in method.search_space],
+        library_versions=library_versions(),
+        description=method.description,
+    )
+
+
+class _Model:
+    def __init__(self, method: Method, state: Any, graph: GraphBundle) -> None:
+        self.method, self.state, self.graph = method, state, graph
+
+
+class MethodServicer(pb_grpc.MethodServiceServicer):
+    """Implements nodeground.v1.MethodService for a set of ``Method`` classes."""
+
+    def __init__(self, family: str, methods: Sequence[type[Method]], graph_cache_bytes: int = DEFAULT_GRAPH_CACHE_BYTES) -> None:
+        self.family = family
+        self.methods = {m.name: m for m in methods}
+        self.graphs = GraphCache(graph_cache_bytes)
+        self.models: dict[str, _Model] = {}
+        self._compute = threading.Lock()
+        self._models_lock = threading.Lock()
+
+    # ---- calls -------------------------------------------------------------
+
+    def Describe(self, request: pb.DescribeRequest, context: grpc.ServicerContext) -> pb.DescribeResponse:
+        device = pick_device(any(m.capabilities.uses_gpu for m in self.methods.values()))
+        return pb.DescribeResponse(
+            methods=[describe_method(m, self.family) for m in self.methods.values()],
+            family=self.family,
+            device=str(device),
+        )
+
+    def HasGraph(self, request: pb.HasGraphRequest, context: grpc.ServicerContext) -> pb.HasGraphResponse:
+        return pb.HasGraphResponse(held=request.graph_hash in self.graphs)
+
+    def UploadGraph(self, request_iterator: Iterator[pb.GraphChunk], context: grpc.ServicerContext) -> pb.UploadGraphResponse:
+        start = time.perf_counter()
+        first = next(request_iterator, None)
+        if first is None or not first.HasField("header"):
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the first chunk must carry the graph header")
+        if first.header.graph_hash in self.graphs:
+            for _ in request_iterator:  # drain: the client may already be streaming
+                pass
+            return pb.UploadGraphResponse(graph_hash=first.header.graph_hash, already_held=True)
+        try:
+            bundle = decode(_prepend(first, request_iterator))
+        except BundleError as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad graph upload: {exc}")
+        self.graphs.put(bundle)
+        return pb.UploadGraphResponse(graph_hash=bundle.graph_hash, service_seconds=time.perf_counter() - start)
+
+    def Fit(self, request: pb.FitRequest, context: grpc.ServicerContext) -> pb.FitResponse:
+        method_cls = self._method(request.method, context)
+        graph = self.graphs.get(request.graph_hash)
+        if graph is None:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"graph {request.graph_hash} is not held; upload it first")
+        train = _node_set("train_nodes", request.train_nodes, graph, context)
+        val = _node_set("val_nodes", request.val_nodes, graph, context)
+        try:
+            config = method_cls.resolve_config(config_from_proto(request.config))
+        except ConfigError as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{request.method}: {exc}")
+        self._check_capabilities(method_cls, graph, context)
+
+        deadline = time.monotonic() + request.time_limit_seconds if request.time_limit_seconds > 0 else None
+        remaining = context.time_remaining()
+        if remaining is not None:  # the gRPC deadline, if earlier, bounds the fit too
+            grpc_deadline = time.monotonic() + remaining
+            deadline = grpc_deadline if deadline is None else min(deadline, grpc_deadline)
+        ctx = FitContext(
+            seed=int(request.seed),
+            device=pick_device(method_cls.capabilities.uses_gpu),
+            deadline=deadline,
+            is_cancelled=lambda: not context.is_active(),
+        )
+        method = method_cls()
+        with self._compute:
+            try:
+                with ResourceProbe() as probe:
+                    state = method.fit(graph, train, val, config, ctx)
+            except FitInterrupted as exc:
+                code = grpc.StatusCode.DEADLINE_EXCEEDED if exc.timed_out else grpc.StatusCode.CANCELLED
+                context.abort(code, f"{request.method}: {exc}")
+            except (ResourceError, torch.cuda.OutOfMemoryError, MemoryError) as exc:
+                _free_gpu()
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{request.method}: out of memory: {exc}")
+            except (ConfigError, ValueError) as exc:
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{request.method}: {exc}")
+            except Exception as exc:  # a method bug must come back as a failed trial, not a dead service
+                log.exception("fit failed")
+                context.abort(grpc.StatusCode.INTERNAL, f"{request.method} failed: {type(exc).__name__}: {exc}")
+        handle = uuid.uuid4().hex
+        with self._models_lock:
+            self.models[handle] = _Model(method, state, graph)
+        return pb.FitResponse(
+            model_handle=handle,
+            stats=pb.CallStats(seconds=probe.seconds, peak_rss_bytes=probe.peak_rss_bytes, peak_gpu_bytes=probe.peak_gpu_bytes),
+            info={k: value_to_proto(_plain(v)) for k, v in ctx.info.items()},
+        )
+
+    def Predict(self, request: pb.PredictRequest, context: grpc.ServicerContext) -> Iterator[pb.PredictChunk]:
+        with self._models_lock:
+            model = self.models.get(request.model_handle)
+        if model is None:
+            context.abort(grpc.StatusCode.NOT_FOUND, f"no model with handle {request.model_handle!r} (released or never fitted)")
+        with self._compute:
+            try:
+                with ResourceProbe() as probe:
+                    probs = model.method.predict(model.state, model.graph)
+            except (ResourceError, torch.cuda.OutOfMemoryError, MemoryError) as exc:
+                _free_gpu()
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"predict: out of memory: {exc}")
+            except Exception as exc:
+                log.exception("predict failed")
+                context.abort(grpc.StatusCode.INTERNAL, f"predict failed: {type(exc).__name__}: {exc}")
+        if probs.shape != (model.graph.num_nodes, probs.shape[1] if probs.ndim == 2 else -1):
+            context.abort(grpc.StatusCode.INTERNAL, f"method returned probabilities of shape {probs.shape}")
+        stats = pb.CallStats(seconds=probe.seconds, peak_rss_bytes=probe.peak_rss_bytes, peak_gpu_bytes=probe.peak_gpu_bytes)
+        yield from encode_probabilities(probs, stats)
+
+    def Release(self, request: pb.ReleaseRequest, context: grpc.ServicerContext) -> pb.ReleaseResponse:
+        with self._models_lock:
+            released = self.models.pop(request.model_handle, None) is not None
+        if released:
+            _free_gpu()
+        return pb.ReleaseResponse(released=released)
+
+    # ---- checks ------------------------------------------------------------
+
+    def _method(self, name: str, context: grpc.ServicerContext) -> type[Method]:
+        method = self.methods.get(name)
+        if method is None:
+            context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"unknown method {name!r}; this {self.family} service hosts {', '.join(sorted(self.methods))}",
+            )
+        return method
+
+    @staticmethod
+    def _check_capabilities(method: type[Method], graph: GraphBundle, context: grpc.ServicerContext) -> None:
+        caps = method.capabilities
+        limits = (
+            (caps.max_classes, graph.num_classes, "classes"),
+            (caps.max_features, graph.features.shape[1], "features"),
+            (caps.max_nodes, graph.num_nodes, "nodes"),
+        )
+        for limit, actual, what in limits:
+            if limit and actual > limit:
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{method.name} supports at most {limit} {what}; the graph has {actual}")
+        binary = graph.num_classes == 2
+        if (binary and not caps.supports_binary) or (not binary and not caps.supports_multiclass):
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{method.name} does not support {'binary' if binary else 'multiclass'} tasks")
+
+
+def _node_set(field: str, nodes: Sequence[int], graph: GraphBundle, context: grpc.ServicerContext) -> np.ndarray:
+    array = np.asarray(nodes, dtype=np.int64)
+    if array.size == 0:
+        context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{field} is empty")
+    if array.min() < 0 or array.max() >= graph.num_nodes:
+        context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{field} holds node ids outside [0, {graph.num_nodes})")
+    if (graph.labels[array] < 0).any():
+        context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{field} includes nodes whose label is hidden (-1)")
+    return array
+
+
+def _prepend(first: pb.GraphChunk, rest: Iterator[pb.GraphChunk]) -> Iterator[pb.GraphChunk]:
+    yield first
+    yield from rest
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (np.floating, np.integer, np.bool_)):
+        return value.item()
+    return value
+
+
+def _free_gpu() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def build_server(servicer: MethodServicer, address: str, max_workers: int = 8) -> tuple[grpc.Server, int]:
+    """A server with the method service and standard health; returns it and the bound port."""
+    options = [
+        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ]
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers), options=options)
+    pb_grpc.add_MethodServiceServicer_to_server(servicer, server)
+    health_servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    port = server.add_insecure_port(address)
+    if port == 0:
+        raise OSError(f"could not bind {address}")
+    health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+    health_servicer.set("nodeground.v1.MethodService", health_pb2.HealthCheckResponse.SERVING)
+    return server, port

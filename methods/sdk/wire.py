@@ -1,0 +1,219 @@
+"""The graph bundle on the wire: three tensors, one content hash, chunks under 4 MiB.
+
+The hash is defined on bytes anyone can reproduce in any language:
+sha256 of ``"nodeground-graph-v1 num_classes=C\\n"``, then one line
+``"<name> <dtype> <d0>x<d1>...\\n"`` per tensor in bundle order, then the
+concatenated little-endian tensor bytes. The service recomputes it on receipt,
+so a corrupted or truncated upload is refused rather than trained on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from nodeground.v1 import method_service_pb2 as pb
+
+CHUNK_BYTES = 2 << 20  # 2 MiB of payload per message: well under gRPC's 4 MiB default
+MAX_MESSAGE_BYTES = 4 << 20
+TENSOR_ORDER = (("features", "float32", 2), ("edge_index", "int64", 2), ("labels", "int64", 1))
+_DTYPES = {"float32": np.dtype("<f4"), "int64": np.dtype("<i8")}
+
+
+class BundleError(ValueError):
+    """A graph bundle is malformed (shapes, dtypes, ranges or hash)."""
+
+
+@dataclass
+class GraphBundle:
+    """What a method service sees of a graph. Labels outside train ∪ val are -1."""
+
+    features: np.ndarray  # float32 (N, F)
+    edge_index: np.ndarray  # int64 (2, E)
+    labels: np.ndarray  # int64 (N,), -1 = hidden
+    num_classes: int
+    graph_hash: str = ""
+    cache: dict[Any, Any] = field(default_factory=dict, repr=False)  # derived tensors, per service
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.features.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.features.nbytes + self.edge_index.nbytes + self.labels.nbytes)
+
+    def tensors(self) -> tuple[np.ndarray, ...]:
+        return (self.features, self.edge_index, self.labels)
+
+
+def make_bundle(features: np.ndarray, edge_index: np.ndarray, labels: np.ndarray, num_classes: int) -> GraphBundle:
+    """Build a bundle in wire dtypes and compute its hash."""
+    bundle = GraphBundle(
+        features=np.ascontiguousarray(features, dtype=_DTYPES["float32"]),
+        edge_index=np.ascontiguousarray(edge_index, dtype=_DTYPES["int64"]),
+        labels=np.ascontiguousarray(labels, dtype=_DTYPES["int64"]),
+        num_classes=int(num_classes),
+    )
+    validate(bundle)
+    bundle.graph_hash = bundle_hash(bundle.num_classes, _specs(bundle), bundle.tensors())
+    return bundle
+
+
+def _specs(bundle: GraphBundle) -> list[pb.TensorSpec]:
+    specs, offset = [], 0
+    for (name, dtype, _), array in zip(TENSOR_ORDER, bundle.tensors()):
+        specs.append(pb.TensorSpec(name=name, dtype=dtype, shape=list(array.shape), offset=offset, nbytes=array.nbytes))
+        offset += array.nbytes
+    return specs
+
+
+def bundle_hash(num_classes: int, specs: list[pb.TensorSpec], payload: Any) -> str:
+    """sha256 over the header lines and the payload (a buffer or a sequence of buffers)."""
+    h = hashlib.sha256(f"nodeground-graph-v1 num_classes={num_classes}\n".encode())
+    for spec in specs:
+        h.update(f"{spec.name} {spec.dtype} {'x'.join(str(d) for d in spec.shape)}\n".encode())
+    for part in payload if isinstance(payload, (list, tuple)) else (payload,):
+        h.update(memoryview(part).cast("B"))
+    return h.hexdigest()
+
+
+def validate(bundle: GraphBundle) -> None:
+    """Refuse what would make a method crash or silently learn garbage."""
+    n = bundle.features.shape[0] if bundle.features.ndim == 2 else -1
+    if bundle.features.ndim != 2 or n <= 0:
+        raise BundleError(f"features must be a non-empty N x F matrix, got shape {bundle.features.shape}")
+    if bundle.edge_index.ndim != 2 or bundle.edge_index.shape[0] != 2:
+        raise BundleError(f"edge_index must be 2 x E, got shape {bundle.edge_index.shape}")
+    if bundle.labels.shape != (n,):
+        raise BundleError(f"labels must have one entry per node ({n}), got shape {bundle.labels.shape}")
+    if bundle.num_classes < 2:
+        raise BundleError(f"num_classes must be at least 2, got {bundle.num_classes}")
+    if bundle.edge_index.size and (bundle.edge_index.min() < 0 or bundle.edge_index.max() >= n):
+        raise BundleError(
+            f"edge_index holds node ids in [{bundle.edge_index.min()}, {bundle.edge_index.max()}], outside [0, {n})"
+        )
+    if bundle.labels.size and (bundle.labels.min() < -1 or bundle.labels.max() >= bundle.num_classes):
+        raise BundleError(f"labels must lie in [-1, {bundle.num_classes}), got [{bundle.labels.min()}, {bundle.labels.max()}]")
+    if not np.isfinite(bundle.features).all():
+        raise BundleError("features contain NaN or infinite values")
+
+
+def encode(bundle: GraphBundle, chunk_bytes: int = CHUNK_BYTES) -> Iterator[pb.GraphChunk]:
+    """Yield the upload stream: the header in the first chunk, then payload slices.
+
+    Slices are taken from the arrays' own memory, so no second copy of the
+    whole graph is ever built.
+    """
+    specs = _specs(bundle)
+    header = pb.GraphHeader(
+        graph_hash=bundle.graph_hash,
+        num_nodes=bundle.num_nodes,
+        num_classes=bundle.num_classes,
+        tensors=specs,
+        total_bytes=bundle.nbytes,
+    )
+    first = True
+    for array in bundle.tensors():
+        view = memoryview(array).cast("B")
+        for start in range(0, len(view), chunk_bytes):
+            data = bytes(view[start : start + chunk_bytes])
+            yield pb.GraphChunk(header=header, data=data) if first else pb.GraphChunk(data=data)
+            first = False
+    if first:  # every tensor empty cannot happen for a valid bundle, but keep the stream well-formed
+        yield pb.GraphChunk(header=header)
+
+
+def decode(chunks: Iterator[pb.GraphChunk]) -> GraphBundle:
+    """Assemble an upload stream into a bundle, checking sizes, shapes and the hash."""
+    iterator = iter(chunks)
+    try:
+        first = next(iterator)
+    except StopIteration:
+        raise BundleError("empty upload stream") from None
+    if not first.HasField("header"):
+        raise BundleError("the first chunk must carry the graph header")
+    header = first.header
+    names = [s.name for s in header.tensors]
+    if names != [name for name, _, _ in TENSOR_ORDER]:
+        raise BundleError(f"tensors must be {[n for n, _, _ in TENSOR_ORDER]} in that order, got {names}")
+    expected = 0
+    for spec, (name, dtype, ndim) in zip(header.tensors, TENSOR_ORDER):
+        if spec.dtype != dtype or len(spec.shape) != ndim or any(d < 0 for d in spec.shape):
+            raise BundleError(f"tensor {name}: expected {dtype} with {ndim} dims, got {spec.dtype} {list(spec.shape)}")
+        size = int(np.prod(spec.shape)) * _DTYPES[dtype].itemsize
+        if spec.nbytes != size or spec.offset != expected:
+            raise BundleError(f"tensor {name}: offset/nbytes {spec.offset}/{spec.nbytes} disagree with its shape")
+        expected += size
+    if header.total_bytes != expected:
+        raise BundleError(f"total_bytes {header.total_bytes} != sum of tensor sizes {expected}")
+    buffer = bytearray(expected)
+    filled = 0
+    for chunk in _chain(first, iterator):
+        end = filled + len(chunk.data)
+        if end > expected:
+            raise BundleError(f"upload carries more than the announced {expected} bytes")
+        buffer[filled:end] = chunk.data
+        filled = end
+    if filled != expected:
+        raise BundleError(f"upload ended after {filled} of {expected} bytes")
+    arrays = [
+        np.frombuffer(buffer, dtype=_DTYPES[s.dtype], count=int(np.prod(s.shape)), offset=s.offset).reshape(tuple(s.shape))
+        for s in header.tensors
+    ]
+    digest = bundle_hash(header.num_classes, list(header.tensors), buffer)
+    if digest != header.graph_hash:
+        raise BundleError(f"graph hash mismatch: header says {header.graph_hash}, content is {digest}")
+    bundle = GraphBundle(arrays[0], arrays[1], arrays[2], int(header.num_classes), graph_hash=digest)
+    validate(bundle)
+    return bundle
+
+
+def _chain(first: pb.GraphChunk, rest: Iterator[pb.GraphChunk]) -> Iterator[pb.GraphChunk]:
+    yield first
+    yield from rest
+
+
+def encode_probabilities(probs: np.ndarray, stats: pb.CallStats, chunk_bytes: int = CHUNK_BYTES) -> Iterator[pb.PredictChunk]:
+    """Row chunks of an N x C float32 matrix; the last chunk carries the stats."""
+    probs = np.ascontiguousarray(probs, dtype=_DTYPES["float32"])
+    n, c = probs.shape
+    rows = max(1, chunk_bytes // max(1, 4 * c))
+    for start in range(0, n, rows):
+        block = probs[start : start + rows]
+        last = start + rows >= n
+        yield pb.PredictChunk(
+            row_offset=start,
+            num_rows=block.shape[0],
+            num_classes=c,
+            probabilities=block.tobytes(),
+            stats=stats if last else None,
+        )
+
+
+def decode_probabilities(chunks: Iterator[pb.PredictChunk], num_nodes: int) -> tuple[np.ndarray, pb.CallStats]:
+    """Reassemble the probability matrix; refuse missing or misplaced rows."""
+    probs: np.ndarray | None = None
+    seen = 0
+    stats = pb.CallStats()
+    for chunk in chunks:
+        if probs is None:
+            if chunk.num_classes <= 0:
+                raise BundleError("prediction has no classes")
+            probs = np.empty((num_nodes, chunk.num_classes), dtype=np.float32)
+        if chunk.num_classes != probs.shape[1] or chunk.row_offset != seen:
+            raise BundleError(f"prediction chunk at row {chunk.row_offset} does not continue row {seen}")
+        block = np.frombuffer(chunk.probabilities, dtype=_DTYPES["float32"])
+        if block.size != chunk.num_rows * chunk.num_classes or seen + chunk.num_rows > num_nodes:
+            raise BundleError(f"prediction chunk at row {chunk.row_offset} has a wrong size")
+        probs[seen : seen + chunk.num_rows] = block.reshape(chunk.num_rows, chunk.num_classes)
+        seen += chunk.num_rows
+        if chunk.HasField("stats"):
+            stats = chunk.stats
+    if probs is None or seen != num_nodes:
+        raise BundleError(f"prediction covers {seen} of {num_nodes} nodes")
+    return probs, stats

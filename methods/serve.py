@@ -1,0 +1,63 @@
+"""Serve one method family on a port: ``python -m methods.serve --family gnn --port 50051``.
+
+With ``--port 0`` the OS picks a free port; the first stdout line says which
+(``NODEGROUND_LISTENING <port>``), so a launcher can start services without races.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+
+import torch
+
+from methods.families import load_families, method_classes
+from methods.sdk.service import DEFAULT_GRAPH_CACHE_BYTES, MethodServicer, build_server
+
+READY_PREFIX = "NODEGROUND_LISTENING"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="nodeground-serve", description=__doc__)
+    parser.add_argument("--family", required=True, help="method family to host (a folder under methods/)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (0.0.0.0 in containers)")
+    parser.add_argument("--port", type=int, default=50051, help="port to bind; 0 picks a free one")
+    parser.add_argument("--graph-cache-bytes", type=int, default=int(os.environ.get("NODEGROUND_GRAPH_CACHE_BYTES", DEFAULT_GRAPH_CACHE_BYTES)))
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
+
+    families = load_families()
+    if args.family not in families:
+        print(f"error: unknown family {args.family!r}; known: {', '.join(sorted(families))}", file=sys.stderr)
+        return 2
+    threads = os.environ.get("NODEGROUND_THREADS")
+    if threads:
+        torch.set_num_threads(int(threads))
+    family = families[args.family]
+    servicer = MethodServicer(family.name, method_classes(family), graph_cache_bytes=args.graph_cache_bytes)
+    try:
+        server, port = build_server(servicer, f"{args.host}:{args.port}")
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    server.start()
+    print(f"{READY_PREFIX} {port}", flush=True)
+
+    stopped = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stopped.set())
+    stopped.wait()
+    server.stop(grace=2).wait()
+    return 0
+
+
+def cli() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    cli()

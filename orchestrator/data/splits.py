@@ -1,0 +1,77 @@
+"""Shared, class-stratified splits, bit-for-bit the same on every machine.
+
+The order within each class comes from a keyed integer hash (splitmix64) of
+the node id, written here in numpy integer arithmetic, so it does not depend
+on any library's random stream. The key derives from (dataset, regime, index).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+REGIMES: dict[str, tuple[float, float, float]] = {
+    "10/10/80": (0.10, 0.10, 0.80),
+    "50/25/25": (0.50, 0.25, 0.25),
+}
+SPLIT_INDICES = range(5)
+
+
+class SplitError(ValueError):
+    """Unknown regime, index out of range, or classes too small to stratify."""
+
+
+@dataclass(frozen=True)
+class Split:
+    regime: str
+    index: int
+    train: np.ndarray  # sorted int64 node ids
+    val: np.ndarray
+    test: np.ndarray
+
+    @property
+    def digest(self) -> str:
+        h = hashlib.sha256()
+        for part in (self.train, self.val, self.test):
+            h.update(np.ascontiguousarray(part, dtype="<i8").tobytes())
+            h.update(b"|")
+        return h.hexdigest()
+
+
+def _splitmix64(values: np.ndarray, key: int) -> np.ndarray:
+    z = values.astype(np.uint64) + np.uint64(key) + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def split_key(dataset: str, regime: str, index: int) -> int:
+    digest = hashlib.sha256(f"nodeground-split-v1|{dataset}|{regime}|{index}".encode()).digest()
+    return int.from_bytes(digest[:8], "little")
+
+
+def make_split(dataset: str, labels: np.ndarray, regime: str, index: int) -> Split:
+    """Stratified train/val/test over nodes with a valid label (labels >= 0)."""
+    if regime not in REGIMES:
+        raise SplitError(f"unknown regime {regime!r}; choose from {', '.join(REGIMES)}")
+    if index not in SPLIT_INDICES:
+        raise SplitError(f"split index {index} is outside 0..{SPLIT_INDICES[-1]}")
+    train_frac, val_frac, _ = REGIMES[regime]
+    key = split_key(dataset, regime, index)
+    with np.errstate(over="ignore"):
+        order_key = _splitmix64(np.arange(labels.shape[0]), key)
+    parts: tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]] = ([], [], [])
+    for c in np.unique(labels[labels >= 0]):
+        nodes = np.flatnonzero(labels == c)
+        if nodes.size < 3:
+            raise SplitError(f"{dataset}: class {c} has {nodes.size} labeled nodes; at least 3 are needed to stratify")
+        nodes = nodes[np.argsort(order_key[nodes], kind="stable")]
+        n_train = min(max(1, round(train_frac * nodes.size)), nodes.size - 2)
+        n_val = min(max(1, round(val_frac * nodes.size)), nodes.size - n_train - 1)
+        parts[0].append(nodes[:n_train])
+        parts[1].append(nodes[n_train : n_train + n_val])
+        parts[2].append(nodes[n_train + n_val :])
+    train, val, test = (np.sort(np.concatenate(p)).astype(np.int64) for p in parts)
+    return Split(regime, index, train, val, test)

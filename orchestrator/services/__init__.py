@@ -1,0 +1,1 @@
+"""Reaching method services: gRPC client, embedded subprocesses, running containers."""

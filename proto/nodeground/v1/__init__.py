@@ -1,0 +1,1 @@
+"""Stubs generated from method_service.proto by `make proto`; do not edit by hand."""
