@@ -109,9 +109,6 @@ def compose_up():
     why = _engine_answers()
     if why:
         pytest.skip(why)
-    if not (ROOT / "methods" / "serve.py").exists():
-        pytest.skip("methods/serve.py does not exist yet: no service to put in a container")
-
     from orchestrator.services.containers import discover_endpoints
 
     if not _image_exists(BASE_TAG) and not _public_base_available():
@@ -138,17 +135,23 @@ def compose_up():
 
 
 def test_discovered_and_serving(compose_up):
+    import grpc
+    from nodeground.v1 import method_service_pb2 as pb
+    from nodeground.v1 import method_service_pb2_grpc as pb_grpc
+
     endpoints = compose_up.get(FAMILY)
     assert endpoints, f"discover_endpoints() found no {FAMILY} container: {compose_up}"
     for ep in endpoints:
         host, port = ep.rsplit(":", 1)
         assert host == "127.0.0.1" and int(port) > 0, ep
         assert _wait_serving(ep) == "SERVING", ep
+        with grpc.insecure_channel(ep) as ch:
+            desc = pb_grpc.MethodServiceStub(ch).Describe(pb.DescribeRequest(), timeout=30)
+        assert desc.family == FAMILY, desc
+        assert {"mlp", "gcn"} <= {m.name for m in desc.methods}, desc
 
 
 def test_sweep_runs_against_containers(compose_up, tmp_path):
-    if not (ROOT / "orchestrator" / "cli" / "run.py").exists():
-        pytest.skip("orchestrator run does not exist yet")
     endpoints = compose_up.get(FAMILY) or []
     assert endpoints, compose_up
     assert all(_wait_serving(ep) == "SERVING" for ep in endpoints)
