@@ -40,7 +40,7 @@ COMMON_SPACE = (
     ChoiceParam("norm", ("none", "batch", "layer")),
     ChoiceParam("residual", (False, True)),
     ChoiceParam("optimizer", ("adam", "adamw")),
-    ChoiceParam("patience", (50, 100, 200)),
+    IntParam("patience", 20, 300),
 )
 
 
