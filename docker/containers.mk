@@ -4,7 +4,7 @@
 #   make images            base (public python:3.11-slim) if absent, then every family image
 #   make wheels base-offline images OFFLINE=1
 #                          offline path: wheelhouse + debootstrapped Debian base
-#   make up [GPU=1]        build what is missing, start the services (compose)
+#   make up [GPU=1]        build what is missing, start the services (compose), wait for healthy
 #   make down              stop and remove them
 #   make test-docker       pytest -m docker tests/docker
 
@@ -36,6 +36,7 @@ WHEEL_PLATFORMS ?= manylinux_2_36_x86_64 manylinux_2_28_x86_64 manylinux_2_17_x8
 WHEELS_PIP_ARGS ?=
 
 COMPOSE_PROJECT ?= nodeground
+UP_WAIT ?= 120
 COMPOSE_FILES = -f docker/compose.yaml $(if $(filter 1,$(GPU)),-f docker/compose.gpu.yaml)
 # docker compose (v2 plugin) when present, else docker-compose (v1).
 COMPOSE ?= $(shell if $(DOCKER) compose version >/dev/null 2>&1; then echo "$(DOCKER) compose"; \
@@ -108,6 +109,15 @@ images:
 
 up: images
 	$(COMPOSE) -p $(COMPOSE_PROJECT) $(COMPOSE_FILES) up -d --no-build --remove-orphans
+	@# Wait (UP_WAIT seconds, 0 = don't) until every service reports healthy, so an
+	@# `orchestrator run` started right after `make up` finds them serving.
+	@for i in $$(seq $(UP_WAIT)); do \
+		st=$$($(DOCKER) ps -q --filter label=com.docker.compose.project=$(COMPOSE_PROJECT) --filter label=nodeground.family \
+			| xargs -r $(DOCKER) inspect -f '{{if .State.Health}}{{.State.Health.Status}}{{else}}healthy{{end}}'); \
+		if [ -n "$$st" ] && ! echo "$$st" | grep -qv '^healthy$$'; then echo "services healthy after $${i}s"; break; fi; \
+		if [ $$i = $(UP_WAIT) ]; then echo "services not healthy after $(UP_WAIT)s: $$st" >&2; exit 1; fi; \
+		sleep 1; \
+	done
 	$(COMPOSE) -p $(COMPOSE_PROJECT) $(COMPOSE_FILES) ps
 
 down:
