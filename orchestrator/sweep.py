@@ -27,6 +27,7 @@ import os
 import platform
 import queue
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -113,6 +114,17 @@ class Progress:
     on_service: Callable[[ServiceRecord], None] = lambda record: None
 
 
+@dataclass
+class SweepTiming:
+    """Where a sweep's time went (seconds, summed over trials): for benchmarks and overhead checks."""
+
+    trials: int = 0
+    wall_s: float = 0.0  # run() from planning to the last record
+    job_s: float = 0.0  # inside trial workers: acquire, RPCs, scoring, release
+    score_s: float = 0.0  # metrics on returned probabilities (part of job_s)
+    write_s: float = 0.0  # store writes of trial records (the writer thread)
+
+
 @dataclass(frozen=True)
 class PlannedTrial:
     """One slot of a cell's configuration sequence."""
@@ -184,6 +196,8 @@ class Sweep:
     _services: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)
     _warmup: tuple | None = None
     _host: str = ""
+    timing: SweepTiming = field(default_factory=SweepTiming)
+    _timing_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         if self.warmup not in WARMUP_MODES:
@@ -237,6 +251,7 @@ class Sweep:
     # ---- running -------------------------------------------------------------
 
     def run(self) -> list[TrialRecord]:
+        started = time.perf_counter()
         done = self.store.done_keys()
         for method in self.plan.methods:
             self.spec(method)  # describe every method first (this also starts and warms their first services)
@@ -266,12 +281,16 @@ class Sweep:
                     del in_flight[future]
                     record = future.result()
                     self._drain_services()
+                    wrote = time.perf_counter()
                     self.store.write(record)  # the one writer: this thread, one transaction per record
+                    self.timing.write_s += time.perf_counter() - wrote
+                    self.timing.trials += 1
                     records.append(record)
                     self.progress.on_trial(record)
         finally:
             pool.shutdown(wait=not in_flight, cancel_futures=True)
             self._drain_services()
+            self.timing.wall_s += time.perf_counter() - started
         return records
 
     def _drain_services(self) -> None:
@@ -284,6 +303,14 @@ class Sweep:
             self.progress.on_service(service)
 
     def _run_job(self, job: _Job) -> TrialRecord:
+        started = time.perf_counter()
+        try:
+            return self._run_trial(job)
+        finally:
+            with self._timing_lock:
+                self.timing.job_s += time.perf_counter() - started
+
+    def _run_trial(self, job: _Job) -> TrialRecord:
         record = self._new_record(job)
         try:
             replica = self.directory.acquire(job.trial.method)
@@ -360,7 +387,10 @@ class Sweep:
         record.predict_service_s = predicted.stats.seconds
         record.predict_peak_rss_bytes = predicted.stats.peak_rss_bytes
         record.predict_peak_gpu_bytes = predicted.stats.peak_gpu_bytes
+        scoring = time.perf_counter()
         self._score(predicted.value, graph, split, record)
+        with self._timing_lock:
+            self.timing.score_s += time.perf_counter() - scoring
 
     @staticmethod
     def _score(probs: np.ndarray, graph: Graph, split: Split, record: TrialRecord) -> None:
