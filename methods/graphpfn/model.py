@@ -271,8 +271,8 @@ class LimiXTransformer(nn.Module):
         enc = self.cls_y_encoder[-1]
         uniq = torch.unique(y_train)
         ranks = (y_train.unsqueeze(-1) > uniq).sum(-1)
-        y_ctx = enc.y_embedding(ranks).to(torch.float16)
-        y_query = enc.y_mask(torch.zeros(b, s - eval_pos, dtype=torch.long, device=x.device)).to(torch.float16)
+        y_ctx = enc.y_embedding(ranks).to(torch.float16).float()
+        y_query = enc.y_mask(torch.zeros(b, s - eval_pos, dtype=torch.long, device=x.device)).to(torch.float16).float()
         emb_y = torch.cat([y_ctx, y_query], dim=1).to(emb_x.dtype)
         return torch.cat([emb_x, emb_y.unsqueeze(2)], dim=2)
 
