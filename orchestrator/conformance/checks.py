@@ -262,17 +262,17 @@ class Conformance:
         try:
             fit = self._fit(method, case)
         except grpc.RpcError as exc:
-            raise CheckFailed(f"fit on the {case.description} graph failed: {exc.code().name}: {exc.details()}") from None
+            raise CheckFailed(f"fit on the {case.name} graph ({case.description}) failed: {exc.code().name}: {exc.details()}") from None
         try:
             try:
                 probs = self._predict(fit.model_handle, case)
             except grpc.RpcError as exc:
-                raise CheckFailed(f"predict on the {case.description} graph failed: {exc.code().name}: {exc.details()}") from None
+                raise CheckFailed(f"predict on the {case.name} graph ({case.description}) failed: {exc.code().name}: {exc.details()}") from None
         finally:
             _quiet_release(self.stub, fit.model_handle)
         problem = probability_problem(probs, case)
         if problem:
-            raise CheckFailed(f"{case.description}: {problem}")
+            raise CheckFailed(f"{case.name} graph ({case.description}): {problem}")
         accuracy = float((probs[case.test].argmax(axis=1) == case.labels[case.test]).mean())
         return f"{probs.shape[0]} x {probs.shape[1]}, test accuracy {accuracy:.2f}, fit {fit.stats.seconds:.2f} s"
 

@@ -68,7 +68,9 @@ def make_case(
     candidates = rng.integers(0, connected, size=(m, 8))
     match = y[candidates] == y[src][:, None]
     pick = np.where(same & match.any(axis=1), candidates[np.arange(m), match.argmax(axis=1)], candidates[:, 0])
-    edges = canonical_edges(np.stack([src, pick]).astype(np.int64), num_nodes)
+    ring = np.arange(connected)  # every node but the isolated ones has a neighbour
+    edges = np.concatenate([np.stack([src, pick]), np.stack([ring, np.roll(ring, 1)])], axis=1)
+    edges = canonical_edges(edges.astype(np.int64), num_nodes)
     train, val, test = _split(y, num_classes, rng)
     visible = np.full(num_nodes, -1, dtype=np.int64)
     seen = np.concatenate([train, val])
