@@ -107,8 +107,14 @@ def hardware() -> dict[str, Any]:
     return info
 
 
-def exact_command() -> str:
-    return shlex.join(["orchestrator", *sys.argv[1:]]) if Path(sys.argv[0]).name in ("orchestrator", "__main__.py") else shlex.join(sys.argv)
+def exact_command(image: str, options: dict[str, Any]) -> str:
+    """The command that reproduces this run, every option explicit."""
+    args = ["orchestrator", "submit", image]
+    for name, value in options.items():
+        if value is None or value == "":
+            continue
+        args += [f"--{name.replace('_', '-')}", str(value)]
+    return shlex.join(args)
 
 
 @user_errors
@@ -196,7 +202,10 @@ def submit(
         "image": {k: v for k, v in sandbox.info.items()},
         "describe": MessageToDict(described, preserving_proto_field_name=True),
         "hardware": hardware(),
-        "command": exact_command(),
+        "command": exact_command(image, {"out": out, "regimes": ",".join(plan.regimes), "datasets": ",".join(plan.datasets),
+                                         "splits": ",".join(map(str, plan.splits)), "budget": budget, "methods": ",".join(plan.methods),
+                                         "id": ident, "time_limit": time_limit, "memory": memory, "cpus": cpus, "weights": weights}),
+        "argv": sys.argv,
         "cwd": os.getcwd(),
         "sandbox": applied,
         "protocol": {"methods": list(plan.methods), "datasets": list(plan.datasets), "regimes": list(plan.regimes),
