@@ -19,7 +19,7 @@ runner = CliRunner()
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--methods", "mpl", "--datasets", "synthetic-tiny"], "unknown method 'mpl'; known methods: gcn, mlp"),
+        (["--methods", "mpl", "--datasets", "synthetic-tiny"], "unknown method 'mpl'; known methods: "),
         (["--methods", "mlp", "--datasets", "synthetic-tinny"], "unknown dataset 'synthetic-tinny'; did you mean synthetic-tiny"),
         (["--methods", "mlp", "--datasets", "synthetic-tiny", "--budget", "-1"], "--budget must be at least 1"),
         (["--methods", "mlp", "--datasets", "synthetic-tiny", "--splits", "0,x"], "--splits must be comma-separated integers"),
