@@ -83,7 +83,12 @@ class SweepPlan:
 class Directory:
     """Where each method's services are: replicas to run trials on, able to recover a dead one.
 
-    ``on_ready`` (set by the sweep) is called with every replica that comes up, before it runs a trial.
+    ``on_ready`` (set by the sweep) is called with every replica that comes up, before it runs a trial
+    (a directory that has no replicas of its own, only ``client``, never calls it).
+
+    A minimal directory implements ``client`` and ``recover``: each trial then runs on
+    ``client(method)`` (one service; run such a sweep with ``parallel=1``) and ``recover`` is
+    given the replica wrapping that client.
     """
 
     on_ready: Callable[[Replica], None] | None = None
@@ -94,10 +99,11 @@ class Directory:
 
     def acquire(self, method: str) -> Replica:
         """Hold a replica for one trial (blocks while all are busy); ServiceUnavailable when none is left."""
-        raise NotImplementedError
+        client = self.client(method)
+        return Replica(pool=method, family="", endpoint=client.endpoint, client=client, source="remote", methods=(method,))
 
     def release(self, replica: Replica) -> None:
-        raise NotImplementedError
+        """Hand a replica back after its trial."""
 
     def recover(self, replica: Replica) -> bool:
         """Try to bring a replica back after it stopped answering."""

@@ -19,7 +19,8 @@ from methods.sdk.wire import GraphBundle
 from orchestrator.results import selected_results, selected_with_workflow
 from orchestrator.services.directory import ServiceDirectory, resolve_methods
 from orchestrator.store import Store
-from orchestrator.sweep import Sweep, SweepPlan
+from orchestrator.services.client import MethodClient
+from orchestrator.sweep import Directory, Sweep, SweepPlan
 
 
 class QuickMLP(MLP):
@@ -251,3 +252,34 @@ def pd_isna(value) -> bool:
     import pandas as pd
 
     return bool(pd.isna(value))
+
+
+class OneClient(Directory):
+    """A directory with only ``client`` and ``recover`` (as a sandbox launcher writes one)."""
+
+    def __init__(self, endpoint):
+        self.endpoint, self._client, self.recovered = endpoint, None, []
+
+    def client(self, method):
+        if self._client is None:
+            self._client = MethodClient(self.endpoint)
+            self._client.wait_healthy(10)
+        return self._client
+
+    def recover(self, method):
+        self.recovered.append(method)
+        return False
+
+    def close(self):
+        if self._client is not None:
+            self._client.close()
+
+
+def test_a_directory_with_only_client_and_recover_still_runs_sweeps(tmp_path, servers):
+    endpoint, _, _ = servers()
+    directory = OneClient(endpoint)
+    plan = SweepPlan(("modes",), ("synthetic-tiny",), ("10/10/80",), (0,), budget=2)
+    with Store(tmp_path / "r.sqlite") as store:
+        records = Sweep(plan, store, directory).run()
+    directory.close()
+    assert len(records) == 2 and records[0].status == "ok" and records[0].endpoint == endpoint and not directory.recovered
