@@ -58,6 +58,8 @@ from orchestrator.sampling import config_sequence, sequence_key
 from orchestrator.services.client import MethodClient, MethodSpec, Replica, ServiceUnavailable
 from orchestrator.store import ServiceRecord, Store
 
+PROVENANCE_PREFIX = "weights_"  # fit info keys copied into extra_json (weights_id, weights_sha256, weights_official)
+
 _STATUS_BY_CODE = {
     grpc.StatusCode.DEADLINE_EXCEEDED: STATUS_TIMEOUT,
     grpc.StatusCode.RESOURCE_EXHAUSTED: STATUS_OOM,
@@ -384,7 +386,11 @@ class Sweep:
         record.fit_service_s = reply.stats.seconds
         record.fit_peak_rss_bytes = reply.stats.peak_rss_bytes
         record.fit_peak_gpu_bytes = reply.stats.peak_gpu_bytes
-        record.fit_info_json = json.dumps({k: getattr(v, v.WhichOneof("kind")) for k, v in reply.info.items()}, sort_keys=True)
+        info = {k: getattr(v, v.WhichOneof("kind")) for k, v in reply.info.items()}
+        record.fit_info_json = json.dumps(info, sort_keys=True)
+        provenance = {k: v for k, v in info.items() if k.startswith(PROVENANCE_PREFIX)}
+        if provenance:  # which pretrained weights produced this result, and whether they are the official file
+            record.extra_json = json.dumps(provenance, sort_keys=True)
         try:
             predicted = client.predict(reply.model_handle, graph.num_nodes, timeout=self.plan.time_limit)
         finally:
