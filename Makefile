@@ -46,3 +46,4 @@ clean:
 	rm -rf $(VENV) .pytest_cache .bench
 
 include docker/containers.mk
+include docker/contrib.mk

@@ -83,8 +83,16 @@ def file_sha256(path: Path) -> str:
     return _VERIFIED[key]
 
 
-def resolve(entry: WeightsEntry, root: Path | None = None) -> ResolvedWeights:
-    """The verified local file of ``entry``; WeightsError if it is absent or was altered."""
+UNVERIFIED = "unverified"  # catalog sha256 for a file whose digest could not be recorded yet
+
+
+def resolve(entry: WeightsEntry, root: Path | None = None, allow_unverified: bool = False) -> ResolvedWeights:
+    """The verified local file of ``entry``; WeightsError if it is absent or was altered.
+
+    An entry whose catalog sha256 is ``"unverified"`` is refused unless
+    ``allow_unverified``; then it resolves with ``official=False`` and the file's
+    actual sha256, so results from it are never labeled official.
+    """
     root = root or weights_dir()
     path = root / entry.relative_path
     if not path.is_file():
@@ -93,6 +101,14 @@ def resolve(entry: WeightsEntry, root: Path | None = None) -> ResolvedWeights:
             f"(or point NODEGROUND_WEIGHTS at a directory holding {entry.relative_path})"
         )
     digest = file_sha256(path)
+    if entry.sha256 == UNVERIFIED:
+        if not allow_unverified:
+            raise WeightsError(
+                f"weights {entry.id} at {path} have no recorded sha256 in the catalog (sha256 = \"unverified\"); "
+                f"record the upstream file's sha256 in the catalog, or allow unverified weights explicitly "
+                f"(results are then labeled non-official); file sha256 {digest}"
+            )
+        return ResolvedWeights(entry, path, digest, official=False)
     if digest != entry.sha256:
         raise WeightsError(f"weights {entry.id} at {path} fail verification: sha256 {digest}, catalog says {entry.sha256}")
     return ResolvedWeights(entry, path, digest, official=True)
