@@ -19,6 +19,7 @@ from orchestrator.cli import run as run_cli  # noqa: E402
 from orchestrator.cli import methods as methods_cli  # noqa: E402
 from orchestrator.cli import submit as submit_cli  # noqa: E402
 from orchestrator.cli import validate as validate_cli  # noqa: E402
+from orchestrator.cli import weights as weights_cli  # noqa: E402
 
 app.command("run")(run_cli.run)
 app.command("show")(run_cli.show)
@@ -28,3 +29,4 @@ app.command("report")(report_cli.report)
 app.add_typer(methods_cli.app, name="methods")
 app.command("validate")(validate_cli.validate)
 app.command("submit")(submit_cli.submit)
+app.add_typer(weights_cli.app, name="weights")

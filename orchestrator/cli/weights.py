@@ -16,7 +16,7 @@ from rich.table import Table
 
 from methods.sdk.weights import WeightsError, file_sha256, load_weights_catalog, weights_dir
 from orchestrator.cli.errors import UserError, user_errors
-from orchestrator.data.fetch import fetch
+from orchestrator.data.fetch import FetchError, fetch
 
 app = typer.Typer(help="Pretrained GFM weights: list the catalog, download and verify files.", no_args_is_help=True)
 out = Console(width=200)
@@ -63,10 +63,17 @@ def fetch_command(
         if unknown:
             raise UserError(f"unknown weights {', '.join(unknown)}; known: {', '.join(catalog)}")
     root = weights_dir()
-    for entry in chosen:
+    failed = []
+    for entry in chosen:  # one unreachable file does not stop the others
         dest = root / entry.relative_path
         try:
             fetch(entry.url, entry.sha256, dest)
+        except FetchError as exc:
+            failed.append(entry.id)
+            out.print(f"{entry.id:20s} FAILED  {exc}")
+            continue
         except OSError as exc:
             raise UserError(f"cannot write {dest}: {exc} (is the weights directory read-only?)") from None
         out.print(f"{entry.id:20s} ok  {entry.sha256[:12]}  {entry.license}  -> {dest}")
+    if failed:
+        raise UserError(f"{len(failed)} of {len(chosen)} weights files could not be fetched: {', '.join(failed)}")
