@@ -78,7 +78,7 @@ STACK_DEFAULTS: Config = {
 }
 
 STACK_SPACE = TRAIN_SPACE + (
-    ChoiceParam("hidden", (32, 64, 128, 256, 512)),
+    ChoiceParam("hidden", (16, 32, 64, 128, 256, 512)),
     IntParam("num_layers", 1, 6),
     FloatParam("dropout", 0.0, 0.8),
     FloatParam("input_dropout", 0.0, 0.5),
@@ -153,7 +153,9 @@ class LayerStack(nn.Module):
 
 
 def _stack_space(*extra: Any) -> tuple:
-    return STACK_SPACE + tuple(extra)
+    """STACK_SPACE with ``extra`` params added, or replacing the stack's param of the same name."""
+    replaced = {p.name: p for p in extra}
+    return tuple(replaced.pop(p.name, p) for p in STACK_SPACE) + tuple(replaced.values())
 
 
 class StackMethod(TorchNodeClassifier):
@@ -220,6 +222,7 @@ class _AttentionStack(StackMethod):
     default_config = {**STACK_DEFAULTS, "hidden": 64, "heads": 8, "out_heads": 1, "dropout": 0.6, "input_dropout": 0.6,
                       "attn_dropout": 0.6, "lr": 0.005, "activation": "elu"}
     search_space = _stack_space(
+        FloatParam("input_dropout", 0.0, 0.8),
         ChoiceParam("heads", (1, 2, 4, 8)),
         ChoiceParam("out_heads", (1, 2, 4, 8)),
         FloatParam("attn_dropout", 0.0, 0.8),

@@ -174,7 +174,7 @@ class Polynormer(_MemoryChecked):
         FloatParam("global_dropout", 0.0, 0.8),
         ChoiceParam("local_conv", ("gcn", "gat")),
         ChoiceParam("qk_shared", (True, False)),
-        ChoiceParam("local_epochs", (0, 50, 100, 200)),
+        IntParam("local_epochs", 0, 300),
     )
 
     def floats_per_node(self, graph: GraphBundle, config: Config) -> float:
