@@ -9,6 +9,14 @@ TORCH_SPEC ?= torch==2.13.0
 PROTO_FILES := $(wildcard proto/nodeground/v1/*.proto)
 STAMP := $(VENV)/.installed
 
+# Offline dataset/checkpoint mirror: a `shared/mirror` beside the checkout is used
+# when NODEGROUND_MIRROR is not set (the layout is documented in README.md).
+ifeq ($(NODEGROUND_MIRROR),)
+ifneq ($(wildcard ../shared/mirror/MANIFEST.tsv),)
+export NODEGROUND_MIRROR := $(abspath ../shared/mirror)
+endif
+endif
+
 .PHONY: install proto demo test bench clean
 
 install: $(STAMP)

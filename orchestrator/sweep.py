@@ -24,7 +24,7 @@ from methods.sdk.wire import GraphBundle, make_bundle
 from orchestrator import __version__
 from orchestrator.data.graph import Graph
 from orchestrator.data.registry import load_dataset
-from orchestrator.data.splits import Split, make_split
+from orchestrator.data.splits import Split, graph_split
 from orchestrator.metrics import evaluate, primary_metric_name, probabilities_ok
 from orchestrator.records import (
     STATUS_FAILED,
@@ -153,7 +153,7 @@ class Sweep:
                     todo = [c for c in cells if c[2] == regime and c[3] == split_index]
                     if not todo:
                         continue
-                    split = make_split(graph.name, graph.y, regime, split_index)
+                    split = graph_split(graph, regime, split_index)
                     bundle = hidden_label_bundle(graph, split)
                     for cell in todo:
                         for index, (config, key) in enumerate(zip(sequences[cell], keyed[cell])):

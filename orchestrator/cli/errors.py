@@ -13,8 +13,10 @@ import typer
 from methods.sdk.space import ConfigError
 from orchestrator.data.fetch import FetchError
 from orchestrator.data.graph import GraphError
+from orchestrator.data.loaders import LoaderError
 from orchestrator.data.registry import DatasetError
 from orchestrator.data.splits import SplitError
+from orchestrator.data.user import UserDatasetError
 from orchestrator.services.client import ServiceUnavailable
 from orchestrator.services.directory import UnknownMethod
 
@@ -32,6 +34,8 @@ EXPECTED = (
     SplitError,
     GraphError,
     FetchError,
+    LoaderError,
+    UserDatasetError,
     ConfigError,
     ServiceUnavailable,
     FileNotFoundError,

@@ -12,7 +12,11 @@ app = typer.Typer(
     add_completion=False,
 )
 
+from orchestrator.cli import datasets as datasets_cli  # noqa: E402
+from orchestrator.cli import report as report_cli  # noqa: E402
 from orchestrator.cli import run as run_cli  # noqa: E402
 
 app.command("run")(run_cli.run)
 app.command("show")(run_cli.show)
+app.add_typer(datasets_cli.app, name="datasets")
+app.command("report")(report_cli.report)

@@ -11,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from orchestrator.cli.errors import UserError, user_errors
 from orchestrator.data.registry import resolve_name
-from orchestrator.data.splits import REGIMES, SPLIT_INDICES
+from orchestrator.data.splits import ALL_REGIMES, SPLIT_INDICES
 from orchestrator.records import STATUS_OK, TrialRecord
 from orchestrator.results import selected_results, results_table
 from orchestrator.services.containers import discover_endpoints
@@ -57,7 +57,7 @@ def parse_endpoints(values: list[str]) -> dict[str, str]:
 def run(
     methods: Annotated[str, typer.Option(help="Comma-separated method names, e.g. mlp,gcn.")],
     datasets: Annotated[str, typer.Option(help="Comma-separated dataset names, e.g. synthetic-homophilous,cora.")],
-    regimes: Annotated[str, typer.Option(help=f"Comma-separated label regimes: {', '.join(REGIMES)}.")] = "10/10/80",
+    regimes: Annotated[str, typer.Option(help=f"Comma-separated label regimes: {', '.join(ALL_REGIMES)} (public = the split the source publishes).")] = "10/10/80",
     splits: Annotated[str, typer.Option(help="Comma-separated split indices (0-4).")] = "0",
     budget: Annotated[int, typer.Option(help="Trials per (method, dataset, regime, split): the default config plus budget-1 sampled ones.")] = 1,
     store: Annotated[Path, typer.Option(help="SQLite run store; created if missing, resumed if present.")] = Path("runs.sqlite"),
@@ -76,8 +76,8 @@ def run(
     dataset_names = [resolve_name(d) for d in _csv(datasets, "datasets")]
     regime_names = _csv(regimes, "regimes")
     for regime in regime_names:
-        if regime not in REGIMES:
-            raise UserError(f"unknown regime {regime!r}; choose from {', '.join(REGIMES)}")
+        if regime not in ALL_REGIMES:
+            raise UserError(f"unknown regime {regime!r}; choose from {', '.join(ALL_REGIMES)}")
     plan = SweepPlan(
         methods=tuple(method_names),
         datasets=tuple(dataset_names),

@@ -5,6 +5,11 @@ without scheme>`` (raw.githubusercontent.com URLs are also looked up under
 their github.com/OWNER/REPO/raw/BRANCH/PATH form). Otherwise pooch downloads
 it (resumable, checksum-verified). A checksum mismatch is always an error, and
 a failed file is never left in the cache.
+
+A catalog file whose sha256 could not be known when the catalog was written is
+marked ``sha256 = "unverified"``: its first download is hashed and recorded in
+the lock file (``datasets/catalog.lock``, or ``$NODEGROUND_LOCK``), and every
+later fetch verifies against that recorded hash.
 """
 
 from __future__ import annotations
@@ -18,8 +23,49 @@ from urllib.parse import urlparse
 import pooch
 
 
+UNVERIFIED = "unverified"
+LOCK_PATH = Path(__file__).resolve().parents[2] / "datasets" / "catalog.lock"
+
+
 class FetchError(RuntimeError):
     """A file could not be obtained or did not verify."""
+
+
+def lock_path() -> Path:
+    env = os.environ.get("NODEGROUND_LOCK")
+    return Path(env) if env else LOCK_PATH
+
+
+def read_lock(path: Path | None = None) -> dict[str, str]:
+    """url -> sha256 recorded at first download (lines: ``<sha256>  <url>``)."""
+    path = path or lock_path()
+    if not path.exists():
+        return {}
+    recorded = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            digest, _, url = line.partition("  ")
+            recorded[url.strip()] = digest.strip()
+    return recorded
+
+
+def record_lock(url: str, sha256: str, path: Path | None = None) -> None:
+    path = path or lock_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = "" if path.exists() else (
+        "# sha256 recorded at the first download of catalog files marked unverified.\n"
+        "# Format: <sha256>  <url>. Later downloads must match; commit this file to pin them.\n"
+    )
+    with path.open("a") as f:
+        f.write(f"{header}{sha256}  {url}\n")
+
+
+def resolve_sha256(url: str, declared: str) -> str | None:
+    """The hash a file must have: the catalog's, else the lock's; None if neither is known yet."""
+    if declared and declared != UNVERIFIED:
+        return declared
+    return read_lock().get(url)
 
 
 def cache_dir() -> Path:
@@ -50,7 +96,15 @@ def sha256_of(path: Path) -> str:
 
 
 def fetch(url: str, sha256: str, dest: Path | None = None) -> Path:
-    """Return a local, verified copy of ``url`` (at ``dest`` if given)."""
+    """Return a local, verified copy of ``url`` (at ``dest`` if given).
+
+    ``sha256`` may be ``"unverified"``: then the lock file's hash is used, or,
+    on a first download, the file's hash is recorded there.
+    """
+    known = resolve_sha256(url, sha256)
+    if known is None:
+        return _fetch_first(url, dest)
+    sha256 = known
     dest = dest or cache_dir() / "files" / sha256[:2] / f"{sha256}-{Path(urlparse(url).path).name}"
     if dest.exists() and sha256_of(dest) == sha256:
         return dest
@@ -76,3 +130,33 @@ def fetch(url: str, sha256: str, dest: Path | None = None) -> Path:
         )
         raise FetchError(f"could not download {url}: {type(exc).__name__}: {exc}{where}") from None
     return Path(downloaded)
+
+
+def _fetch_first(url: str, dest: Path | None) -> Path:
+    """First download of a file with no known hash: hash it, record it, keep it."""
+    staging = cache_dir() / "files" / "unverified"
+    staging.mkdir(parents=True, exist_ok=True)
+    name = Path(urlparse(url).path).name or "download"
+    mirror = mirror_dir()
+    source = next((c for c in mirror_candidates(url, mirror) if c.exists()), None) if mirror else None
+    partial = staging / f"{name}.part"
+    try:
+        if source is not None:
+            shutil.copyfile(source, partial)
+        else:
+            try:
+                got = pooch.retrieve(url, known_hash=None, fname=partial.name, path=staging, progressbar=False)
+            except Exception as exc:
+                where = f"; not in the mirror either (looked for {mirror_candidates(url, mirror)[0]})" if mirror else (
+                    "; set NODEGROUND_MIRROR to a mirror directory to work offline"
+                )
+                raise FetchError(f"could not download {url}: {type(exc).__name__}: {exc}{where}") from None
+            partial = Path(got)
+        digest = sha256_of(partial)
+        final = dest or cache_dir() / "files" / digest[:2] / f"{digest}-{name}"
+        final.parent.mkdir(parents=True, exist_ok=True)
+        partial.replace(final)
+    finally:
+        partial.unlink(missing_ok=True)
+    record_lock(url, digest)
+    return final

@@ -8,7 +8,7 @@ remapped to 0..C-1 after exclusions, so ``num_classes`` counts real classes.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -26,6 +26,10 @@ class Graph:
     edge_index: np.ndarray  # int64 (2, E), canonical
     y: np.ndarray  # int64 (N,), -1 = no valid label
     num_classes: int
+    # Published train/val/test partitions shipped with the source (Planetoid's
+    # public split, the 10 Heterophilous masks, OGB's split): sorted int64 node
+    # ids over labeled nodes. Not part of the content hash (they are not model input).
+    public_splits: tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...] = field(default=(), compare=False, repr=False)
 
     @property
     def num_nodes(self) -> int:
@@ -44,10 +48,12 @@ class Graph:
         return h.hexdigest()
 
 
-def canonicalize(name: str, x: np.ndarray, edge_index: np.ndarray, y: np.ndarray) -> Graph:
+def canonicalize(name: str, x: np.ndarray, edge_index: np.ndarray, y: np.ndarray, public_masks=None) -> Graph:
     """Validate a raw graph and bring it to canonical form.
 
     ``y`` may hold any integer class ids; negative values mean "no valid label".
+    ``public_masks`` optionally holds published partitions as (train, val, test)
+    boolean masks of shape (N,) or (K, N) (K partitions), or node-id arrays.
     """
     x = np.asarray(x)
     edge_index = np.asarray(edge_index)
@@ -70,7 +76,45 @@ def canonicalize(name: str, x: np.ndarray, edge_index: np.ndarray, y: np.ndarray
     labels, num_classes = remap_labels(y.astype(np.int64))
     if num_classes < 2:
         raise GraphError(f"{name}: needs at least two classes among labeled nodes, found {num_classes}")
-    return Graph(name, x, canonical_edges(edge_index.astype(np.int64), n), labels, num_classes)
+    splits = public_partitions(name, public_masks, labels) if public_masks is not None else ()
+    return Graph(name, x, canonical_edges(edge_index.astype(np.int64), n), labels, num_classes, splits)
+
+
+def public_partitions(name: str, masks, labels: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]:
+    """Published (train, val, test) partitions as sorted node ids over labeled nodes.
+
+    Each of the three parts is a boolean mask of shape (N,), (K, N) or (N, K),
+    or an array of node ids; a part with one row is shared by all K partitions
+    (WikiCS ships 20 train/val masks and one test mask).
+    """
+    n = labels.shape[0]
+
+    def as_rows(part) -> list[np.ndarray]:
+        part = np.asarray(part)
+        if part.dtype != bool:
+            ids = part.astype(np.int64).reshape(-1)
+            if ids.size and (ids.min() < 0 or ids.max() >= n):
+                raise GraphError(f"{name}: published split holds node ids outside [0, {n})")
+            return [ids]
+        if part.ndim == 1:
+            part = part[None, :]
+        elif part.ndim == 2 and part.shape[1] != n and part.shape[0] == n:
+            part = part.T
+        if part.ndim != 2 or part.shape[1] != n:
+            raise GraphError(f"{name}: published split mask has shape {part.shape}; expected ({n},), (K, {n}) or ({n}, K)")
+        return [np.flatnonzero(row) for row in part]
+
+    rows = [as_rows(p) for p in masks]
+    k = max(len(r) for r in rows)
+    partitions = []
+    for i in range(k):
+        triple = []
+        for r in rows:
+            ids = r[min(i, len(r) - 1)]
+            triple.append(np.unique(ids[labels[ids] >= 0]).astype(np.int64))
+        if all(t.size for t in triple):
+            partitions.append(tuple(triple))
+    return tuple(partitions)
 
 
 def canonical_edges(edge_index: np.ndarray, num_nodes: int) -> np.ndarray:
@@ -81,8 +125,15 @@ def canonical_edges(edge_index: np.ndarray, num_nodes: int) -> np.ndarray:
     loops = np.arange(num_nodes, dtype=np.int64)
     both_src = np.concatenate([src, dst, loops])
     both_dst = np.concatenate([dst, src, loops])
-    keys = np.unique(both_src * num_nodes + both_dst)  # sorts and coalesces
-    return np.stack([keys // num_nodes, keys % num_nodes]).astype(np.int64)
+    keys = both_src * num_nodes + both_dst
+    keys.sort()  # then coalesce repeats; an explicit sort is much faster than np.unique here
+    if keys.size:
+        keep = np.empty(keys.size, dtype=bool)
+        keep[0] = True
+        np.not_equal(keys[1:], keys[:-1], out=keep[1:])
+        keys = keys[keep]
+    src = keys // num_nodes
+    return np.stack([src, keys - src * num_nodes]).astype(np.int64)
 
 
 def remap_labels(y: np.ndarray) -> tuple[np.ndarray, int]:
@@ -92,3 +143,24 @@ def remap_labels(y: np.ndarray) -> tuple[np.ndarray, int]:
     out = np.full(y.shape, -1, dtype=np.int64)
     out[valid] = np.searchsorted(classes, y[valid])
     return out, int(classes.size)
+
+
+MIN_CLASS_SIZE = 3  # one labeled node each for train, validation and test
+
+
+def exclude_small_classes(graph: Graph, minimum: int = MIN_CLASS_SIZE) -> Graph:
+    """Unlabel the nodes of classes too small to stratify, then remap classes to 0..C-1.
+
+    The protocol's "classes are remapped after exclusions": e.g. texas has a
+    class with a single node, which no train/val/test split can hold.
+    """
+    counts = np.bincount(graph.y[graph.y >= 0], minlength=graph.num_classes)
+    if graph.num_classes == 0 or counts.min() >= minimum:
+        return graph
+    y = graph.y.copy()
+    y[(y >= 0) & (counts[np.maximum(y, 0)] < minimum)] = -1
+    labels, num_classes = remap_labels(y)
+    if num_classes < 2:
+        raise GraphError(f"{graph.name}: fewer than two classes have at least {minimum} labeled nodes")
+    public = tuple(tuple(part[labels[part] >= 0] for part in triple) for triple in graph.public_splits)
+    return Graph(graph.name, graph.x, graph.edge_index, labels, num_classes, public)

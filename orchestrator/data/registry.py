@@ -1,53 +1,152 @@
-"""Dataset names -> canonical graphs: the built-in synthetic tasks plus the catalog."""
+"""Dataset names -> canonical graphs: the built-in synthetic tasks, the catalog, and user datasets."""
 
 from __future__ import annotations
 
 import difflib
+import re
 import tomllib
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from orchestrator.data.cache import cache_path, entry_key, read_graph, save_graph
 from orchestrator.data.graph import Graph
-from orchestrator.data.loaders import LOADERS
+from orchestrator.data.loaders import LOADERS, run_loader
 from orchestrator.data.synthetic import SYNTHETIC, load_synthetic
 
 CATALOG_PATH = Path(__file__).resolve().parents[2] / "datasets" / "catalog.toml"
 
+DOMAINS = ("web", "social", "scholarly", "e-commerce", "transportation", "finance")
+SOURCES = ("pyg", "hf-tag", "heterophilous", "ogb")
+TASK_TYPES = ("binary", "multiclass")
+REQUIRED = ("name", "aliases", "source", "loader", "args", "domain", "task_type", "license", "citation", "notes", "files")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
 
 class DatasetError(LookupError):
-    """Unknown dataset name."""
+    """Unknown dataset name, or a catalog entry that is not well-formed."""
+
+
+@lru_cache(maxsize=1)
+def tasks() -> tuple[dict[str, Any], ...]:
+    """The catalog's tasks in file order, validated."""
+    parsed = tomllib.loads(CATALOG_PATH.read_text()).get("task", [])
+    problems = validate_catalog(parsed)
+    if problems:
+        raise DatasetError(f"{CATALOG_PATH}: " + "; ".join(problems))
+    return tuple(parsed)
 
 
 @lru_cache(maxsize=1)
 def catalog() -> dict[str, dict[str, Any]]:
     """Catalog entries by lower-case name and alias."""
     entries: dict[str, dict[str, Any]] = {}
-    for task in tomllib.loads(CATALOG_PATH.read_text())["task"]:
+    for task in tasks():
         for key in [task["name"], *task.get("aliases", [])]:
             entries[key.lower()] = task
     return entries
 
 
+def validate_catalog(parsed: list[dict[str, Any]]) -> list[str]:
+    """Every problem with the catalog's entries (empty when it is well-formed)."""
+    problems = []
+    seen: dict[str, str] = {}
+    for task in parsed:
+        name = task.get("name", "?")
+        missing = [k for k in REQUIRED if k not in task]
+        if missing:
+            problems.append(f"{name}: missing {', '.join(missing)}")
+            continue
+        if task["domain"] not in DOMAINS:
+            problems.append(f"{name}: domain {task['domain']!r} not in {DOMAINS}")
+        if task["source"] not in SOURCES:
+            problems.append(f"{name}: source {task['source']!r} not in {SOURCES}")
+        if task["task_type"] not in TASK_TYPES:
+            problems.append(f"{name}: task_type {task['task_type']!r} not in {TASK_TYPES}")
+        if task["loader"] not in LOADERS:
+            problems.append(f"{name}: unknown loader {task['loader']!r}")
+        if not task["files"]:
+            problems.append(f"{name}: no files")
+        for spec in task["files"]:
+            if not str(spec.get("url", "")).startswith(("https://", "http://")):
+                problems.append(f"{name}: file without an http(s) url")
+            digest = spec.get("sha256", "")
+            if digest != "unverified" and not _SHA256.match(digest):
+                problems.append(f"{name}: sha256 of {spec.get('url')} is neither 64 hex digits nor 'unverified'")
+        for key in [name, *task["aliases"]]:
+            low = key.lower()
+            if low in seen and seen[low] != name:
+                problems.append(f"{name}: name or alias {key!r} also used by {seen[low]}")
+            seen[low] = name
+    return problems
+
+
 def known_names() -> list[str]:
-    return sorted(set(SYNTHETIC) | {t["name"] for t in catalog().values()})
+    from orchestrator.data.user import user_registry
+
+    return sorted(set(SYNTHETIC) | {t["name"] for t in tasks()} | set(user_registry()))
 
 
 def resolve_name(name: str) -> str:
     """The canonical task name for a name or alias; DatasetError with suggestions otherwise."""
+    from orchestrator.data.user import user_registry
+
     key = name.strip().lower()
     if key in SYNTHETIC:
         return key
     if key in catalog():
         return catalog()[key]["name"]
+    users = {n.lower(): n for n in user_registry()}
+    if key in users:
+        return users[key]
     close = difflib.get_close_matches(key, sorted(set(known_names()) | set(catalog())), n=3)
-    hint = f"; did you mean {', '.join(close)}?" if close else f"; known datasets: {', '.join(known_names())}"
+    hint = f"; did you mean {', '.join(close)}?" if close else "; `orchestrator datasets list` shows the known datasets"
     raise DatasetError(f"unknown dataset {name!r}{hint}")
+
+
+def is_cached(entry: dict[str, Any]) -> bool:
+    key = entry_key(entry)
+    return key is not None and cache_path(key).exists()
+
+
+def load_entry(entry: dict[str, Any]) -> Graph:
+    """A catalog task's canonical graph: from the content-keyed cache, or loaded, verified and cached."""
+    key = entry_key(entry)
+    if key is not None:
+        cached = read_graph(cache_path(key))
+        if cached is not None:
+            return cached
+    graph = run_loader(entry)
+    key = key or entry_key(entry)  # first downloads have recorded their hashes by now
+    if key is not None:
+        save_graph(graph, cache_path(key))
+    return graph
 
 
 def load_dataset(name: str) -> Graph:
     canonical = resolve_name(name)
     if canonical in SYNTHETIC:
         return load_synthetic(canonical)
-    entry = catalog()[canonical]
-    return LOADERS[entry["loader"]](entry)
+    if canonical.lower() in catalog():
+        return load_entry(catalog()[canonical.lower()])
+    from orchestrator.data.user import load_user_dataset
+
+    return load_user_dataset(canonical)
+
+
+def list_tasks() -> list[dict[str, Any]]:
+    """One row per catalog task: what `orchestrator datasets list` shows."""
+    rows = []
+    for task in tasks():
+        rows.append(
+            {
+                "name": task["name"],
+                "source": task["source"],
+                "domain": task["domain"],
+                "task_type": task["task_type"],
+                "nodes": task.get("nodes"),
+                "classes": task.get("classes"),
+                "local": is_cached(task),
+            }
+        )
+    return rows

@@ -9,14 +9,20 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from orchestrator.data.graph import Graph
 
 REGIMES: dict[str, tuple[float, float, float]] = {
     "10/10/80": (0.10, 0.10, 0.80),
     "50/25/25": (0.50, 0.25, 0.25),
 }
 SPLIT_INDICES = range(5)
+PUBLIC = "public"  # the partitions a source publishes (Planetoid, Heterophilous masks, OGB)
+ALL_REGIMES = (*REGIMES, PUBLIC)
 
 
 class SplitError(ValueError):
@@ -75,3 +81,47 @@ def make_split(dataset: str, labels: np.ndarray, regime: str, index: int) -> Spl
         parts[2].append(nodes[n_train + n_val :])
     train, val, test = (np.sort(np.concatenate(p)).astype(np.int64) for p in parts)
     return Split(regime, index, train, val, test)
+
+
+def graph_split(graph: Graph, regime: str, index: int) -> Split:
+    """The split of ``graph`` for a regime: the two stratified ratios, or ``public``.
+
+    ``public`` index i is the source's i-th published partition (the
+    Heterophilous files ship 10, of which indices 0-4 are used; Planetoid and
+    OGB ship one, index 0).
+    """
+    if regime != PUBLIC:
+        return make_split(graph.name, graph.y, regime, index)
+    if index not in SPLIT_INDICES:
+        raise SplitError(f"split index {index} is outside 0..{SPLIT_INDICES[-1]}")
+    published = graph.public_splits
+    if not published:
+        raise SplitError(f"{graph.name} has no published split; use a regime from {', '.join(REGIMES)}")
+    if index >= len(published):
+        raise SplitError(f"{graph.name} publishes {len(published)} split(s); public index {index} does not exist (use 0..{len(published) - 1})")
+    train, val, test = (np.asarray(part, dtype=np.int64) for part in published[index])
+    return Split(PUBLIC, index, train, val, test)
+
+
+def export_splits(graph: Graph, out_dir, regimes=None) -> list[dict]:
+    """Write every split of ``graph`` as ``<out>/<regime>_<index>.npz`` (train/val/test node ids)
+    plus ``manifest.json`` (dataset content hash, split digests and sizes) so results can be shared
+    and checked. ``regimes`` defaults to the two ratio regimes plus ``public`` when published."""
+    import json
+    from pathlib import Path
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if regimes is None:
+        regimes = [*REGIMES, *([PUBLIC] if graph.public_splits else [])]
+    manifest = []
+    for regime in regimes:
+        count = min(len(graph.public_splits), len(SPLIT_INDICES)) if regime == PUBLIC else len(SPLIT_INDICES)
+        for index in range(count):
+            split = graph_split(graph, regime, index)
+            file = f"{regime.replace('/', '-')}_{index}.npz"
+            np.savez(out / file, train=split.train, val=split.val, test=split.test)
+            manifest.append({"regime": regime, "index": index, "file": file, "digest": split.digest,
+                             "train": int(split.train.size), "val": int(split.val.size), "test": int(split.test.size)})
+    (out / "manifest.json").write_text(json.dumps({"dataset": graph.name, "content_hash": graph.content_hash, "splits": manifest}, indent=2))
+    return manifest

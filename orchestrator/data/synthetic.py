@@ -47,6 +47,9 @@ def sbm_graph(
 SYNTHETIC = {
     "synthetic-homophilous": dict(homophily=0.8, seed=1),
     "synthetic-heterophilous": dict(homophily=0.2, seed=2),
+    # a few hundred nodes: for smoke runs and for measuring per-call overhead
+    "synthetic-tiny": dict(num_nodes=300, num_classes=3, num_features=8, homophily=0.8, seed=3),
+    "synthetic-binary": dict(num_nodes=600, num_classes=2, num_features=8, homophily=0.7, seed=4),
 }
 
 

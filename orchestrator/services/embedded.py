@@ -89,8 +89,9 @@ class EmbeddedServices:
         self.services: dict[str, EmbeddedService] = {}
 
     def endpoint(self, family: str) -> str:
+        """The family's endpoint, starting its service on first use (a dead one is restarted by ``restart``)."""
         service = self.services.get(family)
-        if service is None or not service.alive():
+        if service is None:
             service = EmbeddedService(family, self.log_dir)
             service.start()
             self.services[family] = service

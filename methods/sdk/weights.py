@@ -1,0 +1,114 @@
+"""Pretrained weights as data: a catalog per family, a read-only directory, verification on load.
+
+Each GFM family lists its checkpoints in ``methods/<family>/weights.toml``
+(``[[weights]]`` entries: id, model, version, url, sha256, license,
+description). Weights are never baked into images: they live in a directory
+laid out like their upstream URLs without the scheme (the same layout as a
+download mirror), mounted read-only into containers and named by
+``NODEGROUND_WEIGHTS`` (default ``$NODEGROUND_CACHE/weights``). A file whose
+sha256 differs from the catalog is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+METHODS_ROOT = Path(__file__).resolve().parents[1]
+
+
+class WeightsError(RuntimeError):
+    """Weights missing, unknown, or failing verification."""
+
+
+@dataclass(frozen=True)
+class WeightsEntry:
+    id: str
+    model: str
+    version: str
+    url: str
+    sha256: str
+    license: str
+    description: str = ""
+
+    @property
+    def relative_path(self) -> Path:
+        parsed = urlparse(self.url)
+        return Path(parsed.netloc) / parsed.path.lstrip("/")
+
+
+@dataclass(frozen=True)
+class ResolvedWeights:
+    entry: WeightsEntry
+    path: Path
+    sha256: str
+    official: bool  # the catalog's file, byte for byte
+
+
+def load_weights_catalog(root: Path = METHODS_ROOT) -> dict[str, WeightsEntry]:
+    entries: dict[str, WeightsEntry] = {}
+    for path in sorted(root.glob("*/weights.toml")):
+        for item in tomllib.loads(path.read_text()).get("weights", []):
+            entry = WeightsEntry(**item)
+            if entry.id in entries:
+                raise WeightsError(f"weights id {entry.id!r} is listed twice ({path})")
+            entries[entry.id] = entry
+    return entries
+
+
+def weights_dir() -> Path:
+    explicit = os.environ.get("NODEGROUND_WEIGHTS")
+    if explicit:
+        return Path(explicit)
+    cache = os.environ.get("NODEGROUND_CACHE") or Path.home() / ".cache" / "nodeground"
+    return Path(cache) / "weights"
+
+
+_VERIFIED: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> sha256: hash each file once
+
+
+def file_sha256(path: Path) -> str:
+    stat = path.stat()
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    if key not in _VERIFIED:
+        h = hashlib.sha256()
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        _VERIFIED[key] = h.hexdigest()
+    return _VERIFIED[key]
+
+
+UNVERIFIED = "unverified"  # catalog sha256 for a file whose digest could not be recorded yet
+
+
+def resolve(entry: WeightsEntry, root: Path | None = None, allow_unverified: bool = False) -> ResolvedWeights:
+    """The verified local file of ``entry``; WeightsError if it is absent or was altered.
+
+    An entry whose catalog sha256 is ``"unverified"`` is refused unless
+    ``allow_unverified``; then it resolves with ``official=False`` and the file's
+    actual sha256, so results from it are never labeled official.
+    """
+    root = root or weights_dir()
+    path = root / entry.relative_path
+    if not path.is_file():
+        raise WeightsError(
+            f"weights {entry.id} not found at {path}; fetch them with `orchestrator weights fetch {entry.id}` "
+            f"(or point NODEGROUND_WEIGHTS at a directory holding {entry.relative_path})"
+        )
+    digest = file_sha256(path)
+    if entry.sha256 == UNVERIFIED:
+        if not allow_unverified:
+            raise WeightsError(
+                f"weights {entry.id} at {path} have no recorded sha256 in the catalog (sha256 = \"unverified\"); "
+                f"record the upstream file's sha256 in the catalog, or allow unverified weights explicitly "
+                f"(results are then labeled non-official); file sha256 {digest}"
+            )
+        return ResolvedWeights(entry, path, digest, official=False)
+    if digest != entry.sha256:
+        raise WeightsError(f"weights {entry.id} at {path} fail verification: sha256 {digest}, catalog says {entry.sha256}")
+    return ResolvedWeights(entry, path, digest, official=True)

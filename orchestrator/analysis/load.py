@@ -1,0 +1,175 @@
+"""Read the trial record table from a store (SQLite, Parquet or CSV) into typed columns.
+
+Only the columns the analysis needs are read, in chunks, and the repeated strings become
+categoricals as each chunk arrives, so a two-million-row store fits in well under a gigabyte.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from orchestrator.records import COLUMNS
+
+# Identity and selection columns every analysis needs.
+REQUIRED_COLUMNS: tuple[str, ...] = (
+    "method",
+    "kind",
+    "dataset",
+    "task_type",
+    "regime",
+    "split",
+    "trial_index",
+    "status",
+    "val_loss",
+    "test_primary",
+)
+# Read when present; filled with a neutral value otherwise.
+OPTIONAL_COLUMNS: tuple[str, ...] = (
+    "method_version",
+    "origin",
+    "primary_metric",
+    "fit_service_s",
+    "predict_service_s",
+    "fit_peak_rss_bytes",
+    "fit_peak_gpu_bytes",
+    "predict_peak_rss_bytes",
+    "predict_peak_gpu_bytes",
+    "test_accuracy",
+    "test_macro_f1",
+    "test_cross_entropy",
+    "test_auroc",
+    "test_precision",
+)
+CATEGORICAL = ("method", "method_version", "kind", "dataset", "task_type", "regime", "status", "origin", "primary_metric")
+INTEGER = ("split", "trial_index")
+METRIC_COLUMNS = ("test_primary", "test_accuracy", "test_macro_f1", "test_cross_entropy", "test_auroc", "test_precision")
+
+_CHUNK_ROWS = 250_000
+
+
+class AnalysisInputError(Exception):
+    """A problem with the input the user can fix (missing store, empty table, unknown column)."""
+
+
+def _typed(chunk: pd.DataFrame) -> pd.DataFrame:
+    for col in chunk.columns:
+        if col in CATEGORICAL:
+            chunk[col] = chunk[col].astype("string").astype("category")
+        elif col in INTEGER:
+            chunk[col] = pd.to_numeric(chunk[col]).astype("int32")
+        else:
+            chunk[col] = pd.to_numeric(chunk[col], errors="coerce").astype("float64")
+    return chunk
+
+
+def _concat_typed(chunks: list[pd.DataFrame]) -> pd.DataFrame:
+    if not chunks:
+        return pd.DataFrame()
+    if len(chunks) == 1:
+        return chunks[0]
+    # Unify categories so concat keeps the categorical dtype instead of falling back to object.
+    for col in chunks[0].columns:
+        if isinstance(chunks[0][col].dtype, pd.CategoricalDtype):
+            cats = pd.Index(sorted(set().union(*(c[col].cat.categories for c in chunks))))
+            for c in chunks:
+                c[col] = c[col].cat.set_categories(cats)
+    return pd.concat(chunks, ignore_index=True)
+
+
+def _read_sqlite(path: Path) -> pd.DataFrame:
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error as exc:  # pragma: no cover - depends on the file system
+        raise AnalysisInputError(f"cannot open store {path}: {exc}") from None
+    try:
+        try:
+            present = [row[1] for row in con.execute("PRAGMA table_info(trials)")]
+        except sqlite3.DatabaseError as exc:
+            raise AnalysisInputError(f"{path} is not a SQLite store: {exc}") from None
+        if not present:
+            raise AnalysisInputError(f"{path} has no table named 'trials'")
+        _check_required(present, path)
+        wanted = [c for c in (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS) if c in present]
+        cur = con.execute(f"SELECT {', '.join(wanted)} FROM trials")
+        chunks = []
+        while True:
+            rows = cur.fetchmany(_CHUNK_ROWS)
+            if not rows:
+                break
+            chunks.append(_typed(pd.DataFrame.from_records(rows, columns=wanted)))
+        if not chunks:
+            return pd.DataFrame(columns=wanted)
+        return _concat_typed(chunks)
+    finally:
+        con.close()
+
+
+def _check_required(present: list[str], path: Path) -> None:
+    missing = [c for c in REQUIRED_COLUMNS if c not in present]
+    if missing:
+        raise AnalysisInputError(f"{path}: the trials table lacks required column(s): {', '.join(missing)}")
+
+
+def load_trials(path: str | Path) -> pd.DataFrame:
+    """The trial table at ``path`` (``.sqlite``/``.db``, ``.parquet`` or ``.csv``), typed and completed.
+
+    Raises AnalysisInputError for a missing file, a missing table or column, or an empty table.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise AnalysisInputError(f"store not found: {path}")
+    if path.is_dir():
+        raise AnalysisInputError(f"store is a directory, expected a file: {path}")
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            present = pq.read_schema(path).names
+        except Exception as exc:  # noqa: BLE001 - any pyarrow failure means an unreadable file
+            raise AnalysisInputError(f"cannot read Parquet store {path}: {exc}") from None
+        _check_required(present, path)
+        wanted = [c for c in (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS) if c in present]
+        df = _typed(pd.read_parquet(path, columns=wanted))
+    elif suffix == ".csv":
+        try:
+            head = pd.read_csv(path, nrows=0)
+        except pd.errors.EmptyDataError:
+            raise AnalysisInputError(f"the trials table in {path} is empty") from None
+        _check_required(list(head.columns), path)
+        wanted = [c for c in (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS) if c in head.columns]
+        df = _typed(pd.read_csv(path, usecols=wanted))
+    else:
+        df = _read_sqlite(path)
+    if len(df) == 0:
+        raise AnalysisInputError(f"the trials table in {path} is empty")
+    return complete_columns(df)
+
+
+def complete_columns(df: pd.DataFrame) -> pd.DataFrame:
+    """Add optional columns that are absent (for tables built in memory) and normalise types."""
+    df = df.copy(deep=False)
+    unknown = [c for c in df.columns if c not in COLUMNS]
+    if unknown:
+        # Extra columns are harmless; they are dropped to keep memory predictable.
+        df = df.drop(columns=unknown)
+    for col in REQUIRED_COLUMNS:
+        if col not in df.columns:
+            raise AnalysisInputError(f"the trials table lacks required column: {col}")
+    defaults = {"method_version": "", "origin": "builtin", "primary_metric": ""}
+    for col in OPTIONAL_COLUMNS:
+        if col not in df.columns:
+            df[col] = defaults.get(col, np.nan)
+    for col in CATEGORICAL:
+        if not isinstance(df[col].dtype, pd.CategoricalDtype):
+            df[col] = df[col].fillna(defaults.get(col, "")).astype("string").astype("category")
+    for col in INTEGER:
+        df[col] = pd.to_numeric(df[col]).astype("int32")
+    for col in (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS):
+        if col not in CATEGORICAL and col not in INTEGER:
+            df[col] = pd.to_numeric(df[col], errors="coerce").astype("float64")
+    return df

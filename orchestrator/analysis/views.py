@@ -1,0 +1,173 @@
+"""From trials to *results*: one row per (view, dataset, regime, split).
+
+A view is what a leaderboard row compares:
+
+- ``<METHOD>-Default``: a supervised method's default configuration (trial_index 0) alone;
+- ``<METHOD>``: a supervised method tuned over every executed trial (lowest validation loss);
+- ``<GFM>``: a foundation model at its selected setting (lowest validation loss over its trials);
+- budget points ``<METHOD>@k``: the lowest validation loss among the first k trials, with cost
+  interpolated linearly in k between the measured default and full-search costs.
+
+Selection never looks at test metrics. Each result carries the selected trial's metrics and the
+workflow costs of ``workflow.workflow_costs``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from orchestrator.analysis.load import METRIC_COLUMNS, complete_columns
+from orchestrator.analysis.workflow import BUDGETS, FULL, workflow_costs
+
+GROUP = ["method", "dataset", "regime", "split"]
+COST_COLUMNS = [
+    "training_tuning_s",
+    "prediction_s",
+    "workflow_s",
+    "fit_peak_bytes",
+    "predict_peak_bytes",
+    "workflow_peak_bytes",
+    "memory_kind",
+    "n_trials",
+    "n_ok",
+]
+RESULT_COLUMNS = [
+    "view",
+    "method",
+    "variant",  # default | tuned | gfm | budget
+    "k",
+    "kind",
+    "origin",
+    "dataset",
+    "task_type",
+    "regime",
+    "split",
+    "selected_trial_index",
+    "val_loss",
+    "score",  # test_primary of the selected trial (higher is better)
+    "primary_metric",
+    *METRIC_COLUMNS[1:],
+    *COST_COLUMNS,
+    "imputed",
+]
+
+
+def default_view(method: str) -> str:
+    return f"{method}-Default"
+
+
+def budget_view(method: str, k: int) -> str:
+    return f"{method}@{k}"
+
+
+def _method_labels(trials: pd.DataFrame) -> pd.Series:
+    """Method name, suffixed with @version only when one method appears under several versions."""
+    pairs = trials[["method", "method_version"]].drop_duplicates()
+    multi = pairs.groupby("method", observed=True).size()
+    multi = set(multi[multi > 1].index)
+    if not multi:
+        return trials["method"]
+    lab = trials["method"].astype(str)
+    mask = lab.isin(multi)
+    lab[mask] = lab[mask] + "@" + trials.loc[mask, "method_version"].astype(str)
+    return lab.astype("category")
+
+
+def prepare(trials: pd.DataFrame) -> pd.DataFrame:
+    """The trial table with versioned method labels where needed (a light copy)."""
+    t = complete_columns(trials)
+    t["method"] = _method_labels(t)
+    return t
+
+
+def _attach_trial_columns(sel: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
+    """Join the selected trial's metrics and identity columns onto cost rows."""
+    wanted = ["kind", "origin", "task_type", "val_loss", "test_primary", "primary_metric", *METRIC_COLUMNS[1:]]
+    ok = sel["selected_trial_index"].notna()
+    sel = sel[ok].copy()
+    sel["trial_index"] = sel["selected_trial_index"].astype("int32")
+    # Restrict the big table to candidate rows before merging (cheap boolean filter).
+    cand = trials[trials["status"] == "ok"][[*GROUP, "trial_index", *wanted]]
+    merged = sel.merge(cand, on=[*GROUP, "trial_index"], how="left", validate="many_to_one")
+    merged = merged.drop(columns=["trial_index"]).rename(columns={"test_primary": "score"})
+    return merged
+
+
+def build_results(
+    trials: pd.DataFrame,
+    costs: pd.DataFrame | None = None,
+    budgets: tuple[int, ...] = BUDGETS,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(results, budget_points) from the trial table.
+
+    ``results`` holds the Default, tuned and GFM views; ``budget_points`` the intermediate
+    budgets of supervised methods (including k=1, the default, and the full search).
+    """
+    t = prepare(trials)
+    if costs is None:
+        costs = workflow_costs(t.drop(columns=["method_version"], errors="ignore"), budgets=budgets)
+    costs = costs.drop(columns=["method_version"], errors="ignore")
+    kind = t[["method", "kind"]].drop_duplicates("method").set_index("method")["kind"].astype(str)
+    costs = costs.assign(kind=costs["method"].map(kind).astype(str))
+    sup = costs["kind"] == "supervised"
+
+    full = costs[costs["budget"] == FULL]
+    default = costs[(costs["budget"] == "1") & sup]
+    # A default view exists only when trial 0 itself is selectable.
+    default = default[default["selected_trial_index"] == 0]
+
+    def label(df: pd.DataFrame, variant: str) -> pd.DataFrame:
+        df = _attach_trial_columns(df.drop(columns=["kind"]), t)
+        m = df["method"].astype(str)
+        df["view"] = np.where(variant == "default", m + "-Default", m)
+        df["variant"] = variant
+        return df
+
+    tuned = label(full[full["kind"] == "supervised"], "tuned")
+    gfm = label(full[full["kind"] != "supervised"], "gfm")
+    dflt = label(default, "default")
+    results = pd.concat([dflt, tuned, gfm], ignore_index=True)
+    results["imputed"] = False
+    results = _finish(results)
+
+    # Budget points: measured selection at k, cost interpolated between default and full.
+    bud = costs[sup & (costs["budget"] != FULL)]
+    bud = label(bud, "budget")
+    ends = costs[sup & costs["budget"].isin(["1", FULL])]
+    ends = ends.pivot_table(
+        index=GROUP, columns="budget", values=["workflow_s", "workflow_peak_bytes", "k"], observed=True
+    )
+    ends.columns = [f"{a}__{b}" for a, b in ends.columns]
+    ends = ends.reset_index()
+    bud = bud.merge(ends, on=GROUP, how="left")
+    n_slots = bud[f"k__{FULL}"].to_numpy()
+    kk = np.minimum(bud["k"].to_numpy(dtype=float), n_slots)
+    frac = np.where(n_slots > 1, (kk - 1) / np.maximum(n_slots - 1, 1), 1.0)
+    for col in ("workflow_s", "workflow_peak_bytes"):
+        lo, hi = bud[f"{col}__1"].to_numpy(), bud[f"{col}__{FULL}"].to_numpy()
+        bud[f"{col}_measured"] = bud[col]
+        bud[col] = lo + frac * (hi - lo)
+    bud["view"] = bud["method"].astype(str) + "@" + bud["k"].astype(str)
+    bud = bud.drop(columns=[c for c in bud.columns if "__" in c])
+    bud["imputed"] = False
+    # The full search is the last point of every trajectory.
+    full_pts = tuned.copy()
+    full_pts["variant"] = "budget"
+    full_pts["view"] = full_pts["method"].astype(str) + "@" + FULL
+    full_pts["workflow_s_measured"] = full_pts["workflow_s"]
+    full_pts["workflow_peak_bytes_measured"] = full_pts["workflow_peak_bytes"]
+    full_pts["imputed"] = False
+    budget_points = _finish(pd.concat([bud, full_pts], ignore_index=True), extra=["workflow_s_measured", "workflow_peak_bytes_measured"])
+    return results, budget_points
+
+
+def _finish(df: pd.DataFrame, extra: list[str] | None = None) -> pd.DataFrame:
+    cols = [c for c in RESULT_COLUMNS if c in df.columns] + (extra or [])
+    df = df[cols].copy()
+    for c in ("view", "method", "variant", "kind", "origin", "dataset", "task_type", "regime", "primary_metric", "memory_kind"):
+        if c in df.columns:
+            df[c] = df[c].astype(str)
+    df["split"] = df["split"].astype(int)
+    df["k"] = pd.to_numeric(df["k"]).astype(int)
+    return df.sort_values(["regime", "dataset", "view", "split"], kind="stable").reset_index(drop=True)

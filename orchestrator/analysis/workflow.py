@@ -1,0 +1,166 @@
+"""Workflow cost figures per (method, dataset, regime, split, budget): the one definition.
+
+A *budget* of k means "the first k trials" (trial_index < k) of a search: k = 1 is the default
+configuration alone, and ``FULL`` is every executed trial. For each budget:
+
+- training-and-tuning time = sum of ``fit_service_s`` over every executed trial within the
+  budget (failed trials count with whatever time they recorded; a missing time counts 0);
+- the selected trial = the lowest validation loss among "ok" trials with a finite validation
+  loss within the budget (ties go to the earlier trial); nothing else takes part in selection;
+- prediction time = ``predict_service_s`` of the selected trial;
+- workflow time = training-and-tuning time + prediction time;
+- workflow peak memory = max(fit peak over every executed trial within the budget, predict peak
+  of the selected trial), in GPU bytes when any GPU peak of that method is > 0 in the table and
+  in CPU RSS bytes otherwise (``memory_kind`` says which).
+
+Budgets are *measured* here. The Pareto trajectories interpolate cost linearly between the
+measured default and full-search endpoints instead (``orchestrator.analysis.views``).
+
+This module needs only numpy and pandas, so the sweep engine can import it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+#: Intermediate tuning budgets (numbers of first trials) reported for supervised methods.
+BUDGETS: tuple[int, ...] = (1, 2, 5, 10, 25, 50, 100, 200)
+#: The label of the full-search budget in the ``budget`` column.
+FULL = "full"
+
+_KEYS = ("method", "dataset", "regime", "split")
+
+OUTPUT_COLUMNS = (
+    "budget",  # "1", "2", ..., or FULL
+    "k",  # trial slots considered: the budget number, or (max trial_index + 1) for FULL
+    "n_trials",  # executed trials within the budget (any status)
+    "n_ok",  # trials within the budget that could be selected
+    "selected_trial_index",  # <NA> when no trial within the budget could be selected
+    "training_tuning_s",
+    "prediction_s",
+    "workflow_s",
+    "fit_peak_bytes",
+    "predict_peak_bytes",
+    "workflow_peak_bytes",
+    "memory_kind",  # "gpu" or "cpu"
+)
+
+
+def _num(trials: pd.DataFrame, col: str) -> np.ndarray:
+    if col not in trials.columns:
+        return np.full(len(trials), np.nan)
+    return pd.to_numeric(trials[col], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+
+
+def workflow_costs(
+    trials: pd.DataFrame,
+    budgets: Iterable[int] = BUDGETS,
+    include_full: bool = True,
+) -> pd.DataFrame:
+    """Workflow time and peak memory per (method[, method_version], dataset, regime, split, budget).
+
+    ``trials`` is the trial record table (``orchestrator.records.COLUMNS``; only the identity,
+    status, validation-loss and cost columns are used). ``method_version`` joins the keys when the
+    column is present. A budget larger than a group's search yields that group's full-search
+    figures under the budget's own label. Returns one row per group and budget, in group order.
+    """
+    keys = list(_KEYS)
+    if "method_version" in trials.columns:
+        keys.insert(1, "method_version")
+    missing = [c for c in (*keys, "trial_index", "status") if c not in trials.columns]
+    if missing:
+        raise KeyError(f"workflow_costs: missing column(s) {missing}")
+    budgets = sorted({int(b) for b in budgets})
+    if any(b < 1 for b in budgets):
+        raise ValueError("budgets count trials and must be >= 1")
+
+    order = np.lexsort(
+        [trials["trial_index"].to_numpy()]
+        + [pd.factorize(trials[k], sort=True)[0] for k in reversed(keys)]
+    )
+    df = trials.iloc[order]
+    n = len(df)
+    gid = df.groupby(keys, sort=False, observed=True, dropna=False).ngroup().to_numpy()
+    # gid is contiguous after the sort; group boundaries follow from its changes.
+    starts = np.flatnonzero(np.r_[True, gid[1:] != gid[:-1]]) if n else np.array([], dtype=int)
+    n_groups = len(starts)
+    sizes = np.diff(np.r_[starts, n])
+    group_of_row = np.repeat(np.arange(n_groups), sizes)
+    row_in_group = np.arange(n) - np.repeat(starts, sizes)
+    trial_index = df["trial_index"].to_numpy(dtype="int64")
+
+    # GPU bytes when the method ever reported any, CPU RSS otherwise.
+    fit_gpu, pred_gpu = _num(df, "fit_peak_gpu_bytes"), _num(df, "predict_peak_gpu_bytes")
+    uses_gpu_row = (np.nan_to_num(fit_gpu) > 0) | (np.nan_to_num(pred_gpu) > 0)
+    method_codes = pd.factorize(df["method"])[0]
+    gpu_methods = np.zeros(method_codes.max() + 1 if n else 0, dtype=bool)
+    np.logical_or.at(gpu_methods, method_codes, uses_gpu_row)
+    use_gpu = gpu_methods[method_codes] if n else np.zeros(0, dtype=bool)
+    fit_peak = np.where(use_gpu, fit_gpu, _num(df, "fit_peak_rss_bytes"))
+    pred_peak = np.where(use_gpu, pred_gpu, _num(df, "predict_peak_rss_bytes"))
+
+    # Running sums / maxima / selections within each group, vectorised with group offsets.
+    fit_s = np.nan_to_num(_num(df, "fit_service_s"), nan=0.0)
+    cum_fit = np.cumsum(fit_s)
+    cum_fit -= np.repeat(np.r_[0.0, cum_fit[starts[1:] - 1]] if n_groups else [], sizes)
+    fp = np.where(np.isnan(fit_peak), -1.0, fit_peak)
+    cum_fit_peak = pd.Series(fp).groupby(group_of_row).cummax().to_numpy()
+
+    status = df["status"].astype("string").to_numpy(dtype=object, na_value="")
+    val_loss = _num(df, "val_loss")
+    selectable = (status == "ok") & np.isfinite(val_loss)
+    ok_count = np.cumsum(selectable)
+    ok_count -= np.repeat(np.r_[0, ok_count[starts[1:] - 1]] if n_groups else [], sizes).astype(ok_count.dtype)
+    vl = np.where(selectable, val_loss, np.inf)
+    running_min = pd.Series(vl).groupby(group_of_row).cummin().to_numpy()
+    prev_min = np.r_[np.inf, running_min[:-1]] if n else running_min
+    prev_min[starts] = np.inf
+    new_best = selectable & (vl < prev_min)
+    best_pos = pd.Series(np.where(new_best, np.arange(n), np.nan)).groupby(group_of_row).ffill().to_numpy()
+
+    group_frame = df.iloc[starts][keys].reset_index(drop=True)
+    last_slot = np.maximum.reduceat(trial_index, starts) + 1 if n else np.array([], dtype=int)
+
+    def at_rows(cut: np.ndarray, label: str, k: np.ndarray) -> pd.DataFrame:
+        groups = group_of_row[cut]
+        sel = best_pos[cut]
+        has = ~np.isnan(sel)
+        sel_i = np.where(has, sel, 0).astype(np.int64)
+        pred_s = np.where(has, _num(df, "predict_service_s")[sel_i], np.nan)
+        pp = np.where(has, pred_peak[sel_i], np.nan)
+        fpk = np.where(cum_fit_peak[cut] < 0, np.nan, cum_fit_peak[cut])
+        out = group_frame.iloc[groups].reset_index(drop=True)
+        out["budget"] = label
+        out["k"] = k[groups] if label == FULL else k
+        out["n_trials"] = row_in_group[cut] + 1
+        out["n_ok"] = ok_count[cut]
+        out["selected_trial_index"] = pd.array(np.where(has, trial_index[sel_i], 0), dtype="Int64")
+        out.loc[~has, "selected_trial_index"] = pd.NA
+        out["training_tuning_s"] = cum_fit[cut]
+        out["prediction_s"] = pred_s
+        out["workflow_s"] = cum_fit[cut] + np.nan_to_num(pred_s)
+        out["fit_peak_bytes"] = fpk
+        out["predict_peak_bytes"] = pp
+        with np.errstate(invalid="ignore"):
+            out["workflow_peak_bytes"] = np.fmax(fpk, pp)
+        out["memory_kind"] = np.where(use_gpu[cut], "gpu", "cpu")
+        return out
+
+    frames = []
+    for b in budgets:
+        within = trial_index < b
+        counts = np.bincount(group_of_row[within], minlength=n_groups)
+        present = counts > 0
+        cut = (starts + counts - 1)[present]
+        frames.append(at_rows(cut, str(b), np.full(len(cut), b)))
+    if include_full:
+        frames.append(at_rows(starts + sizes - 1, FULL, last_slot))
+    if not frames or n == 0:
+        return pd.DataFrame(columns=[*keys, *OUTPUT_COLUMNS])
+    out = pd.concat(frames, ignore_index=True)
+    for col in ("budget", "memory_kind"):
+        out[col] = out[col].astype("category")
+    return out

@@ -1,0 +1,125 @@
+"""`orchestrator datasets list|stats|splits|add`: thin commands over orchestrator.data."""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections import Counter
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from orchestrator.cli.errors import UserError, user_errors
+from orchestrator.data.registry import list_tasks, load_dataset, resolve_name, tasks
+from orchestrator.data.splits import ALL_REGIMES, export_splits
+from orchestrator.data.stats import SUBGROUP_PROPERTIES, stats_rows
+from orchestrator.data.user import add_user_dataset
+
+app = typer.Typer(help="The dataset catalog: list tasks, compute statistics, export splits, add your own graph.", no_args_is_help=True)
+out = Console(width=200)
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else f"{value:.4g}"
+    return str(value)
+
+
+@app.command("list")
+@user_errors
+def list_command() -> None:
+    """Show the catalog's tasks with source, domain, size, classes and local availability."""
+    rows = list_tasks()
+    table = Table(title=f"{len(rows)} tasks")
+    for column in ("name", "source", "domain", "task_type", "nodes", "classes", "local"):
+        table.add_column(column, justify="right" if column in ("nodes", "classes") else "left")
+    for row in rows:
+        table.add_row(*(_fmt(row[c]) for c in ("name", "source", "domain", "task_type", "nodes", "classes", "local")))
+    out.print(table)
+    domains = Counter(r["domain"] for r in rows)
+    nodes = [r["nodes"] for r in rows if r["nodes"]]
+    out.print(
+        "domains: " + ", ".join(f"{d} {n}" for d, n in domains.most_common())
+        + f"; nodes {min(nodes):,} to {max(nodes):,}; available locally: {sum(r['local'] for r in rows)}"
+    )
+
+
+STATS_COLUMNS = ("dataset", "num_nodes", "num_edges", "avg_degree", "adjusted_homophily", "feature_dim", "feature_nonzero_fraction", "num_classes", "class_imbalance")
+
+
+@app.command("stats")
+@user_errors
+def stats_command(
+    names: Annotated[Optional[list[str]], typer.Argument(help="Datasets (default: every catalog task already available locally).")] = None,
+    all_tasks: Annotated[bool, typer.Option("--all", help="Every catalog task (downloads what is missing).")] = False,
+    out_csv: Annotated[Optional[Path], typer.Option("--out", help="Write every statistic and subgroup to this CSV.")] = None,
+) -> None:
+    """Print dataset statistics (and the 7 subgroup properties); optionally write them as CSV."""
+    if names and all_tasks:
+        raise UserError("give dataset names or --all, not both")
+    if all_tasks:
+        chosen = [t["name"] for t in tasks()]
+    elif names:
+        chosen = [resolve_name(n) for n in names]
+    else:
+        chosen = [r["name"] for r in list_tasks() if r["local"]]
+        if not chosen:
+            raise UserError("no catalog task is available locally yet; name datasets or pass --all to download them")
+    rows = stats_rows(chosen)
+    table = Table()
+    for column in STATS_COLUMNS:
+        table.add_column(column, justify="left" if column == "dataset" else "right")
+    for row in rows:
+        table.add_row(*(_fmt(row[c]) for c in STATS_COLUMNS))
+    out.print(table)
+    if out_csv is not None:
+        out_csv.parent.mkdir(parents=True, exist_ok=True)
+        with out_csv.open("w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        out.print(f"wrote {len(rows)} rows to {out_csv} (subgroup properties: {', '.join(SUBGROUP_PROPERTIES)})")
+
+
+@app.command("splits")
+@user_errors
+def splits_command(
+    name: Annotated[str, typer.Argument(help="Dataset name.")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Directory to write <regime>_<index>.npz files and manifest.json into.")],
+    regimes: Annotated[Optional[str], typer.Option(help=f"Comma-separated regimes among {', '.join(ALL_REGIMES)} (default: all that apply).")] = None,
+) -> None:
+    """Export a dataset's splits (node ids per train/val/test) with their digests."""
+    chosen = None
+    if regimes:
+        chosen = [r.strip() for r in regimes.split(",") if r.strip()]
+        bad = [r for r in chosen if r not in ALL_REGIMES]
+        if bad:
+            raise UserError(f"unknown regime {bad[0]!r}; choose from {', '.join(ALL_REGIMES)}")
+    graph = load_dataset(name)
+    manifest = export_splits(graph, out_dir, chosen)
+    for item in manifest:
+        out.print(f"{item['regime']:>9} {item['index']}  train {item['train']:>7,}  val {item['val']:>7,}  test {item['test']:>7,}  {item['digest'][:16]}")
+    out.print(f"wrote {len(manifest)} splits of {graph.name} to {out_dir}")
+
+
+@app.command("add")
+@user_errors
+def add_command(
+    file: Annotated[Path, typer.Argument(help=".npz (x, edge_index, y[, masks]) or a saved PyG Data.")],
+    name: Annotated[str, typer.Option("--name", help="Name to register it under (then usable as `orchestrator run --datasets NAME`).")],
+) -> None:
+    """Validate and register your own graph."""
+    graph = add_user_dataset(file, name)
+    out.print(
+        f"registered {graph.name}: {graph.num_nodes:,} nodes, {int((graph.edge_index[0] < graph.edge_index[1]).sum()):,} edges, "
+        f"{graph.x.shape[1]} features, {graph.num_classes} classes ({graph.task_type}); content hash {graph.content_hash[:16]}"
+    )

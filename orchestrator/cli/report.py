@@ -1,0 +1,58 @@
+"""`orchestrator report`: aggregate a trial store into a static leaderboard site."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from orchestrator.analysis.load import AnalysisInputError
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code=2)
+
+
+def report(
+    store: Annotated[Path, typer.Option("--store", help="Trial store: SQLite file with a 'trials' table, or a .parquet / .csv export with the same columns.")] = Path("runs.sqlite"),
+    out: Annotated[Path, typer.Option("--out", help="Directory to write the site into (index.html, figures/, tables/).")] = Path("report"),
+    dataset_stats: Annotated[Path | None, typer.Option("--dataset-stats", help="CSV of dataset properties (dataset, num_nodes, avg_degree, adjusted_homophily, feature_dim, feature_nonzero_fraction, num_classes, class_imbalance). Without it the subgroup views are skipped.")] = None,
+    anchor: Annotated[str, typer.Option("--anchor", help="View whose Elo is fixed at --anchor-rating.")] = "GCN-Default",
+    bootstrap_rounds: Annotated[int, typer.Option("--bootstrap-rounds", min=1, help="Dataset-bootstrap resamples for Elo intervals.")] = 200,
+    near_complete: Annotated[float, typer.Option("--near-complete", min=0.0, max=1.0, help="Minimum native dataset coverage of a method in the near-complete cohort.")] = 0.9,
+    title: Annotated[str, typer.Option("--title", help="Page title.")] = "NodeGround leaderboard",
+) -> None:
+    """Write the leaderboard site: Elo, ranks, Pareto frontiers, tuning budgets, subgroups, and the data behind every figure."""
+    import pandas as pd
+
+    from orchestrator.analysis.load import load_trials
+    from orchestrator.analysis.site import build_report
+    from orchestrator.analysis.subgroups import STATS_COLUMNS
+
+    t0 = time.perf_counter()
+    try:
+        trials = load_trials(store)
+        stats = None
+        if dataset_stats is not None:
+            if not dataset_stats.is_file():
+                raise AnalysisInputError(f"dataset statistics not found: {dataset_stats}")
+            stats = pd.read_csv(dataset_stats)
+            missing = [c for c in STATS_COLUMNS if c not in stats.columns]
+            if missing:
+                raise AnalysisInputError(f"{dataset_stats} lacks column(s): {', '.join(missing)}")
+        if out.exists() and not out.is_dir():
+            raise AnalysisInputError(f"--out exists and is not a directory: {out}")
+        an = build_report(trials, out, dataset_stats=stats, anchor=anchor, rounds=bootstrap_rounds,
+                          near_complete_min=near_complete, title=title)
+    except AnalysisInputError as exc:
+        _fail(str(exc))
+        return
+    except (KeyError, ValueError) as exc:
+        _fail(f"cannot aggregate {store}: {exc}")
+        return
+    for note in an.notes:
+        typer.echo(f"note: {note}")
+    typer.echo(f"report written to {out / 'index.html'} ({len(trials):,} trials, {time.perf_counter() - t0:.1f}s)")

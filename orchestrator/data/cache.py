@@ -1,0 +1,92 @@
+"""Canonical tensors cached by content, so that a second load is fast.
+
+The key of a catalog task is a hash of everything that determines its
+canonical graph: the canonical-form version, the loader, its arguments, and
+the sha256 of every upstream file (catalog or lock). The cached file records
+the graph's own content hash and is written atomically, only after a load
+succeeded; a file that does not read back cleanly is ignored and replaced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from orchestrator.data.fetch import cache_dir, resolve_sha256
+from orchestrator.data.graph import Graph
+
+CANONICAL_VERSION = "nodeground-canonical-v1"
+
+
+def canonical_dir() -> Path:
+    return cache_dir() / "canonical"
+
+
+def entry_key(entry: dict[str, Any]) -> str | None:
+    """Content key of a catalog entry; None while some file's hash is still unknown (first download)."""
+    hashes = []
+    for spec in entry.get("files", []):
+        digest = resolve_sha256(spec["url"], spec["sha256"])
+        if digest is None:
+            return None
+        hashes.append([spec["url"], digest, spec.get("path", ""), spec.get("extract", "")])
+    identity = {
+        "version": CANONICAL_VERSION,
+        "name": entry["name"],
+        "loader": entry["loader"],
+        "args": entry.get("args", {}),
+        "files": hashes,
+    }
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+
+
+def cache_path(key: str) -> Path:
+    return canonical_dir() / f"{key}.npz"
+
+
+def save_graph(graph: Graph, path: Path) -> None:
+    """Write a graph atomically (temporary file, then rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    arrays: dict[str, np.ndarray] = {
+        "x": graph.x,
+        "edge_index": graph.edge_index,
+        "y": graph.y,
+        "meta": np.frombuffer(
+            json.dumps({"name": graph.name, "num_classes": graph.num_classes, "content_hash": graph.content_hash, "public": len(graph.public_splits)}).encode(),
+            dtype=np.uint8,
+        ),
+    }
+    for i, (train, val, test) in enumerate(graph.public_splits):
+        arrays[f"public_{i}_train"], arrays[f"public_{i}_val"], arrays[f"public_{i}_test"] = train, val, test
+    fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".part", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_graph(path: Path, verify: bool = False) -> Graph | None:
+    """The cached graph, or None if absent or unreadable (then it is reloaded and rewritten)."""
+    if not path.exists():
+        return None
+    try:
+        with np.load(path) as raw:
+            meta = json.loads(raw["meta"].tobytes().decode())
+            public = tuple(
+                (raw[f"public_{i}_train"], raw[f"public_{i}_val"], raw[f"public_{i}_test"]) for i in range(meta["public"])
+            )
+            graph = Graph(meta["name"], raw["x"], raw["edge_index"], raw["y"], int(meta["num_classes"]), public)
+    except Exception:
+        return None
+    if verify and graph.content_hash != meta["content_hash"]:
+        return None
+    return graph

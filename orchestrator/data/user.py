@@ -1,0 +1,162 @@
+"""Bring your own dataset: validate a user graph and register it beside the catalog.
+
+Accepted files:
+- ``.npz`` with features (``x`` | ``features`` | ``node_features``, N x F),
+  edges (``edge_index`` | ``edges``, 2 x E or E x 2), labels (``y`` | ``labels``
+  | ``node_labels``, N integers, negative = unlabeled) and optionally published
+  masks (``train_mask``/``val_mask``/``test_mask`` or the plural forms, (N,) or (K, N));
+- a saved PyG ``Data`` (``torch.save(data, path)``) with ``x``, ``edge_index``, ``y``
+  and optionally ``train_mask``/``val_mask``/``test_mask``.
+
+The canonical graph is stored under ``$NODEGROUND_CACHE/user/`` and listed in
+``registry.json`` there, so ``orchestrator run --datasets NAME`` finds it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from orchestrator.data.cache import read_graph, save_graph
+from orchestrator.data.fetch import cache_dir
+from orchestrator.data.graph import Graph, GraphError, canonicalize
+
+MIN_PER_CLASS = 3  # one node each for train, val and test
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+_KEYS = {
+    "x": ("x", "features", "node_features"),
+    "edge_index": ("edge_index", "edges"),
+    "y": ("y", "labels", "node_labels"),
+}
+
+
+class UserDatasetError(ValueError):
+    """A user dataset file cannot be registered; the message says what is wrong."""
+
+
+def user_dir() -> Path:
+    return cache_dir() / "user"
+
+
+def _registry_path() -> Path:
+    return user_dir() / "registry.json"
+
+
+def user_registry() -> dict[str, dict[str, Any]]:
+    path = _registry_path()
+    if not path.exists():
+        return {}
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise UserDatasetError(f"{path} is not valid JSON ({exc}); remove it and add the datasets again") from None
+
+
+def _pick(raw: dict[str, Any], what: str, path: Path) -> Any:
+    for key in _KEYS[what]:
+        if key in raw and raw[key] is not None:
+            return raw[key]
+    raise UserDatasetError(f"{path.name}: no {what} array (looked for {', '.join(_KEYS[what])})")
+
+
+def _to_numpy(value: Any) -> np.ndarray:
+    if hasattr(value, "detach"):
+        value = value.detach().cpu().numpy()
+    return np.asarray(value)
+
+
+def read_user_file(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple | None]:
+    """(x, edge_index 2 x E, y, masks or None) from an .npz or a saved PyG Data."""
+    if not path.exists():
+        raise UserDatasetError(f"{path}: no such file")
+    if path.suffix == ".npz":
+        try:
+            with np.load(path, allow_pickle=False) as npz:
+                raw: dict[str, Any] = {k: npz[k] for k in npz.files}
+        except Exception as exc:
+            raise UserDatasetError(f"{path.name}: not a readable .npz file ({type(exc).__name__}: {exc})") from None
+    else:
+        import torch
+
+        try:
+            data = torch.load(path, map_location="cpu", weights_only=False)
+        except Exception as exc:
+            raise UserDatasetError(f"{path.name}: neither an .npz nor a saved PyG Data ({type(exc).__name__}: {exc})") from None
+        raw = dict(data) if isinstance(data, dict) else {k: getattr(data, k, None) for k in (*sum(_KEYS.values(), ()), "train_mask", "val_mask", "test_mask")}
+    x = _to_numpy(_pick(raw, "x", path))
+    edges = _to_numpy(_pick(raw, "edge_index", path))
+    y = _to_numpy(_pick(raw, "y", path))
+    if edges.ndim == 2 and edges.shape[0] != 2 and edges.shape[1] == 2:
+        edges = edges.T
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise UserDatasetError(f"{path.name}: labels must be one integer per node (shape (N,)), got shape {y.shape}; multilabel tasks are out of scope")
+    if np.issubdtype(y.dtype, np.floating):
+        if np.any(np.isfinite(y) & (y != np.round(y))):
+            raise UserDatasetError(f"{path.name}: labels must be integer class ids, found non-integer values")
+        y = np.where(np.isfinite(y), y, -1).astype(np.int64)
+    masks = None
+    for names in (("train_mask", "val_mask", "test_mask"), ("train_masks", "val_masks", "test_masks")):
+        if all(raw.get(n) is not None for n in names):
+            masks = tuple(_to_numpy(raw[n]).astype(bool) for n in names)
+    return x, edges, y, masks
+
+
+def validate_user_graph(name: str, x: np.ndarray, edges: np.ndarray, y: np.ndarray, masks: tuple | None = None) -> Graph:
+    """Canonicalize with every check a benchmark task needs; UserDatasetError says what is wrong."""
+    if x.ndim == 2 and y.ndim == 1 and x.shape[0] != y.shape[0]:
+        raise UserDatasetError(f"{name}: {x.shape[0]} feature rows but {y.shape[0]} labels; they must have one entry per node")
+    if not np.issubdtype(np.asarray(x).dtype, np.number):
+        raise UserDatasetError(f"{name}: features must be numeric, got dtype {np.asarray(x).dtype}")
+    try:
+        graph = canonicalize(name, x, edges, y, masks)
+    except GraphError as exc:
+        raise UserDatasetError(str(exc)) from None
+    counts = np.bincount(graph.y[graph.y >= 0], minlength=graph.num_classes)
+    small = np.flatnonzero(counts < MIN_PER_CLASS)
+    if small.size:
+        c = int(small[0])
+        raise UserDatasetError(
+            f"{name}: class {c} (after remapping to 0..{graph.num_classes - 1}) has {int(counts[c])} labeled node(s); "
+            f"every class needs at least {MIN_PER_CLASS} to stratify train/val/test"
+        )
+    return graph
+
+
+def add_user_dataset(path: Path | str, name: str) -> Graph:
+    """Validate ``path`` and register it as ``name``; returns the canonical graph."""
+    from orchestrator.data.registry import catalog
+    from orchestrator.data.synthetic import SYNTHETIC
+
+    path = Path(path)
+    name = name.strip()
+    if not _NAME.match(name):
+        raise UserDatasetError(f"dataset name {name!r} must be 1-64 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit")
+    if name in SYNTHETIC or name in catalog():
+        raise UserDatasetError(f"{name!r} is already a built-in dataset name; choose another --name")
+    x, edges, y, masks = read_user_file(path)
+    graph = validate_user_graph(name, x, edges, y, masks)
+    user_dir().mkdir(parents=True, exist_ok=True)
+    save_graph(graph, user_dir() / f"{name}.npz")
+    registry = user_registry()
+    registry[name] = {"file": f"{name}.npz", "source": str(path.resolve()), "content_hash": graph.content_hash}
+    tmp = _registry_path().with_suffix(".json.part")
+    tmp.write_text(json.dumps(registry, indent=2, sort_keys=True))
+    os.replace(tmp, _registry_path())
+    return graph
+
+
+def load_user_dataset(name: str) -> Graph:
+    info = user_registry().get(name)
+    if info is None:
+        raise UserDatasetError(f"{name!r} is not a registered user dataset")
+    graph = read_graph(user_dir() / info["file"], verify=True)
+    if graph is None:
+        raise UserDatasetError(f"user dataset {name!r}: {user_dir() / info['file']} is missing or damaged; add it again with `orchestrator datasets add`")
+    return graph

@@ -1,0 +1,82 @@
+"""The report in headless Chromium: leaderboard rows are there and every plot image loaded.
+
+Runs Debian's `chromium` (apt-get install -y chromium). The page's own inline script marks each
+<img> with data-loaded="1" once it has a natural width; --dump-dom prints the DOM after the load
+event. A screenshot is kept under $NODEGROUND_ARTIFACTS (default: a temporary directory).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+CHROMIUM = next((p for p in (shutil.which("chromium"), shutil.which("chromium-browser")) if p), None)
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
+
+
+def chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess:
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--no-first-run", f"--user-data-dir={profile}", "--hide-scrollbars", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+class DomSummary(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.images: list[dict] = []
+        self.rows: dict[str, int] = {}
+        self._table: str | None = None
+        self._in_body = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "img":
+            self.images.append(a)
+        elif tag == "table" and (a.get("id") or "").startswith("leaderboard-"):
+            self._table = a["id"]
+            self.rows[self._table] = 0
+        elif tag == "tbody" and self._table:
+            self._in_body = True
+        elif tag == "tr" and self._table and self._in_body:
+            self.rows[self._table] += 1
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self._table, self._in_body = None, False
+
+
+def test_report_renders_leaderboard_and_every_plot(built_report, tmp_path):
+    res, out = built_report
+    assert res.exit_code == 0, res.output
+    url = (out / "index.html").resolve().as_uri()
+    run = chromium(["--virtual-time-budget=15000", "--dump-dom", url], tmp_path / "profile1")
+    assert run.returncode == 0, run.stderr[-2000:]
+    dom = DomSummary()
+    dom.feed(run.stdout)
+
+    lb = pd.read_csv(out / "tables" / "leaderboard.csv")
+    expected = lb.groupby("regime").size()
+    assert dom.rows == {f"leaderboard-{r.replace('/', '-')}": n for r, n in expected.items()}
+    assert "GraphPFN" in run.stdout and "GCN-Default" in run.stdout
+
+    figures = sorted(p.name for p in (out / "figures").glob("*.png"))
+    shown = sorted(Path(i["src"]).name for i in dom.images)
+    assert shown == figures, "every figure appears on the page"
+    not_loaded = [i["src"] for i in dom.images if i.get("data-loaded") != "1"]
+    assert not not_loaded, f"images that did not render: {not_loaded}"
+
+    artifacts = Path(os.environ.get("NODEGROUND_ARTIFACTS") or tempfile.mkdtemp(prefix="nodeground-artifacts-"))
+    artifacts.mkdir(parents=True, exist_ok=True)
+    shot = artifacts / "report.png"
+    run = chromium(["--window-size=1400,2400", "--virtual-time-budget=15000", f"--screenshot={shot}", url],
+                   tmp_path / "profile2")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert shot.is_file() and shot.stat().st_size > 50_000
+    print(f"screenshot: {shot}")

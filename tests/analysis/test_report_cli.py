@@ -1,0 +1,94 @@
+"""The `report` command on a synthetic store, and its error handling."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pandas as pd
+import typer
+from typer.testing import CliRunner
+
+from orchestrator.cli.report import report
+
+
+def run(args):
+    app = typer.Typer()
+    app.command()(report)
+    return CliRunner().invoke(app, args)
+
+
+def test_report_writes_site_and_data_beside_every_figure(built_report):
+    res, out = built_report
+    assert res.exit_code == 0, res.output
+    assert (out / "index.html").is_file() and (out / "datasets.html").is_file()
+    pngs = sorted((out / "figures").glob("*.png"))
+    assert len(pngs) >= 20
+    for p in pngs:
+        assert p.with_suffix(".csv").is_file() and p.with_suffix(".parquet").is_file(), p
+    lb = pd.read_csv(out / "tables" / "leaderboard.csv")
+    assert set(lb["regime"]) == {"10/10/80", "50/25/25"}
+    # 4 supervised x (default + tuned) + 2 GFMs + a user submission (default + tuned)
+    assert lb.groupby("regime").size().tolist() == [12, 12]
+    assert lb.loc[lb["view"] == "GCN-Default", "elo"].round(6).tolist() == [1000.0, 1000.0]
+    user = lb[lb["view"] == "MyNet"]
+    assert (user["imputed_datasets"] == 0).all() and (user["missing_datasets"] == 1).all()
+    assert (lb.loc[lb["kind"] == "gfm", "imputed_datasets"] > 0).all()  # GFMs skip > 10 classes
+    html = (out / "index.html").read_text()
+    assert "http://" not in html and "https://" not in html  # nothing to fetch
+    assert "Subgroup views skipped" not in html
+
+
+def test_subgroups_skipped_with_a_note_without_stats(small_store, tmp_path):
+    store, _ = small_store
+    res = run(["--store", str(store), "--out", str(tmp_path / "r"), "--bootstrap-rounds", "5"])
+    assert res.exit_code == 0, res.output
+    assert "Subgroup views skipped" in res.output
+    assert "Subgroup views skipped" in (tmp_path / "r" / "index.html").read_text()
+
+
+def one_line_error(res):
+    assert res.exit_code != 0
+    assert res.exception is None or isinstance(res.exception, SystemExit)
+    lines = [ln for ln in res.output.strip().splitlines() if ln]
+    assert len(lines) == 1 and lines[0].startswith("error:"), res.output
+    assert "Traceback" not in res.output
+    return lines[0]
+
+
+def test_missing_store(tmp_path):
+    line = one_line_error(run(["--store", str(tmp_path / "nope.sqlite"), "--out", str(tmp_path / "o")]))
+    assert "not found" in line
+
+
+def test_empty_table(tmp_path):
+    store = tmp_path / "empty.sqlite"
+    from orchestrator.records import COLUMNS
+
+    con = sqlite3.connect(store)
+    con.execute(f"CREATE TABLE trials ({', '.join(COLUMNS)})")
+    con.commit()
+    con.close()
+    assert "empty" in one_line_error(run(["--store", str(store), "--out", str(tmp_path / "o")]))
+
+
+def test_missing_column_and_missing_table(tmp_path):
+    csv = tmp_path / "t.csv"
+    pd.DataFrame({"method": ["GCN"], "dataset": ["d"]}).to_csv(csv, index=False)
+    assert "val_loss" in one_line_error(run(["--store", str(csv), "--out", str(tmp_path / "o")]))
+    db = tmp_path / "other.sqlite"
+    sqlite3.connect(db).execute("CREATE TABLE runs (x)").connection.commit()
+    assert "no table named 'trials'" in one_line_error(run(["--store", str(db), "--out", str(tmp_path / "o")]))
+
+
+def test_parquet_and_csv_exports_load_the_same(small_store, tmp_path):
+    from orchestrator.analysis.load import load_trials
+
+    store, _ = small_store
+    a = load_trials(store)
+    raw = pd.read_sql("SELECT * FROM trials", sqlite3.connect(store))
+    raw.to_parquet(tmp_path / "t.parquet")
+    raw.to_csv(tmp_path / "t.csv", index=False)
+    for p in (tmp_path / "t.parquet", tmp_path / "t.csv"):
+        b = load_trials(p)
+        assert len(b) == len(a)
+        assert b["val_loss"].sum() == a["val_loss"].sum()

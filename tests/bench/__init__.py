@@ -1,0 +1,1 @@
+"""Benchmarks that print numbers (`make bench`); never run as unit tests."""

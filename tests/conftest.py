@@ -1,0 +1,38 @@
+"""Shared fixtures: an isolated cache per test session, the mirror when present, tiny graphs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+MIRROR = Path(os.environ.get("NODEGROUND_MIRROR") or REPO.parent / "shared" / "mirror")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    os.environ["NODEGROUND_CACHE"] = str(tmp_path_factory.mktemp("ng-cache"))
+    # One torch thread per service: tests run beside their services on few cores, and
+    # oversubscribed OpenMP threads slow small models down many times over.
+    os.environ.setdefault("NODEGROUND_THREADS", "1")
+
+
+@pytest.fixture
+def mirror(monkeypatch: pytest.MonkeyPatch) -> Path:
+    if not (MIRROR / "MANIFEST.tsv").exists():
+        pytest.skip(f"no dataset mirror at {MIRROR} (set NODEGROUND_MIRROR)")
+    monkeypatch.setenv("NODEGROUND_MIRROR", str(MIRROR))
+    return MIRROR
+
+
+def tiny_graph(n: int = 60, classes: int = 3, features: int = 5, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A hand-sized graph: a ring plus chords, class-informative features."""
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % classes
+    x = (rng.normal(size=(n, features)) + y[:, None]).astype(np.float32)
+    ring = np.stack([np.arange(n), (np.arange(n) + 1) % n])
+    chords = np.stack([np.arange(0, n, 2), (np.arange(0, n, 2) + classes) % n])
+    return x, np.concatenate([ring, chords], axis=1), y

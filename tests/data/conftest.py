@@ -1,0 +1,49 @@
+"""Fixtures for the dataset tests: a private cache and lock per test (or per module for the
+mirror loads), and the offline mirror of real upstream files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def mirror_path() -> Path:
+    env = os.environ.get("NODEGROUND_MIRROR")
+    return Path(env) if env else REPO.parent / "shared" / "mirror"
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """A private NODEGROUND_CACHE and lock file; no mirror unless a test sets one."""
+    monkeypatch.setenv("NODEGROUND_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("NODEGROUND_LOCK", str(tmp_path / "catalog.lock"))
+    monkeypatch.delenv("NODEGROUND_MIRROR", raising=False)
+    return tmp_path / "cache"
+
+
+@pytest.fixture
+def mirror(cache, monkeypatch):
+    path = mirror_path()
+    if not (path / "MANIFEST.tsv").exists():
+        pytest.skip(f"offline mirror not found at {path} (set NODEGROUND_MIRROR to it)")
+    monkeypatch.setenv("NODEGROUND_MIRROR", str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def mirror_cache(tmp_path_factory):
+    """One cache shared by a module's mirror loads (each dataset is loaded once)."""
+    path = mirror_path()
+    if not (path / "MANIFEST.tsv").exists():
+        pytest.skip(f"offline mirror not found at {path} (set NODEGROUND_MIRROR to it)")
+    root = tmp_path_factory.mktemp("mirror-cache")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("NODEGROUND_CACHE", str(root / "cache"))
+    mp.setenv("NODEGROUND_LOCK", str(root / "catalog.lock"))
+    mp.setenv("NODEGROUND_MIRROR", str(path))
+    yield root / "cache"
+    mp.undo()

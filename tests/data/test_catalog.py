@@ -1,0 +1,62 @@
+"""The catalog: 51 well-formed tasks with the published domain counts and size range."""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections import Counter
+
+from typer.testing import CliRunner
+
+from orchestrator.cli.main import app
+from orchestrator.data.registry import resolve_name, tasks, validate_catalog
+
+DOMAIN_COUNTS = {"web": 13, "social": 13, "scholarly": 13, "e-commerce": 7, "transportation": 4, "finance": 1}
+
+
+def test_catalog_is_well_formed():
+    assert validate_catalog(list(tasks())) == []
+
+
+def test_51_tasks_with_published_domain_counts_and_size_range():
+    all_tasks = tasks()
+    assert len(all_tasks) == 51
+    assert len({t["name"] for t in all_tasks}) == 51
+    assert Counter(t["domain"] for t in all_tasks) == DOMAIN_COUNTS
+    nodes = [t["nodes"] for t in all_tasks]
+    assert min(nodes) == 183 and max(nodes) == 568_795
+    assert {t["source"] for t in all_tasks} == {"pyg", "hf-tag", "heterophilous", "ogb"}
+
+
+def test_48_topologies_cora_pubmed_wikics_twice():
+    twins = {t["name"]: t["same_topology_as"] for t in tasks() if "same_topology_as" in t}
+    assert twins == {"cora-tag": "cora", "pubmed-tag": "pubmed", "wikics-tag": "wikics"}
+    assert len({t.get("same_topology_as", t["name"]) for t in tasks()}) == 48
+
+
+def test_aliases_resolve():
+    assert resolve_name("Cora") == "cora"
+    assert resolve_name("chameleon_filtered") == "chameleon-filtered"
+    assert resolve_name("ARXIV") == "ogbn-arxiv"
+
+
+def test_every_mirror_file_carries_its_real_sha256(mirror):
+    manifest = {row["url"]: row["sha256"] for row in csv.DictReader((mirror / "MANIFEST.tsv").open(), delimiter="\t")}
+    catalog_files = {f["url"]: f["sha256"] for t in tasks() for f in t["files"]}
+    in_mirror = {u for u in catalog_files if u in manifest}
+    assert len(in_mirror) == 24  # 16 Planetoid files (Cora, CiteSeer) + 8 Heterophilous graphs
+    for url in in_mirror:
+        assert catalog_files[url] == manifest[url], url
+    for url, digest in catalog_files.items():
+        assert digest == "unverified" or re.fullmatch(r"[0-9a-f]{64}", digest)
+
+
+def test_datasets_list_shows_51_with_domain_counts(cache):
+    result = CliRunner().invoke(app, ["datasets", "list"])
+    assert result.exit_code == 0, result.output
+    assert "51 tasks" in result.output
+    assert "web 13, social 13, scholarly 13, e-commerce 7, transportation 4, finance 1" in result.output
+    assert "nodes 183 to 568,795" in result.output
+    names = {t["name"] for t in tasks()}
+    shown = {line.split("│")[1].strip() for line in result.output.splitlines() if line.startswith("│")}
+    assert shown == names

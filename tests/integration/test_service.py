@@ -1,0 +1,156 @@
+"""The method service over real gRPC: upload once, fit/predict/release, errors as status codes."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import grpc
+import numpy as np
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from methods.gnn import GCN, MLP
+from methods.sdk import Capabilities, Config, FitContext, FloatParam, Method
+from methods.sdk.service import MethodServicer, build_server
+from methods.sdk.wire import GraphBundle, make_bundle
+from nodeground.v1 import method_service_pb2 as pb
+from nodeground.v1 import method_service_pb2_grpc as pb_grpc
+from orchestrator.services.client import MethodClient
+from tests.conftest import tiny_graph
+
+QUICK = {"max_epochs": 20, "patience": 20}
+
+
+class SleepMethod(Method):
+    """Works for ``seconds`` in small steps, checking its deadline between steps."""
+
+    name = "sleep"
+    version = "test"
+    capabilities = Capabilities(uses_gpu=False)
+    default_config: Config = {"seconds": 0.1}
+    search_space = (FloatParam("seconds", 0.0, 60.0),)
+
+    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> Any:
+        end = time.monotonic() + float(config["seconds"])
+        while time.monotonic() < end:
+            ctx.check()
+            time.sleep(0.01)
+        return graph.num_classes
+
+    def predict(self, state: Any, graph: GraphBundle) -> np.ndarray:
+        return np.full((graph.num_nodes, state), 1.0 / state, dtype=np.float32)
+
+
+class Narrow(MLP):
+    name = "narrow"
+    capabilities = Capabilities(max_classes=2)
+
+
+@pytest.fixture
+def service():
+    servicer = MethodServicer("test", [MLP, GCN, SleepMethod, Narrow])
+    server, port = build_server(servicer, "127.0.0.1:0")
+    server.start()
+    client = MethodClient(f"127.0.0.1:{port}")
+    client.wait_healthy(10)
+    yield servicer, client
+    client.close()
+    server.stop(0)
+
+
+@pytest.fixture
+def graph():
+    x, e, y = tiny_graph(90)
+    labels = y.copy()
+    labels[60:] = -1  # test nodes hidden
+    return make_bundle(x, e, labels, 3)
+
+
+def test_describe_and_health(service):
+    servicer, client = service
+    specs = {s.name: s for s in client.describe()}
+    assert set(specs) == {"mlp", "gcn", "sleep", "narrow"}
+    gcn = specs["gcn"]
+    assert gcn.kind == "supervised" and gcn.version and "torch" in gcn.library_versions
+    assert gcn.default_config["hidden"] == 64 and {p.name for p in gcn.search_space} >= {"lr", "hidden", "norm", "residual"}
+    health = health_pb2_grpc.HealthStub(client._channel).Check(health_pb2.HealthCheckRequest(service="nodeground.v1.MethodService"))
+    assert health.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_upload_once_then_fit_predict_release(service, graph):
+    servicer, client = service
+    assert client.ensure_graph(graph).value is True
+    assert client.ensure_graph(graph).value is False  # held: not sent again
+    fit = client.fit("gcn", graph.graph_hash, np.arange(0, 30), np.arange(30, 60), QUICK, seed=0, time_limit=None)
+    assert fit.stats.seconds > 0 and fit.stats.peak_rss_bytes > 0 and fit.e2e_seconds >= fit.stats.seconds
+    assert {"epochs", "best_epoch"} <= set(fit.value.info)
+    predicted = client.predict(fit.value.model_handle, graph.num_nodes)
+    assert predicted.value.shape == (90, 3)
+    np.testing.assert_allclose(predicted.value.sum(axis=1), 1.0, atol=1e-5)
+    assert client.release(fit.value.model_handle) is True
+    with pytest.raises(grpc.RpcError) as err:
+        client.predict(fit.value.model_handle, graph.num_nodes)
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_same_seed_same_predictions(service, graph):
+    _, client = service
+    client.ensure_graph(graph)
+    runs = []
+    for _ in range(2):
+        fit = client.fit("mlp", graph.graph_hash, np.arange(0, 30), np.arange(30, 60), QUICK, seed=3, time_limit=None)
+        runs.append(client.predict(fit.value.model_handle, graph.num_nodes).value)
+        client.release(fit.value.model_handle)
+    np.testing.assert_array_equal(runs[0], runs[1])
+
+
+@pytest.mark.parametrize(
+    "method, train, config, code, message",
+    [
+        ("gcm", [0, 1], {}, grpc.StatusCode.INVALID_ARGUMENT, "unknown method"),
+        ("gcn", [0, 500], {}, grpc.StatusCode.INVALID_ARGUMENT, "outside"),
+        ("gcn", [0, 70], {}, grpc.StatusCode.INVALID_ARGUMENT, "hidden"),  # a test node: its label is -1
+        ("gcn", [0, 1], {"hidden": "big"}, grpc.StatusCode.INVALID_ARGUMENT, "hidden"),
+        ("gcn", [0, 1], {"lr": 9.0}, grpc.StatusCode.INVALID_ARGUMENT, "outside"),
+        ("narrow", [0, 1], {}, grpc.StatusCode.INVALID_ARGUMENT, "at most 2 classes"),
+    ],
+)
+def test_malformed_requests_get_invalid_argument(service, graph, method, train, config, code, message):
+    _, client = service
+    client.ensure_graph(graph)
+    with pytest.raises(grpc.RpcError) as err:
+        client.fit(method, graph.graph_hash, np.array(train), np.arange(30, 60), config, seed=0, time_limit=None)
+    assert err.value.code() == code and message in err.value.details()
+
+
+def test_unknown_graph_is_a_failed_precondition(service):
+    _, client = service
+    with pytest.raises(grpc.RpcError) as err:
+        client.fit("mlp", "0" * 64, np.arange(3), np.arange(3, 6), {}, seed=0, time_limit=None)
+    assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+
+
+def test_corrupt_upload_is_refused_and_service_stays_up(service, graph):
+    _, client = service
+    stub = pb_grpc.MethodServiceStub(client._channel)
+    from methods.sdk.wire import encode
+
+    chunks = list(encode(graph, chunk_bytes=256))
+    chunks[0].header.graph_hash = "f" * 64
+    with pytest.raises(grpc.RpcError) as err:
+        stub.UploadGraph(iter(chunks))
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "hash mismatch" in err.value.details()
+    assert client.describe()
+
+
+def test_time_limit_is_honoured_and_service_stays_healthy(service, graph):
+    _, client = service
+    client.ensure_graph(graph)
+    start = time.monotonic()
+    with pytest.raises(grpc.RpcError) as err:
+        client.fit("sleep", graph.graph_hash, np.arange(30), np.arange(30, 60), {"seconds": 30.0}, seed=0, time_limit=0.5)
+    assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert time.monotonic() - start < 5
+    fit = client.fit("sleep", graph.graph_hash, np.arange(30), np.arange(30, 60), {"seconds": 0.05}, seed=0, time_limit=5)
+    assert fit.value.model_handle

@@ -1,0 +1,119 @@
+"""Sweeps end to end: label isolation, records, resume, and a service that dies mid-sweep."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from methods.families import load_families
+from methods.gnn import GCN, MLP
+from methods.sdk.service import MethodServicer, build_server
+from orchestrator.data.registry import load_dataset
+from orchestrator.data.splits import make_split
+from orchestrator.services.directory import ServiceDirectory, resolve_methods
+from orchestrator.services.embedded import EmbeddedServices
+from orchestrator.store import Store
+from orchestrator.sweep import Progress, Sweep, SweepPlan
+
+
+class SpyServicer(MethodServicer):
+    """Keeps every graph it was sent, to check what a service can see."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.received = []
+
+    def UploadGraph(self, request_iterator, context):
+        reply = super().UploadGraph(request_iterator, context)
+        self.received.append(self.graphs.get(reply.graph_hash))
+        return reply
+
+
+def test_services_never_see_test_labels(tmp_path):
+    spy = SpyServicer("gnn", [MLP, GCN])
+    server, port = build_server(spy, "127.0.0.1:0")
+    server.start()
+    try:
+        plan = SweepPlan(methods=("mlp", "gcn"), datasets=("synthetic-tiny",), regimes=("10/10/80", "50/25/25"), splits=(0, 1), budget=1)
+        directory = ServiceDirectory(resolve_methods(["mlp", "gcn"]), endpoints={"gnn": f"127.0.0.1:{port}"})
+        with Store(tmp_path / "runs.sqlite") as store:
+            records = Sweep(plan, store, directory).run()
+        directory.close()
+    finally:
+        server.stop(0)
+    assert len(records) == 8 and all(r.status == "ok" for r in records)
+    assert len(spy.received) == 4  # one upload per (regime, split), shared by both methods
+    graph = load_dataset("synthetic-tiny")
+    for bundle in spy.received:
+        matches = [make_split("synthetic-tiny", graph.y, r, i) for r in plan.regimes for i in plan.splits]
+        split = next(s for s in matches if np.array_equal(np.flatnonzero(bundle.labels >= 0), np.sort(np.concatenate([s.train, s.val]))))
+        assert (bundle.labels[split.test] == -1).all()
+        np.testing.assert_array_equal(bundle.labels[split.train], graph.y[split.train])
+
+
+def test_records_carry_costs_metrics_and_provenance(tmp_path):
+    plan = SweepPlan(methods=("gcn",), datasets=("synthetic-binary",), regimes=("10/10/80",), splits=(0,), budget=2)
+    with EmbeddedServices() as embedded, Store(tmp_path / "runs.sqlite") as store:
+        directory = ServiceDirectory(resolve_methods(["gcn"]), embedded=embedded)
+        Sweep(plan, store, directory).run()
+        frame = store.frame()
+    assert list(frame["trial_index"]) == [0, 1] and list(frame["is_default"]) == [1, 0]
+    row = frame.iloc[0]
+    assert row["status"] == "ok" and row["task_type"] == "binary" and row["primary_metric"] == "auroc"
+    assert 0.5 < row["test_auroc"] <= 1.0 and row["val_loss"] > 0 and row["test_precision"] is not None
+    assert row["fit_service_s"] > 0 and row["fit_e2e_s"] >= row["fit_service_s"] and row["predict_e2e_s"] > 0
+    assert row["fit_peak_rss_bytes"] > 0 and row["upload_e2e_s"] > 0 and frame.iloc[1]["upload_e2e_s"] == 0
+    assert json.loads(row["config_json"])["hidden"] == 64 and row["seed"] == 0
+    assert json.loads(row["host_json"])["torch"] and row["endpoint"].startswith("127.0.0.1:")
+
+
+def test_a_killed_service_gives_failed_rows_and_a_rerun_completes_only_those(tmp_path):
+    plan = SweepPlan(methods=("mlp",), datasets=("synthetic-tiny",), regimes=("10/10/80",), splits=(1,), budget=3)
+    path = tmp_path / "runs.sqlite"
+    with EmbeddedServices() as embedded, Store(path) as store:
+        directory = ServiceDirectory(resolve_methods(["mlp"]), embedded=embedded)
+        sweep = Sweep(plan, store, directory)
+        killed = []
+
+        def kill_after_first(record):
+            if not killed:
+                killed.append(embedded.services["gnn"].process.pid)
+                embedded.services["gnn"].process.kill()
+                embedded.services["gnn"].process.wait()
+
+        sweep.progress = Progress(on_trial=kill_after_first)
+        first = sweep.run()
+        directory.close()
+        assert len(first) == 3
+        failed = [r for r in first if r.status != "ok"]
+        assert [r.trial_index for r in failed] == [1]
+        assert failed[0].status == "unavailable" and "UNAVAILABLE" in failed[0].error
+        assert first[2].status == "ok"
+        assert embedded.services["gnn"].process.pid != killed[0]  # restarted, and the sweep went on
+
+        directory = ServiceDirectory(resolve_methods(["mlp"]), embedded=embedded)
+        second = Sweep(plan, store, directory).run()
+        directory.close()
+        frame = store.frame()
+    assert [r.trial_key for r in second] == [failed[0].trial_key]
+    assert len(frame) == 3 and frame["trial_key"].is_unique and (frame["status"] == "ok").all()
+
+
+def test_manifest_methods_match_the_family_module():
+    from methods.families import method_classes
+
+    for family in load_families().values():
+        assert [m.name for m in method_classes(family)] == list(family.methods)
+
+
+@pytest.mark.usefixtures("mirror")
+def test_gcn_default_on_cora_reaches_082(tmp_path):
+    plan = SweepPlan(methods=("gcn",), datasets=("cora",), regimes=("10/10/80",), splits=(0,), budget=1)
+    with EmbeddedServices() as embedded, Store(tmp_path / "runs.sqlite") as store:
+        directory = ServiceDirectory(resolve_methods(["gcn"]), embedded=embedded)
+        (record,) = Sweep(plan, store, directory).run()
+        directory.close()
+    assert record.status == "ok" and record.dataset == "cora"
+    assert record.test_accuracy >= 0.82

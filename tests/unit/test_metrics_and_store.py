@@ -1,0 +1,68 @@
+import math
+import sqlite3
+
+import numpy as np
+import pytest
+
+from orchestrator.metrics import evaluate, probabilities_ok
+from orchestrator.records import TrialRecord
+from orchestrator.store import Store, read_trials
+
+
+def test_multiclass_metrics_match_hand_computed_values():
+    probs = np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.3, 0.3, 0.4], [0.5, 0.4, 0.1]])
+    labels = np.array([0, 1, 2, 1])
+    m = evaluate(probs, labels, "multiclass", 3)
+    assert m["accuracy"] == pytest.approx(0.75)
+    assert m["cross_entropy"] == pytest.approx(-(math.log(0.7) + math.log(0.8) + math.log(0.4) + math.log(0.4)) / 4)
+    # per class F1: class0 p=1/2 r=1 -> 2/3; class1 p=1 r=1/2 -> 2/3; class2 1
+    assert m["macro_f1"] == pytest.approx((2 / 3 + 2 / 3 + 1) / 3)
+
+
+def test_binary_metrics_match_hand_computed_values():
+    p1 = np.array([0.9, 0.2, 0.6, 0.4])
+    probs = np.stack([1 - p1, p1], axis=1)
+    labels = np.array([1, 0, 0, 1])
+    m = evaluate(probs, labels, "binary", 2)
+    # positives scored 0.9 and 0.4, negatives 0.2 and 0.6: 3 of 4 pairs ordered right
+    assert m["auroc"] == pytest.approx(0.75)
+    assert m["accuracy"] == pytest.approx(0.5)
+    assert m["precision"] == pytest.approx(0.5)  # predicted positive: nodes 0 and 2, one right
+    assert m["cross_entropy"] == pytest.approx(-(math.log(0.9) + math.log(0.8) + math.log(0.4) + math.log(0.4)) / 4)
+
+
+def test_malformed_probabilities_are_named():
+    assert probabilities_ok(np.array([[0.5, 0.5]])) is None
+    assert "NaN" in probabilities_ok(np.array([[np.nan, 1.0]]))
+    assert "sum to one" in probabilities_ok(np.array([[0.5, 0.2]]))
+
+
+def record(key: str, status: str = "ok") -> TrialRecord:
+    return TrialRecord(
+        trial_key=key, method="gcn", method_version="v", family="gnn", kind="supervised", dataset="d",
+        dataset_hash="h", task_type="multiclass", num_classes=3, regime="10/10/80", split=0, trial_index=0,
+        is_default=True, config_json="{}", config_hash="c", seed=0, status=status, val_loss=0.5,
+    )
+
+
+def test_store_round_trip_and_resume_keys(tmp_path):
+    path = tmp_path / "runs.sqlite"
+    with Store(path) as store:
+        store.write(record("a"))
+        store.write(record("b", status="unavailable"))
+        store.write(record("c", status="timeout"))
+        assert store.done_keys() == {"a", "c"}  # unavailable trials are retried
+        store.write(record("b"))  # the retry replaces the row
+    frame = read_trials(path)
+    assert sorted(frame["trial_key"]) == ["a", "b", "c"]
+    assert frame.set_index("trial_key").loc["b", "status"] == "ok"
+    assert bool(frame["is_default"].iloc[0]) is True
+
+
+def test_read_trials_refuses_missing_or_foreign_files(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        read_trials(tmp_path / "nope.sqlite")
+    other = tmp_path / "other.sqlite"
+    sqlite3.connect(other).execute("CREATE TABLE x (a)").connection.commit()
+    with pytest.raises(ValueError, match="not a NodeGround run store"):
+        read_trials(other)

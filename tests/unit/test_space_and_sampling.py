@@ -1,0 +1,81 @@
+import pytest
+
+from methods.sdk.space import (
+    ChoiceParam,
+    ConfigError,
+    FloatParam,
+    IntParam,
+    param_from_proto,
+    param_to_proto,
+    validate_config,
+    value_from_proto,
+    value_to_proto,
+)
+from orchestrator.sampling import config_sequence
+
+DEFAULTS = {"lr": 0.01, "hidden": 64, "norm": "none", "residual": False, "max_epochs": 100}
+SPACE = (
+    FloatParam("lr", 1e-4, 1e-1, log=True),
+    IntParam("hidden", 8, 256, log=True),
+    ChoiceParam("norm", ("none", "batch", "layer")),
+    ChoiceParam("residual", (False, True)),
+)
+
+
+def test_validate_merges_over_defaults_and_coerces_exact_ints():
+    cfg = validate_config({"lr": 0.05, "hidden": 32.0}, DEFAULTS, SPACE)
+    assert cfg == {**DEFAULTS, "lr": 0.05, "hidden": 32}
+    assert isinstance(cfg["hidden"], int)
+
+
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        ({"lr": "fast"}, "must be a number"),
+        ({"lr": 5.0}, "outside"),
+        ({"hidden": 3.5}, "must be an integer"),
+        ({"norm": "group"}, "not one of"),
+        ({"residual": 1}, "not one of"),
+        ({"max_epochs": "ten"}, "must be int"),
+        ({"dropout_rate": 0.1}, "unknown config key"),
+    ],
+)
+def test_validate_refuses_wrong_types_ranges_and_keys(config, message):
+    with pytest.raises(ConfigError, match=message):
+        validate_config(config, DEFAULTS, SPACE)
+
+
+def test_params_and_values_round_trip_through_proto():
+    for p in SPACE:
+        assert param_from_proto(param_to_proto(p)) == p
+    for v in (3, 2.5, "x", True, False):
+        back = value_from_proto(value_to_proto(v))
+        assert back == v and type(back) is type(v)
+
+
+def test_sequence_starts_with_default_is_unique_in_range_and_prefix_stable():
+    long = config_sequence(DEFAULTS, SPACE, "gcn|cora|10/10/80|0", 40)
+    short = config_sequence(DEFAULTS, SPACE, "gcn|cora|10/10/80|0", 5)
+    assert long[0] == DEFAULTS
+    assert long[:5] == short
+    assert len({tuple(sorted(c.items())) for c in long}) == 40
+    for c in long:
+        validate_config(c, DEFAULTS, SPACE)  # every sampled config is valid
+
+
+def test_sequences_depend_on_the_cell_key():
+    a = config_sequence(DEFAULTS, SPACE, "gcn|cora|10/10/80|0", 6)
+    b = config_sequence(DEFAULTS, SPACE, "gcn|cora|10/10/80|1", 6)
+    assert a[0] == b[0] and a[1:] != b[1:]
+
+
+def test_small_space_ends_when_exhausted():
+    space = (ChoiceParam("norm", ("none", "batch")),)
+    seq = config_sequence(DEFAULTS, space, "k", 10)
+    assert [c["norm"] for c in seq] == ["none", "batch"]
+
+
+def test_pinned_first_sample():
+    # Pins the sampler's stream: any machine, any library version, the same draw.
+    first = config_sequence(DEFAULTS, SPACE, "pinned", 2)[1]
+    assert first == {"lr": pytest.approx(0.0020423326828859613, rel=1e-12), "hidden": 8, "norm": "none", "residual": True, "max_epochs": 100}
