@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import cpu_context, homophilous_bundle, tiny_bundle
-from test_methods_catalog import all_methods
+from tests.methods.helpers import cpu_context, homophilous_bundle, tiny_bundle
+from tests.methods.test_methods_catalog import all_methods
 
 from orchestrator.sampling import config_sequence, sequence_key
 

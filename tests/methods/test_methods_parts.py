@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import cpu_context, tiny_bundle
-from test_methods_catalog import all_methods
+from tests.methods.helpers import cpu_context, tiny_bundle
+from tests.methods.test_methods_catalog import all_methods
 
 import methods.graph_transformer.models as gt
 from methods.gnn.models import GIN, GPRGNN, GCNII, GraphSAGE
