@@ -17,7 +17,7 @@ export NODEGROUND_MIRROR := $(abspath ../shared/mirror)
 endif
 endif
 
-.PHONY: install proto demo test bench clean
+.PHONY: install proto demo test bench fidelity weights clean
 
 install: $(STAMP)
 
@@ -37,7 +37,16 @@ demo: $(STAMP)
 	$(PYTHON) -m orchestrator.demo
 
 test: $(STAMP)
-	$(PYTHON) -m pytest -m "not docker and not gpu" -q
+	$(PYTHON) -m pytest -m "not docker and not gpu and not fidelity" -q
+
+# Reproduce published accuracies on the mirror datasets (slow: kept out of `make test`).
+# GFM checkpoints are read from NODEGROUND_WEIGHTS, else from the mirror.
+fidelity: $(STAMP)
+	NODEGROUND_WEIGHTS=$${NODEGROUND_WEIGHTS:-$(NODEGROUND_MIRROR)} $(PYTHON) -m pytest -m fidelity tests/fidelity -s -q
+
+# Download and verify pretrained GFM weights (WEIGHTS="id ..." to pick some).
+weights: $(STAMP)
+	$(VENV)/bin/orchestrator weights fetch $(WEIGHTS)
 
 bench: $(STAMP)
 	$(PYTHON) -m tests.bench
@@ -46,3 +55,4 @@ clean:
 	rm -rf $(VENV) .pytest_cache .bench
 
 include docker/containers.mk
+include docker/contrib.mk

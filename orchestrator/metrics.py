@@ -26,8 +26,12 @@ def primary_metric_name(task_type: str) -> str:
     return "auroc" if task_type == TASK_BINARY else "accuracy"
 
 
-def evaluate(probs: np.ndarray, labels: np.ndarray, task_type: str, num_classes: int) -> dict[str, float]:
-    """Metrics of one node set (labels are the true classes of those nodes)."""
+def evaluate(probs: np.ndarray, labels: np.ndarray, task_type: str, num_classes: int, full: bool = True) -> dict[str, float]:
+    """Metrics of one node set (labels are the true classes of those nodes).
+
+    ``full=False`` computes only what the record keeps for validation nodes (cross-entropy,
+    accuracy, and AUROC for binary tasks), skipping macro-F1 and precision.
+    """
     predicted = probs.argmax(axis=1)
     metrics = {
         "cross_entropy": cross_entropy(probs, labels, num_classes),
@@ -36,8 +40,9 @@ def evaluate(probs: np.ndarray, labels: np.ndarray, task_type: str, num_classes:
     if task_type == TASK_BINARY:
         positive = probs[:, 1]
         metrics["auroc"] = float(roc_auc_score(labels, positive)) if np.unique(labels).size == 2 else float("nan")
-        metrics["precision"] = float(precision_score(labels, predicted, pos_label=1, zero_division=0))
-    else:
+        if full:
+            metrics["precision"] = float(precision_score(labels, predicted, pos_label=1, zero_division=0))
+    elif full:
         metrics["macro_f1"] = float(f1_score(labels, predicted, average="macro", zero_division=0))
     return metrics
 

@@ -1,30 +1,65 @@
-"""The run store: a SQLite file with one row per trial (table ``trials``).
+"""The run store: a SQLite file with one row per trial (table ``trials``) and one per service start (``services``).
 
 Each record is written in its own transaction in WAL mode with full fsync, so
 that a ``kill -9`` at any moment leaves a readable file in which every trial
 is either wholly stored or absent. Rows of status ``unavailable`` (the service
 was down) are retried by a rerun; every other row counts as done.
+
+``services`` holds warm-up that belongs to no method's workflow: the seconds a
+service process took to start and import (embedded services only) and the time
+of one tiny fit+predict per method right after it came up (first-call lazy
+initialisation: CUDA context, checkpoint loading, kernel caches). Trials are
+never charged for it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from orchestrator.records import COLUMNS, STATUS_UNAVAILABLE, TrialRecord
 
+_ORDER = "ORDER BY method, dataset, regime, split, trial_index"
+
+
+@dataclass
+class ServiceRecord:
+    """One service brought into use by a sweep (a start, a restart, or a remote endpoint first dialled)."""
+
+    endpoint: str
+    family: str
+    source: str  # embedded | remote
+    pool: str  # the method or family name trials were routed by
+    started_at: str  # UTC timestamp of the process start (embedded) or first contact (remote)
+    start_seconds: float | None = None  # process start + imports + first health answer; None for remote endpoints
+    warmup_seconds: float | None = None  # the warm-up fits+predicts below, end to end
+    warmup_methods: str = ""  # comma-separated methods warmed up
+    warmup_error: str | None = None  # what failed during warm-up (the sweep goes on)
+    pid: int | None = None
+
+
+SERVICE_COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(ServiceRecord))
+
+
+def _sql_type(annotation: str) -> str:
+    return "REAL" if "float" in annotation else "INTEGER" if ("int" in annotation or "bool" in annotation) else "TEXT"
 
 
 def _schema() -> str:
     cols = []
     for name, annotation in TrialRecord.__annotations__.items():
-        text = str(annotation)
-        sql = "REAL" if "float" in text else "INTEGER" if ("int" in text or "bool" in text) else "TEXT"
-        cols.append(f"{name} {sql}{' PRIMARY KEY' if name == 'trial_key' else ''}")
+        cols.append(f"{name} {_sql_type(str(annotation))}{' PRIMARY KEY' if name == 'trial_key' else ''}")
     return f"CREATE TABLE IF NOT EXISTS trials ({', '.join(cols)})"
+
+
+def _services_schema() -> str:
+    cols = [f"{name} {_sql_type(str(annotation))}" for name, annotation in ServiceRecord.__annotations__.items()]
+    return f"CREATE TABLE IF NOT EXISTS services (id INTEGER PRIMARY KEY AUTOINCREMENT, {', '.join(cols)})"
 
 
 class Store:
@@ -36,6 +71,18 @@ class Store:
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute(_schema())
         self._db.execute("CREATE INDEX IF NOT EXISTS trials_cell ON trials (method, dataset, regime, split)")
+        self._db.execute(_services_schema())
+        self._add_missing_columns()
+        placeholders = ", ".join("?" for _ in COLUMNS)
+        self._insert = f"INSERT OR REPLACE INTO trials ({', '.join(COLUMNS)}) VALUES ({placeholders})"
+
+    def _add_missing_columns(self) -> None:
+        """A store written by an older version gains columns added since (as NULL)."""
+        for table, annotations in (("trials", TrialRecord.__annotations__), ("services", ServiceRecord.__annotations__)):
+            present = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
+            for name, annotation in annotations.items():
+                if name not in present:
+                    self._db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {_sql_type(str(annotation))}")
 
     def close(self) -> None:
         self._db.close()
@@ -51,28 +98,48 @@ class Store:
         return {key for (key,) in rows}
 
     def write(self, record: TrialRecord) -> None:
+        """Store one trial in its own (autocommit) transaction; a rerun of the same key replaces it."""
         row = record.as_row()
-        placeholders = ", ".join("?" for _ in COLUMNS)
-        self._db.execute(
-            f"INSERT OR REPLACE INTO trials ({', '.join(COLUMNS)}) VALUES ({placeholders})",
-            [row[c] for c in COLUMNS],
-        )
+        self._db.execute(self._insert, [row[c] for c in COLUMNS])
 
     def write_many(self, records: Iterable[TrialRecord]) -> None:
         for record in records:
             self.write(record)
 
+    def write_service(self, record: ServiceRecord) -> None:
+        row = dataclasses.asdict(record)
+        self._db.execute(
+            f"INSERT INTO services ({', '.join(SERVICE_COLUMNS)}) VALUES ({', '.join('?' for _ in SERVICE_COLUMNS)})",
+            [row[c] for c in SERVICE_COLUMNS],
+        )
+
     def frame(self) -> pd.DataFrame:
-        return pd.read_sql("SELECT * FROM trials ORDER BY method, dataset, regime, split, trial_index", self._db)
+        return pd.read_sql(f"SELECT * FROM trials {_ORDER}", self._db)
+
+    def services_frame(self) -> pd.DataFrame:
+        return pd.read_sql("SELECT * FROM services ORDER BY id", self._db)
 
 
-def read_trials(path: Path) -> pd.DataFrame:
-    """The long table of trials from a store, refusing a path that is not one."""
+def _read(path: Path, query: str) -> pd.DataFrame:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no run store at {path}")
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
         try:
-            return pd.read_sql("SELECT * FROM trials ORDER BY method, dataset, regime, split, trial_index", db)
+            return pd.read_sql(query, db)
         except (pd.errors.DatabaseError, sqlite3.DatabaseError) as exc:
             raise ValueError(f"{path} is not a NodeGround run store: {exc}") from None
+
+
+def read_trials(path: Path) -> pd.DataFrame:
+    """The long table of trials from a store, refusing a path that is not one."""
+    return _read(path, f"SELECT * FROM trials {_ORDER}")
+
+
+def read_services(path: Path) -> pd.DataFrame:
+    """Service starts and warm-up of a store (empty for a store written before the table existed)."""
+    read_trials(path)  # the same refusals
+    try:
+        return _read(path, "SELECT * FROM services ORDER BY id")
+    except ValueError:
+        return pd.DataFrame(columns=["id", *SERVICE_COLUMNS])

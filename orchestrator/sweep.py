@@ -5,6 +5,19 @@ For each cell the graph bundle (labels of test and unlabeled nodes hidden as
 orchestrator computes the validation loss and test metrics itself and writes
 one record per trial, failures included. Trials already in the store are
 skipped, so rerunning an interrupted sweep completes only what is missing.
+
+Execution: up to ``parallel`` trials are in flight at once, each on its own
+service replica (``Directory.acquire``); the calling thread is the only one
+that writes to the store, one transaction per record, as trials complete.
+With ``parallel=1`` trials run strictly one after another. Every trial's
+seed is fixed by its split, so a parallel sweep stores the same records
+(keys, configurations, metrics) as a serial one.
+
+Warm-up: when a replica comes up (a start, a restart, a remote endpoint first
+dialled) it runs one tiny fit+predict per method on a small built-in graph;
+its start and warm-up seconds go to the store's ``services`` table, so
+first-call costs (imports, CUDA context, checkpoint loading) are charged to no
+trial.
 """
 
 from __future__ import annotations
@@ -12,8 +25,12 @@ from __future__ import annotations
 import json
 import os
 import platform
+import queue
 import socket
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -38,8 +55,10 @@ from orchestrator.records import (
     trial_key,
 )
 from orchestrator.sampling import config_sequence, sequence_key
-from orchestrator.services.client import MethodClient, MethodSpec, ServiceUnavailable
-from orchestrator.store import Store
+from orchestrator.services.client import MethodClient, MethodSpec, Replica, ServiceUnavailable
+from orchestrator.store import ServiceRecord, Store
+
+PROVENANCE_PREFIX = "weights_"  # fit info keys copied into extra_json (weights_id, weights_sha256, weights_official)
 
 _STATUS_BY_CODE = {
     grpc.StatusCode.DEADLINE_EXCEEDED: STATUS_TIMEOUT,
@@ -47,6 +66,10 @@ _STATUS_BY_CODE = {
     grpc.StatusCode.UNAVAILABLE: STATUS_UNAVAILABLE,
     grpc.StatusCode.CANCELLED: STATUS_UNAVAILABLE,
 }
+
+WARMUP_EPOCHS = 2  # a warm-up fit caps ``max_epochs`` (when the method has it) at this
+WARMUP_TIME_LIMIT_S = 120.0
+WARMUP_MODES = ("all", "embedded", "none")
 
 
 @dataclass(frozen=True)
@@ -60,23 +83,75 @@ class SweepPlan:
 
 
 class Directory:
-    """Where each method's service is; able to restart a dead one when it owns it."""
+    """Where each method's services are: replicas to run trials on, able to recover a dead one.
+
+    ``on_ready`` (set by the sweep) is called with every replica that comes up, before it runs a trial
+    (a directory that has no replicas of its own, only ``client``, never calls it).
+
+    A minimal directory implements ``client`` and ``recover``: each trial then runs on
+    ``client(method)`` (one service; run such a sweep with ``parallel=1``) and ``recover`` is
+    given the replica wrapping that client.
+    """
+
+    on_ready: Callable[[Replica], None] | None = None
 
     def client(self, method: str) -> MethodClient:
+        """A client of one of the method's services (for Describe)."""
         raise NotImplementedError
 
-    def recover(self, method: str) -> bool:
-        """Try to bring the method's service back after it stopped answering."""
+    def acquire(self, method: str) -> Replica:
+        """Hold a replica for one trial (blocks while all are busy); ServiceUnavailable when none is left."""
+        client = self.client(method)
+        return Replica(pool=method, family="", endpoint=client.endpoint, client=client, source="remote", methods=(method,))
+
+    def release(self, replica: Replica) -> None:
+        """Hand a replica back after its trial."""
+
+    def recover(self, replica: Replica) -> bool:
+        """Try to bring a replica back after it stopped answering."""
         raise NotImplementedError
 
 
 @dataclass
 class Progress:
-    """Callbacks the CLI hooks a display onto."""
+    """Callbacks the CLI hooks a display onto (called from the thread that runs the sweep)."""
 
     on_total: Callable[[int], None] = lambda total: None
     on_trial: Callable[[TrialRecord], None] = lambda record: None
     on_skip: Callable[[int], None] = lambda count: None
+    on_service: Callable[[ServiceRecord], None] = lambda record: None
+
+
+@dataclass
+class SweepTiming:
+    """Where a sweep's time went (seconds, summed over trials): for benchmarks and overhead checks."""
+
+    trials: int = 0
+    wall_s: float = 0.0  # run() from planning to the last record
+    job_s: float = 0.0  # inside trial workers: acquire, RPCs, scoring, release
+    score_s: float = 0.0  # metrics on returned probabilities (part of job_s)
+    write_s: float = 0.0  # store writes of trial records (the writer thread)
+
+
+@dataclass(frozen=True)
+class PlannedTrial:
+    """One slot of a cell's configuration sequence."""
+
+    method: str
+    dataset: str
+    regime: str
+    split: int
+    index: int
+    config: dict
+    key: str
+
+
+@dataclass
+class _Job:
+    trial: PlannedTrial
+    graph: Graph
+    split: Split
+    bundle: GraphBundle
 
 
 def host_info() -> str:
@@ -103,6 +178,16 @@ def hidden_label_bundle(graph: Graph, split: Split) -> GraphBundle:
     return make_bundle(graph.x, graph.edge_index, labels, graph.num_classes)
 
 
+def warmup_bundle() -> tuple[GraphBundle, np.ndarray, np.ndarray]:
+    """A 60-node, 3-class built-in graph for warm-up fits: train 0-19, validation 20-39, the rest hidden."""
+    from orchestrator.data.synthetic import sbm_graph
+
+    graph = sbm_graph("warmup", num_nodes=60, num_classes=3, num_features=8, avg_degree=4.0, seed=0)
+    labels = graph.y.astype(np.int64).copy()
+    labels[40:] = -1
+    return make_bundle(graph.x, graph.edge_index, labels, graph.num_classes), np.arange(0, 20), np.arange(20, 40)
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
@@ -113,7 +198,21 @@ class Sweep:
     store: Store
     directory: Directory
     progress: Progress = field(default_factory=Progress)
+    parallel: int = 1  # trials in flight at once
+    warmup: str = "embedded"  # which replicas get warm-up fits: all, embedded (processes this sweep started), none
     _specs: dict[str, MethodSpec] = field(default_factory=dict)
+    _services: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)
+    _warmup: tuple | None = None
+    _host: str = ""
+    timing: SweepTiming = field(default_factory=SweepTiming)
+    _timing_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        if self.warmup not in WARMUP_MODES:
+            raise ValueError(f"warmup must be one of {', '.join(WARMUP_MODES)}, got {self.warmup!r}")
+        if self.parallel < 1:
+            raise ValueError(f"parallel must be at least 1, got {self.parallel}")
+        self.directory.on_ready = self._on_ready
 
     def spec(self, method: str) -> MethodSpec:
         if method not in self._specs:
@@ -124,52 +223,134 @@ class Sweep:
             self._specs[method] = hosted[method]
         return self._specs[method]
 
+    # ---- the plan ----------------------------------------------------------
+
+    def planned_trials(self) -> list[PlannedTrial]:
+        """Every trial of the plan in execution order: dataset, regime, split, method, then sequence position."""
+        out = []
+        for d in self.plan.datasets:
+            for r in self.plan.regimes:
+                for s in self.plan.splits:
+                    for m in self.plan.methods:
+                        spec = self.spec(m)
+                        configs = config_sequence(spec.default_config, spec.search_space, sequence_key(m, d, r, s), self.plan.budget)
+                        for index, config in enumerate(configs):
+                            key = trial_key(m, spec.version, d, r, s, config_hash(config))
+                            out.append(PlannedTrial(m, d, r, s, index, config, key))
+        return out
+
+    def _jobs(self, todo: list[PlannedTrial]) -> Iterator[_Job]:
+        """Jobs in plan order; each dataset is loaded, and each split's bundle built, only when reached."""
+        loaded: dict[str, Graph] = {}
+        bundles: dict[tuple[str, str, int], tuple[Split, GraphBundle]] = {}
+        for trial in todo:
+            if trial.dataset not in loaded:
+                loaded.clear()
+                bundles.clear()
+                loaded[trial.dataset] = load_dataset(trial.dataset)
+            graph = loaded[trial.dataset]
+            where = (trial.dataset, trial.regime, trial.split)
+            if where not in bundles:
+                split = graph_split(graph, trial.regime, trial.split)
+                bundles[where] = (split, hidden_label_bundle(graph, split))
+            split, bundle = bundles[where]
+            yield _Job(trial, graph, split, bundle)
+
+    # ---- running -------------------------------------------------------------
+
     def run(self) -> list[TrialRecord]:
+        started = time.perf_counter()
         done = self.store.done_keys()
-        sequences = {
-            (m, d, r, s): config_sequence(self.spec(m).default_config, self.spec(m).search_space, sequence_key(m, d, r, s), self.plan.budget)
-            for d in self.plan.datasets
-            for r in self.plan.regimes
-            for s in self.plan.splits
-            for m in self.plan.methods
-        }
-        keyed = {
-            cell: [trial_key(cell[0], self.spec(cell[0]).version, cell[1], cell[2], cell[3], config_hash(c)) for c in configs]
-            for cell, configs in sequences.items()
-        }
-        total = sum(len(k) for k in keyed.values())
-        skipped = sum(1 for keys in keyed.values() for k in keys if k in done)
-        self.progress.on_total(total)
-        self.progress.on_skip(skipped)
+        for method in self.plan.methods:
+            self.spec(method)  # describe every method first (this also starts and warms their first services)
+        planned = self.planned_trials()
+        todo = [t for t in planned if t.key not in done]
+        self.progress.on_total(len(planned))
+        self.progress.on_skip(len(planned) - len(todo))
+        self._drain_services()
+        self._host = host_info()
         records: list[TrialRecord] = []
-        host = host_info()
-        for dataset in self.plan.datasets:
-            cells = [c for c in sequences if c[1] == dataset and any(k not in done for k in keyed[c])]
-            if not cells:
-                continue
-            graph = load_dataset(dataset)
-            for regime in self.plan.regimes:
-                for split_index in self.plan.splits:
-                    todo = [c for c in cells if c[2] == regime and c[3] == split_index]
-                    if not todo:
-                        continue
-                    split = graph_split(graph, regime, split_index)
-                    bundle = hidden_label_bundle(graph, split)
-                    for cell in todo:
-                        for index, (config, key) in enumerate(zip(sequences[cell], keyed[cell])):
-                            if key in done:
-                                continue
-                            record = self._trial(cell[0], graph, split, bundle, index, config, key, host)
-                            self.store.write(record)
-                            records.append(record)
-                            self.progress.on_trial(record)
+        jobs = self._jobs(todo)
+        pool = ThreadPoolExecutor(max_workers=self.parallel, thread_name_prefix="trial")
+        in_flight: dict[Future[TrialRecord], int] = {}
+        order = 0
+        try:
+            while True:
+                while len(in_flight) < self.parallel:
+                    job = next(jobs, None)
+                    if job is None:
+                        break
+                    in_flight[pool.submit(self._run_job, job)] = order
+                    order += 1
+                if not in_flight:
+                    break
+                finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                for future in sorted(finished, key=in_flight.__getitem__):
+                    del in_flight[future]
+                    record = future.result()
+                    self._drain_services()
+                    wrote = time.perf_counter()
+                    self.store.write(record)  # the one writer: this thread, one transaction per record
+                    self.timing.write_s += time.perf_counter() - wrote
+                    self.timing.trials += 1
+                    records.append(record)
+                    self.progress.on_trial(record)
+        finally:
+            pool.shutdown(wait=not in_flight, cancel_futures=True)
+            self._drain_services()
+            self.timing.wall_s += time.perf_counter() - started
         return records
 
-    def _trial(self, method: str, graph: Graph, split: Split, bundle: GraphBundle, index: int, config: dict, key: str, host: str) -> TrialRecord:
-        spec = self.spec(method)
-        record = TrialRecord(
-            trial_key=key,
-            method=method,
+    def _drain_services(self) -> None:
+        while True:
+            try:
+                service = self._services.get_nowait()
+            except queue.Empty:
+                return
+            self.store.write_service(service)
+            self.progress.on_service(service)
+
+    def _run_job(self, job: _Job) -> TrialRecord:
+        started = time.perf_counter()
+        try:
+            return self._run_trial(job)
+        finally:
+            with self._timing_lock:
+                self.timing.job_s += time.perf_counter() - started
+
+    def _run_trial(self, job: _Job) -> TrialRecord:
+        record = self._new_record(job)
+        try:
+            replica = self.directory.acquire(job.trial.method)
+        except ServiceUnavailable as exc:
+            record.status, record.error, record.finished_at = STATUS_UNAVAILABLE, str(exc), _now()
+            return record
+        try:
+            record.endpoint = replica.endpoint
+            record.started_at = _now()
+            self._execute(replica.client, job, record)
+        except grpc.RpcError as exc:
+            record.status = _STATUS_BY_CODE.get(exc.code(), STATUS_FAILED)
+            record.error = f"{exc.code().name}: {exc.details()}"
+            if record.status == STATUS_UNAVAILABLE:
+                self.directory.recover(replica)
+            elif record.status == STATUS_TIMEOUT and replica.source == "embedded" and _client_deadline(exc):
+                # The service did not stop at its own limit (a method that never checks its deadline):
+                # it may still be computing, so start a fresh one rather than queue behind it.
+                self.directory.recover(replica)
+        except ServiceUnavailable as exc:
+            record.status, record.error = STATUS_UNAVAILABLE, str(exc)
+            self.directory.recover(replica)
+        finally:
+            self.directory.release(replica)
+        record.finished_at = _now()
+        return record
+
+    def _new_record(self, job: _Job) -> TrialRecord:
+        trial, graph, spec = job.trial, job.graph, self.spec(job.trial.method)
+        return TrialRecord(
+            trial_key=trial.key,
+            method=trial.method,
             method_version=spec.version,
             family=spec.family,
             kind=spec.kind,
@@ -177,32 +358,20 @@ class Sweep:
             dataset_hash=graph.content_hash,
             task_type=graph.task_type,
             num_classes=graph.num_classes,
-            regime=split.regime,
-            split=split.index,
-            trial_index=index,
-            is_default=index == 0,
-            config_json=json.dumps(config, sort_keys=True),
-            config_hash=config_hash(config),
-            seed=split.index,
+            regime=job.split.regime,
+            split=job.split.index,
+            trial_index=trial.index,
+            is_default=trial.index == 0,
+            config_json=json.dumps(trial.config, sort_keys=True),
+            config_hash=config_hash(trial.config),
+            seed=job.split.index,
             status=STATUS_OK,
-            host_json=host,
+            host_json=self._host,
             started_at=_now(),
         )
-        try:
-            client = self.directory.client(method)
-            record.endpoint = client.endpoint
-            self._execute(client, method, graph, split, bundle, config, record)
-        except grpc.RpcError as exc:
-            record.status = _STATUS_BY_CODE.get(exc.code(), STATUS_FAILED)
-            record.error = f"{exc.code().name}: {exc.details()}"
-            if record.status == STATUS_UNAVAILABLE:
-                self.directory.recover(method)
-        except ServiceUnavailable as exc:
-            record.status, record.error = STATUS_UNAVAILABLE, str(exc)
-        record.finished_at = _now()
-        return record
 
-    def _execute(self, client: MethodClient, method: str, graph: Graph, split: Split, bundle: GraphBundle, config: dict, record: TrialRecord) -> None:
+    def _execute(self, client: MethodClient, job: _Job, record: TrialRecord) -> None:
+        method, graph, split, bundle, config = job.trial.method, job.graph, job.split, job.bundle, job.trial.config
         upload = client.ensure_graph(bundle)
         record.upload_e2e_s = upload.e2e_seconds if upload.value else 0.0
         try:
@@ -217,7 +386,11 @@ class Sweep:
         record.fit_service_s = reply.stats.seconds
         record.fit_peak_rss_bytes = reply.stats.peak_rss_bytes
         record.fit_peak_gpu_bytes = reply.stats.peak_gpu_bytes
-        record.fit_info_json = json.dumps({k: getattr(v, v.WhichOneof("kind")) for k, v in reply.info.items()}, sort_keys=True)
+        info = {k: getattr(v, v.WhichOneof("kind")) for k, v in reply.info.items()}
+        record.fit_info_json = json.dumps(info, sort_keys=True)
+        provenance = {k: v for k, v in info.items() if k.startswith(PROVENANCE_PREFIX)}
+        if provenance:  # which pretrained weights produced this result, and whether they are the official file
+            record.extra_json = json.dumps(provenance, sort_keys=True)
         try:
             predicted = client.predict(reply.model_handle, graph.num_nodes, timeout=self.plan.time_limit)
         finally:
@@ -226,7 +399,10 @@ class Sweep:
         record.predict_service_s = predicted.stats.seconds
         record.predict_peak_rss_bytes = predicted.stats.peak_rss_bytes
         record.predict_peak_gpu_bytes = predicted.stats.peak_gpu_bytes
+        scoring = time.perf_counter()
         self._score(predicted.value, graph, split, record)
+        with self._timing_lock:
+            self.timing.score_s += time.perf_counter() - scoring
 
     @staticmethod
     def _score(probs: np.ndarray, graph: Graph, split: Split, record: TrialRecord) -> None:
@@ -234,11 +410,11 @@ class Sweep:
         if problem is not None:
             record.status, record.error = STATUS_NONFINITE, problem
             return
-        val = evaluate(probs[split.val], graph.y[split.val], graph.task_type, graph.num_classes)
-        test = evaluate(probs[split.test], graph.y[split.test], graph.task_type, graph.num_classes)
+        val = evaluate(probs[split.val], graph.y[split.val], graph.task_type, graph.num_classes, full=False)
         if not np.isfinite(val["cross_entropy"]):
             record.status, record.error = STATUS_NONFINITE, "validation loss is not finite"
             return
+        test = evaluate(probs[split.test], graph.y[split.test], graph.task_type, graph.num_classes)
         record.val_loss = val["cross_entropy"]
         record.val_accuracy = val["accuracy"]
         record.val_auroc = val.get("auroc")
@@ -249,3 +425,55 @@ class Sweep:
         record.test_precision = test.get("precision")
         record.primary_metric = primary_metric_name(graph.task_type)
         record.test_primary = test[record.primary_metric]
+
+    # ---- warm-up ---------------------------------------------------------------
+
+    def _on_ready(self, replica: Replica) -> None:
+        """Measure a fresh replica's warm-up (never raises: a failed warm-up is recorded, the sweep goes on)."""
+        service = ServiceRecord(
+            endpoint=replica.endpoint,
+            family=replica.family,
+            source=replica.source,
+            pool=replica.pool,
+            started_at=replica.started_at or _now(),
+            start_seconds=replica.start_seconds,
+            pid=replica.pid,
+        )
+        wanted = [m for m in self.plan.methods if m in replica.methods]
+        if self.warmup == "all" or (self.warmup == "embedded" and replica.source == "embedded"):
+            service.warmup_seconds, service.warmup_methods, service.warmup_error = self._warm(replica.client, wanted)
+        self._services.put(service)
+
+    def _warm(self, client: MethodClient, methods: list[str]) -> tuple[float, str, str | None]:
+        if self._warmup is None:
+            self._warmup = warmup_bundle()
+        bundle, train, val = self._warmup
+        started = time.perf_counter()
+        errors = []
+        try:
+            hosted = {s.name: s for s in client.describe()}
+            client.ensure_graph(bundle)
+            for method in methods:
+                spec = hosted.get(method)
+                if spec is None:
+                    errors.append(f"{method}: not hosted")
+                    continue
+                config = dict(spec.default_config)
+                if isinstance(config.get("max_epochs"), int):
+                    config["max_epochs"] = min(config["max_epochs"], WARMUP_EPOCHS)
+                try:
+                    fit = client.fit(method, bundle.graph_hash, train, val, config, 0, WARMUP_TIME_LIMIT_S)
+                    try:
+                        client.predict(fit.value.model_handle, bundle.num_nodes, timeout=WARMUP_TIME_LIMIT_S)
+                    finally:
+                        client.release(fit.value.model_handle)
+                except grpc.RpcError as exc:
+                    errors.append(f"{method}: {exc.code().name}: {exc.details()}")
+        except grpc.RpcError as exc:
+            errors.append(f"{exc.code().name}: {exc.details()}")
+        return time.perf_counter() - started, ",".join(methods), "; ".join(errors) or None
+
+
+def _client_deadline(exc: grpc.RpcError) -> bool:
+    """The deadline ran out on the client's side (the service never answered), not in the service."""
+    return exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED and (exc.details() or "").strip().lower() == "deadline exceeded"

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from methods.sdk.lifeline import watch_parent
 from methods.sdk.method import FitContext, FitInterrupted, Method, ResourceError, pick_device
 from methods.sdk.probe import ResourceProbe
 from methods.sdk.space import ConfigError, config_from_proto, config_to_proto, param_to_proto, value_to_proto
@@ -289,4 +290,5 @@ def build_server(servicer: MethodServicer, address: str, max_workers: int = 8) -
         raise OSError(f"could not bind {address}")
     health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     health_servicer.set("nodeground.v1.MethodService", health_pb2.HealthCheckResponse.SERVING)
+    watch_parent()  # a service launched as a child (NODEGROUND_PARENT_PID set) exits with its launcher
     return server, port

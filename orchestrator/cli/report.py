@@ -24,6 +24,7 @@ def report(
     bootstrap_rounds: Annotated[int, typer.Option("--bootstrap-rounds", min=1, help="Dataset-bootstrap resamples for Elo intervals.")] = 200,
     near_complete: Annotated[float, typer.Option("--near-complete", min=0.0, max=1.0, help="Minimum native dataset coverage of a method in the near-complete cohort.")] = 0.9,
     title: Annotated[str, typer.Option("--title", help="Page title.")] = "NodeGround leaderboard",
+    bundle: Annotated[list[Path], typer.Option("--bundle", help="Submission bundle directory to merge as a user submission (repeatable; never imputed).")] = [],  # noqa: B006
 ) -> None:
     """Write the leaderboard site: Elo, ranks, Pareto frontiers, tuning budgets, subgroups, and the data behind every figure."""
     import pandas as pd
@@ -31,10 +32,13 @@ def report(
     from orchestrator.analysis.load import load_trials
     from orchestrator.analysis.site import build_report
     from orchestrator.analysis.subgroups import STATS_COLUMNS
+    from orchestrator.conformance.bundle import BundleError, merge_trials
 
     t0 = time.perf_counter()
     try:
         trials = load_trials(store)
+        if bundle:
+            trials = merge_trials(trials, bundle)
         stats = None
         if dataset_stats is not None:
             if not dataset_stats.is_file():
@@ -47,7 +51,7 @@ def report(
             raise AnalysisInputError(f"--out exists and is not a directory: {out}")
         an = build_report(trials, out, dataset_stats=stats, anchor=anchor, rounds=bootstrap_rounds,
                           near_complete_min=near_complete, title=title)
-    except AnalysisInputError as exc:
+    except (AnalysisInputError, BundleError) as exc:
         _fail(str(exc))
         return
     except (KeyError, ValueError) as exc:

@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from orchestrator.cli.errors import UserError, user_errors
 from orchestrator.data.registry import resolve_name
 from orchestrator.data.splits import ALL_REGIMES, SPLIT_INDICES
 from orchestrator.records import STATUS_OK, TrialRecord
-from orchestrator.results import selected_results, results_table
+from orchestrator.results import results_table, selected_results, selected_with_workflow, services_table, workflow_table
 from orchestrator.services.containers import discover_endpoints
 from orchestrator.services.directory import ServiceDirectory, log_dir, resolve_methods
 from orchestrator.services.embedded import EmbeddedServices
-from orchestrator.store import Store, read_trials
+from orchestrator.store import Store, read_services, read_trials
 from orchestrator.sweep import Progress as SweepProgress
 from orchestrator.sweep import Sweep, SweepPlan
 
@@ -42,14 +43,17 @@ def parse_splits(value: str) -> list[int]:
     return splits
 
 
-def parse_endpoints(values: list[str]) -> dict[str, str]:
-    endpoints = {}
+def parse_endpoints(values: list[str]) -> dict[str, list[str]]:
+    """``NAME=HOST:PORT`` values; a name given several times gets several replicas."""
+    endpoints: dict[str, list[str]] = {}
     for value in values:
         name, sep, address = value.partition("=")
         host, colon, port = address.rpartition(":")
-        if not sep or not name or not colon or not host or not port.isdigit():
+        if not sep or not name.strip() or not colon or not host or not port.isdigit():
             raise UserError(f"--endpoint must look like NAME=HOST:PORT (NAME a method or family), got {value!r}")
-        endpoints[name.strip()] = address.strip()
+        endpoints.setdefault(name.strip(), [])
+        if address.strip() not in endpoints[name.strip()]:
+            endpoints[name.strip()].append(address.strip())
     return endpoints
 
 
@@ -61,13 +65,17 @@ def run(
     splits: Annotated[str, typer.Option(help="Comma-separated split indices (0-4).")] = "0",
     budget: Annotated[int, typer.Option(help="Trials per (method, dataset, regime, split): the default config plus budget-1 sampled ones.")] = 1,
     store: Annotated[Path, typer.Option(help="SQLite run store; created if missing, resumed if present.")] = Path("runs.sqlite"),
-    endpoint: Annotated[list[str], typer.Option(help="Use a running service: METHOD_OR_FAMILY=HOST:PORT (repeatable).")] = [],  # noqa: B006
+    endpoint: Annotated[list[str], typer.Option(help="Use a running service: METHOD_OR_FAMILY=HOST:PORT (repeatable; the same name several times gives several replicas).")] = [],  # noqa: B006
     services: Annotated[str, typer.Option(help="Where services come from when no --endpoint names them: auto (containers if running, else local processes), embedded, docker.")] = "auto",
     time_limit: Annotated[float, typer.Option(help="Per-trial fit time limit in seconds (0 = none).")] = 0.0,
+    parallel: Annotated[int, typer.Option(help="Trials in flight at once, each on its own service replica (embedded: up to N processes per family; remote: one per --endpoint given).")] = 1,
+    warmup: Annotated[bool, typer.Option(help="Warm every service up with one tiny fit+predict per method before its first trial (recorded apart in the store's services table).")] = True,
 ) -> None:
     """Run a sweep: every method on every dataset, regime and split, `budget` trials each."""
     if budget < 1:
         raise UserError(f"--budget must be at least 1 (the default configuration), got {budget}")
+    if parallel < 1:
+        raise UserError(f"--parallel must be at least 1, got {parallel}")
     if time_limit < 0:
         raise UserError(f"--time-limit must be >= 0, got {time_limit}")
     if services not in ("auto", "embedded", "docker"):
@@ -98,52 +106,82 @@ def run(
             endpoints=parse_endpoints(endpoint),
             containers=containers,
             embedded=None if services == "docker" else embedded,
+            replicas=parallel,
         )
         try:
+            sweep = Sweep(plan, run_store, directory, parallel=parallel, warmup="all" if warmup else "none")
             directory.check_remote()
-            _run_with_progress(Sweep(plan, run_store, directory))
+            _run_with_progress(sweep)
         finally:
             directory.close()
         frame = run_store.frame()
     print_results(frame)
 
 
+def _eta(seconds: float | None) -> str:
+    if seconds is None:
+        return "eta -:--:--"
+    seconds = int(round(seconds))
+    return f"eta {seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
 def _run_with_progress(sweep: Sweep) -> None:
-    failed = 0
+    """A rich bar: done/total, failed, remaining, and an ETA from the rate of trials run in this session."""
+    state = {"total": 0, "done": 0, "failed": 0, "ran": 0, "start": time.monotonic()}
     with Progress(
         TextColumn("[bold]sweep"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("{task.fields[failed]} failed"),
+        TextColumn("{task.fields[failed]} failed, {task.fields[remaining]} remaining"),
         TimeElapsedColumn(),
-        TextColumn("eta"),
-        TimeRemainingColumn(),
+        TextColumn("{task.fields[eta]}"),
         console=console,
         transient=False,
     ) as bar:
-        task = bar.add_task("sweep", total=None, failed=0)
+        task = bar.add_task("sweep", total=None, failed=0, remaining="?", eta=_eta(None))
+
+        def refresh() -> None:
+            remaining = max(0, state["total"] - state["done"])
+            rate = state["ran"] / max(1e-9, time.monotonic() - state["start"])
+            eta = remaining / rate if state["ran"] else None
+            bar.update(task, completed=state["done"], failed=state["failed"], remaining=remaining, eta=_eta(eta))
+
+        def on_total(total: int) -> None:
+            state["total"] = total
+            bar.update(task, total=total)
+            refresh()
+
+        def on_skip(count: int) -> None:
+            state["done"] += count
+            state["start"] = time.monotonic()  # the rate counts only trials run now
+            refresh()
 
         def on_trial(record: TrialRecord) -> None:
-            nonlocal failed
-            failed += record.status != STATUS_OK
-            bar.update(task, advance=1, failed=failed)
+            state["done"] += 1
+            state["ran"] += 1
+            state["failed"] += record.status != STATUS_OK
+            refresh()
 
-        sweep.progress = SweepProgress(
-            on_total=lambda total: bar.update(task, total=total),
-            on_skip=lambda count: bar.update(task, advance=count),
-            on_trial=on_trial,
-        )
+        sweep.progress = SweepProgress(on_total=on_total, on_skip=on_skip, on_trial=on_trial)
         sweep.run()
 
 
 @user_errors
 def show(
     store: Annotated[Path, typer.Option(help="SQLite run store written by `orchestrator run`.")] = Path("runs.sqlite"),
+    workflow: Annotated[bool, typer.Option("--workflow", help="Show each cell's workflow cost (tuning, prediction, workflow time, peak memory) and service warm-up instead.")] = False,
 ) -> None:
     """Print the selected (lowest validation loss) trial per method, dataset, regime and split."""
     frame = read_trials(store)
     if frame.empty:
         raise UserError(f"{store} holds no trials yet")
+    if workflow:
+        out = Console(width=200)
+        out.print(workflow_table(selected_with_workflow(frame)))
+        services_frame = read_services(store)
+        if not services_frame.empty:
+            out.print(services_table(services_frame))
+        return
     print_results(frame)
 
 

@@ -37,6 +37,29 @@ class MethodSpec:
 
 
 @dataclass
+class Replica:
+    """One service process that trials run on, one trial at a time (its compute is serialised anyway).
+
+    ``pool`` is the name the directory routes by (a method or family name); ``source`` is
+    ``embedded`` (a local process the orchestrator started and can restart) or ``remote``
+    (an endpoint given or discovered; it can only be waited for).
+    """
+
+    pool: str
+    family: str
+    endpoint: str
+    client: MethodClient
+    source: str
+    methods: tuple[str, ...] = ()  # the sweep's methods routed to this pool
+    service: Any = None  # the EmbeddedService behind an embedded replica
+    start_seconds: float | None = None  # process start + imports + first health answer (embedded only)
+    started_at: str = ""
+    pid: int | None = None
+    busy: bool = False
+    down: bool = False
+
+
+@dataclass
 class CallResult:
     value: Any
     e2e_seconds: float

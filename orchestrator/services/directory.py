@@ -1,16 +1,37 @@
-"""Which endpoint serves each method: given endpoints, running containers, or embedded processes."""
+"""Which service runs each trial: pools of replicas from given endpoints, running containers or embedded processes.
+
+A *pool* serves one or more methods: the methods routed to the same explicit endpoint name
+(method or family), or all methods of a family otherwise. Its replicas are the endpoints given
+for that name (``--endpoint gnn=a --endpoint gnn=b``), the family's running containers, or up to
+``replicas`` embedded processes started on demand. A trial holds one replica for its whole
+fit/predict/release, so a replica runs one trial at a time and the time and memory it reports
+belong to that trial alone.
+
+Faults: an embedded replica that stops answering is restarted; a remote one is waited for
+(a few health checks with back-off) and dropped from its pool when it does not come back.
+Once every replica of a pool is down, its trials are recorded ``unavailable`` at once (a rerun
+retries them) and the sweep goes on with the other pools.
+"""
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 from methods.families import Family, family_of, load_families
-from orchestrator.services.client import MethodClient, ServiceUnavailable
-from orchestrator.services.embedded import EmbeddedServices
+from orchestrator.services.client import MethodClient, Replica, ServiceUnavailable
+from orchestrator.services.embedded import EmbeddedService, EmbeddedServices
 from orchestrator.sweep import Directory
 
 HEALTH_TIMEOUT_S = 10.0
-RECOVERY_TIMEOUT_S = 15.0
+EMBEDDED_HEALTH_TIMEOUT_S = 60.0
+RECOVERY_ATTEMPTS = 3  # health checks of a remote replica that stopped answering, before it is dropped
+RECOVERY_TIMEOUT_S = 15.0  # total wait over those attempts
+MAX_START_FAILURES = 2  # embedded starts that may fail in a row before a pool is given up
 
 
 class UnknownMethod(LookupError):
@@ -30,75 +51,252 @@ def resolve_methods(names: list[str], families: dict[str, Family] | None = None)
     return resolved
 
 
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+@dataclass
+class _Pool:
+    key: str
+    family: str
+    methods: tuple[str, ...]
+    remote: list[str] | None  # None: embedded processes
+    capacity: int
+    replicas: list[Replica] = field(default_factory=list)
+    starting: int = 0
+    start_failures: int = 0
+
+    def live(self) -> list[Replica]:
+        return [r for r in self.replicas if not r.down]
+
+    def exhausted(self) -> bool:
+        if self.remote is not None:
+            unused = len(self.remote) - len(self.replicas)
+            return unused <= 0 and not self.live() and self.starting == 0
+        return self.start_failures >= MAX_START_FAILURES and not self.live() and self.starting == 0
+
+
 class ServiceDirectory(Directory):
-    """Clients per method. Explicit endpoints (method or family name -> host:port) win, then
-    discovered containers, then embedded subprocesses (started on first use, restartable)."""
+    """Replica pools per method. Explicit endpoints (method or family name -> host:port, or a list of
+    them) win, then discovered containers, then embedded subprocesses (started on first use, up to
+    ``replicas`` per family, restartable)."""
 
     def __init__(
         self,
         methods: dict[str, Family],
-        endpoints: dict[str, str] | None = None,
+        endpoints: Mapping[str, str | Sequence[str]] | None = None,
         containers: dict[str, list[str]] | None = None,
         embedded: EmbeddedServices | None = None,
+        replicas: int = 1,
     ) -> None:
         self.methods = methods
-        self.endpoints = dict(endpoints or {})
+        self.endpoints = {name: [value] if isinstance(value, str) else list(value) for name, value in (endpoints or {}).items()}
         self.containers = containers or {}
         self.embedded = embedded
-        self._clients: dict[str, MethodClient] = {}
-        self._down: set[str] = set()  # remote endpoints given up on after a failed recovery
+        self.replicas = max(1, int(replicas))
+        self.recovery_attempts = RECOVERY_ATTEMPTS
+        self.recovery_timeout = RECOVERY_TIMEOUT_S
+        self._cond = threading.Condition()
+        self._pools: dict[str, _Pool] = {}
+        self._clients: list[MethodClient] = []
 
-    def _remote(self, method: str) -> str | None:
+    # ---- routing ---------------------------------------------------------
+
+    def _remote(self, method: str) -> tuple[str, list[str]] | None:
         family = self.methods[method].name
         if method in self.endpoints:
-            return self.endpoints[method]
+            return method, self.endpoints[method]
         if family in self.endpoints:
-            return self.endpoints[family]
+            return family, self.endpoints[family]
         if self.containers.get(family):
-            return self.containers[family][0]
+            return family, list(self.containers[family])
         return None
 
-    def client(self, method: str) -> MethodClient:
-        endpoint = self._remote(method)
-        if endpoint is None:
-            if self.embedded is None:
-                raise ServiceUnavailable(f"no endpoint for {method!r} and embedded services are off")
-            endpoint = self.embedded.endpoint(self.methods[method].name)
-        if endpoint in self._down:
-            raise ServiceUnavailable(f"the service at {endpoint} stopped answering; skipping its trials")
-        client = self._clients.get(endpoint)
-        if client is None:
-            client = MethodClient(endpoint)
-            client.wait_healthy(HEALTH_TIMEOUT_S if self._remote(method) else 60.0)
-            self._clients[endpoint] = client
-        return client
+    def pool_key(self, method: str) -> str:
+        remote = self._remote(method)
+        return remote[0] if remote else self.methods[method].name
 
-    def recover(self, method: str) -> bool:
-        endpoint = self._remote(method)
-        if endpoint is None and self.embedded is not None:
-            stale = self.embedded.services.get(self.methods[method].name)
-            if stale is not None:
-                self._clients.pop(stale.endpoint, None)
-            self.embedded.restart(self.methods[method].name)
-            return True
-        client = self._clients.get(endpoint) if endpoint else None
-        if client is None:
-            return False
+    def _pool(self, method: str) -> _Pool:
+        with self._cond:
+            key = self.pool_key(method)
+            pool = self._pools.get(key)
+            if pool is None:
+                remote = self._remote(method)
+                if remote is None and self.embedded is None:
+                    raise ServiceUnavailable(f"no endpoint for {method!r} and embedded services are off")
+                routed = tuple(m for m in self.methods if self.pool_key(m) == key)
+                endpoints = list(dict.fromkeys(remote[1])) if remote else None
+                capacity = len(endpoints) if endpoints is not None else self.replicas
+                pool = _Pool(key, self.methods[method].name, routed, endpoints, capacity)
+                self._pools[key] = pool
+            return pool
+
+    # ---- replicas --------------------------------------------------------
+
+    def acquire(self, method: str) -> Replica:
+        """A free replica for the method (waiting while all are busy, starting one while below capacity)."""
+        pool = self._pool(method)
+        with self._cond:
+            while True:
+                if pool.exhausted():
+                    raise ServiceUnavailable(self._gone_message(pool))
+                free = next((r for r in pool.live() if not r.busy), None)
+                if free is not None:
+                    free.busy = True
+                    return free
+                if len(pool.live()) + pool.starting < pool.capacity and (pool.remote is None or len(pool.replicas) + pool.starting < len(pool.remote)):
+                    pool.starting += 1
+                    slot = len(pool.replicas) + pool.starting - 1
+                    break
+                self._cond.wait()
         try:
-            client.wait_healthy(RECOVERY_TIMEOUT_S)
+            replica = self._create(pool, slot)
+        except BaseException:
+            with self._cond:
+                pool.starting -= 1
+                if pool.remote is None:
+                    pool.start_failures += 1
+                else:  # count the endpoint as tried, so later trials do not dial it again
+                    dead = MethodClient(pool.remote[slot])
+                    self._clients.append(dead)
+                    pool.replicas.append(Replica(pool.key, pool.family, pool.remote[slot], dead, "remote", methods=pool.methods, down=True))
+                self._cond.notify_all()
+            raise
+        with self._cond:
+            pool.starting -= 1
+            pool.start_failures = 0
+            replica.busy = True
+            pool.replicas.append(replica)
+            self._cond.notify_all()
+        return replica
+
+    def release(self, replica: Replica) -> None:
+        with self._cond:
+            replica.busy = False
+            self._cond.notify_all()
+
+    def client(self, method: str) -> MethodClient:
+        """A client of some replica of the method's pool (for Describe, which needs no exclusive use)."""
+        pool = self._pool(method)
+        with self._cond:
+            live = pool.live()
+            if live:
+                return live[0].client
+        replica = self.acquire(method)
+        self.release(replica)
+        return replica.client
+
+    def _create(self, pool: _Pool, slot: int) -> Replica:
+        if pool.remote is not None:
+            endpoint = pool.remote[slot]
+            client = MethodClient(endpoint)
+            self._clients.append(client)
+            client.wait_healthy(HEALTH_TIMEOUT_S)
+            replica = Replica(pool.key, pool.family, endpoint, client, "remote", methods=pool.methods, started_at=_now())
+        else:
+            assert self.embedded is not None
+            service, adopted = self._embedded_service(pool)
+            replica = self._embedded_replica(pool, service)
+            if adopted:
+                return replica  # already started and warmed by an earlier directory
+        self._ready(replica)
+        return replica
+
+    def _embedded_service(self, pool: _Pool) -> tuple[EmbeddedService, bool]:
+        """A running embedded process of the family not yet in this pool (left by an earlier sweep), or a new one."""
+        assert self.embedded is not None
+        with self._cond:
+            used = {id(r.service) for r in pool.replicas}
+            for service in self.embedded.replicas.get(pool.family, []):
+                if id(service) not in used and service.alive() and service.endpoint:
+                    return service, True
+        return self.embedded.start(pool.family), False
+
+    def _embedded_replica(self, pool: _Pool, service: EmbeddedService) -> Replica:
+        started = time.perf_counter()
+        client = MethodClient(service.endpoint)
+        self._clients.append(client)
+        client.wait_healthy(EMBEDDED_HEALTH_TIMEOUT_S)
+        return Replica(
+            pool.key,
+            pool.family,
+            service.endpoint,
+            client,
+            "embedded",
+            methods=pool.methods,
+            service=service,
+            start_seconds=service.start_seconds + (time.perf_counter() - started),
+            started_at=service.started_at,
+            pid=service.pid,
+        )
+
+    def _ready(self, replica: Replica) -> None:
+        hook = self.on_ready
+        if hook is not None:
+            hook(replica)
+
+    def recover(self, replica: Replica) -> bool:
+        """Bring a replica back after it stopped answering: restart it (embedded) or wait for it (remote).
+
+        Called by the trial that holds the replica. Returns whether it serves again; one that does
+        not is marked down and no longer handed out.
+        """
+        if replica.source == "embedded" and self.embedded is not None:
+            try:
+                fresh = self.embedded.restart(replica.service)
+                restarted = self._embedded_replica(self._pools[replica.pool], fresh)
+            except ServiceUnavailable:
+                with self._cond:
+                    replica.down = True
+                    self._cond.notify_all()
+                return False
+            old_client = replica.client
+            with self._cond:
+                for name in ("endpoint", "client", "service", "start_seconds", "started_at", "pid"):
+                    setattr(replica, name, getattr(restarted, name))
+            if old_client in self._clients:
+                self._clients.remove(old_client)
+            old_client.close()
+            self._ready(replica)
             return True
-        except ServiceUnavailable:
-            self._down.add(client.endpoint)
-            return False
+        per_try = self.recovery_timeout / max(1, self.recovery_attempts)
+        for attempt in range(self.recovery_attempts):
+            try:
+                replica.client.wait_healthy(per_try)
+                return True
+            except ServiceUnavailable:
+                time.sleep(min(1.0, 0.1 * 2**attempt))
+        with self._cond:
+            replica.down = True
+            self._cond.notify_all()
+        return False
+
+    def _gone_message(self, pool: _Pool) -> str:
+        if pool.remote is not None:
+            return f"the service(s) for {pool.key} at {', '.join(pool.remote)} stopped answering; skipping its trials"
+        return f"the embedded {pool.family} service could not be started; skipping its trials"
 
     def check_remote(self) -> None:
-        """Fail fast, before any work, when a given endpoint does not answer."""
+        """Fail fast, before any work, when a given endpoint does not answer (every replica is dialled)."""
         for method in self.methods:
-            if self._remote(method) is not None:
-                self.client(method)
+            remote = self._remote(method)
+            if remote is None:
+                continue
+            pool = self._pool(method)
+            held = []
+            try:
+                while len(pool.replicas) + pool.starting < len(pool.remote or []):
+                    held.append(self.acquire(method))
+            finally:
+                for replica in held:
+                    self.release(replica)
+
+    def all_replicas(self) -> list[Replica]:
+        with self._cond:
+            return [r for pool in self._pools.values() for r in pool.replicas]
 
     def close(self) -> None:
-        for client in self._clients.values():
+        for client in self._clients:
             client.close()
         self._clients.clear()
 

@@ -3,6 +3,12 @@
 Each service binds a free port itself and announces it on stdout, so there is
 no race for ports. Services are stopped at exit, on Ctrl-C and on errors
 (``EmbeddedServices`` is a context manager), and can be restarted when one dies.
+A family can have several replicas (``--parallel N`` starts up to N).
+
+A service also exits on its own when the orchestrator that started it dies,
+even by SIGKILL: its environment names the orchestrator's pid
+(``NODEGROUND_PARENT_PID``) and the service watches for being re-parented
+(``methods.sdk.lifeline``).
 """
 
 from __future__ import annotations
@@ -11,9 +17,12 @@ import os
 import selectors
 import subprocess
 import sys
+import threading
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
+from methods.sdk.lifeline import PARENT_PID_ENV
 from methods.serve import READY_PREFIX
 from orchestrator.services.client import ServiceUnavailable
 
@@ -21,26 +30,38 @@ START_TIMEOUT_S = 120.0
 
 
 class EmbeddedService:
-    def __init__(self, family: str, log_dir: Path | None = None) -> None:
+    def __init__(self, family: str, log_dir: Path | None = None, replica: int = 0) -> None:
         self.family = family
         self.log_dir = log_dir
+        self.replica = replica
         self.process: subprocess.Popen[bytes] | None = None
         self.endpoint = ""
-        self.start_seconds = 0.0  # process start + imports: warm-up, not charged to any trial
+        self.start_seconds = 0.0  # process start + imports until the port is announced: warm-up, not charged to any trial
+        self.started_at = ""
+
+    @property
+    def log_path(self) -> Path | None:
+        if self.log_dir is None:
+            return None
+        suffix = f"-{self.replica}" if self.replica else ""
+        return self.log_dir / f"{self.family}{suffix}.log"
 
     def start(self) -> str:
         started = time.perf_counter()
+        self.started_at = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
         stderr = subprocess.DEVNULL
-        if self.log_dir is not None:
-            self.log_dir.mkdir(parents=True, exist_ok=True)
-            stderr = (self.log_dir / f"{self.family}.log").open("ab")
+        if self.log_path is not None:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            stderr = self.log_path.open("ab")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "methods.serve", "--family", self.family, "--host", "127.0.0.1", "--port", "0"],
             stdout=subprocess.PIPE,
             stderr=stderr,
             stdin=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", PARENT_PID_ENV: str(os.getpid())},
         )
+        if stderr is not subprocess.DEVNULL:
+            stderr.close()  # the child holds its own descriptor
         port = self._read_port()
         self.endpoint = f"127.0.0.1:{port}"
         self.start_seconds = time.perf_counter() - started
@@ -52,60 +73,111 @@ class EmbeddedService:
         selector.register(self.process.stdout, selectors.EVENT_READ)
         deadline = time.monotonic() + START_TIMEOUT_S
         line = b""
-        while time.monotonic() < deadline:
-            if selector.select(timeout=0.5):
-                line = self.process.stdout.readline()
-                if line.startswith(READY_PREFIX.encode()):
-                    return int(line.split()[1])
-                if not line:
+        try:
+            while time.monotonic() < deadline:
+                if selector.select(timeout=0.5):
+                    line = self.process.stdout.readline()
+                    if line.startswith(READY_PREFIX.encode()):
+                        return int(line.split()[1])
+                    if not line:
+                        break
+                if self.process.poll() is not None:
                     break
-            if self.process.poll() is not None:
-                break
+        finally:
+            selector.close()
         self.stop()
         raise ServiceUnavailable(
             f"the {self.family} service did not start (exit code {self.process.returncode}); "
-            f"see {self.log_dir / (self.family + '.log') if self.log_dir else 'its stderr'}"
+            f"see {self.log_path if self.log_path else 'its stderr'}"
         )
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
     def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
+        if self.process is None:
             return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
 
 
 class EmbeddedServices:
-    """Start one service per family on demand; stop them all on exit."""
+    """Start services per family on demand (one or more replicas each); stop them all on exit."""
 
     def __init__(self, log_dir: Path | None = None) -> None:
         self.log_dir = log_dir
-        self.services: dict[str, EmbeddedService] = {}
+        self.replicas: dict[str, list[EmbeddedService]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def services(self) -> dict[str, EmbeddedService]:
+        """The first replica of each family."""
+        with self._lock:
+            return {family: pool[0] for family, pool in self.replicas.items() if pool}
+
+    def start(self, family: str) -> EmbeddedService:
+        """Start one more replica of the family's service and return it once it listens."""
+        with self._lock:
+            pool = self.replicas.setdefault(family, [])
+            service = EmbeddedService(family, self.log_dir, replica=len(pool))
+            pool.append(service)
+        try:
+            service.start()
+        except BaseException:
+            with self._lock:
+                pool.remove(service)
+            raise
+        return service
 
     def endpoint(self, family: str) -> str:
-        """The family's endpoint, starting its service on first use (a dead one is restarted by ``restart``)."""
-        service = self.services.get(family)
+        """The family's first endpoint, starting its service on first use (a dead one is restarted by ``restart``)."""
+        with self._lock:
+            pool = self.replicas.get(family)
+            service = pool[0] if pool else None
         if service is None:
-            service = EmbeddedService(family, self.log_dir)
-            service.start()
-            self.services[family] = service
+            service = self.start(family)
         return service.endpoint
 
-    def restart(self, family: str) -> str:
-        if family in self.services:
-            self.services.pop(family).stop()
-        return self.endpoint(family)
+    def restart(self, target: str | EmbeddedService) -> EmbeddedService:
+        """Stop a replica (or the family's first one) and start a fresh one in its place."""
+        with self._lock:
+            if isinstance(target, str):
+                pool = self.replicas.get(target) or []
+                old = pool[0] if pool else None
+                family = target
+            else:
+                old, family = target, target.family
+                pool = self.replicas.get(family) or []
+            slot = pool.index(old) if old in pool else None
+        if old is not None:
+            old.stop()
+        fresh = EmbeddedService(family, self.log_dir, replica=old.replica if old is not None else 0)
+        fresh.start()
+        with self._lock:
+            pool = self.replicas.setdefault(family, [])
+            if slot is not None and slot < len(pool) and pool[slot] is old:
+                pool[slot] = fresh
+            else:
+                pool.append(fresh)
+        return fresh
 
     def close(self) -> None:
-        for service in self.services.values():
+        with self._lock:
+            services = [s for pool in self.replicas.values() for s in pool]
+            self.replicas.clear()
+        for service in services:
             service.stop()
-        self.services.clear()
 
     def __enter__(self) -> EmbeddedServices:
         return self

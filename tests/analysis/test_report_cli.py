@@ -92,3 +92,30 @@ def test_parquet_and_csv_exports_load_the_same(small_store, tmp_path):
         b = load_trials(p)
         assert len(b) == len(a)
         assert b["val_loss"].sum() == a["val_loss"].sum()
+
+
+def test_a_submission_bundle_joins_the_leaderboard_never_imputed(small_store, tmp_path):
+    from orchestrator.conformance.bundle import finalize_store, seal
+    from orchestrator.store import read_trials
+
+    store, _ = small_store
+    rows = read_trials(store)
+    submitted = rows[rows["method"] == "MLP"].copy()
+    submitted["method"] = "Submitted"
+    submitted["origin"] = "user:sub"
+    submitted["trial_key"] = "sub-" + submitted["trial_key"].astype(str)
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    with sqlite3.connect(bundle / "trials.sqlite") as db:
+        submitted.to_sql("trials", db, index=False)
+    finalize_store(bundle / "trials.sqlite")
+    (bundle / "submission.json").write_text('{"id": "sub"}\n')
+    seal(bundle)
+    res = run(["--store", str(store), "--bundle", str(bundle), "--out", str(tmp_path / "r"), "--bootstrap-rounds", "5"])
+    assert res.exit_code == 0, res.output
+    lb = pd.read_csv(tmp_path / "r" / "tables" / "leaderboard.csv")
+    sub = lb[lb["view"] == "Submitted"]
+    assert len(sub) == 2 and (sub["imputed_datasets"] == 0).all()
+    (bundle / "submission.json").write_text('{"id": "tampered"}\n')
+    res = run(["--store", str(store), "--bundle", str(bundle), "--out", str(tmp_path / "r2")])
+    assert res.exit_code == 2 and "changed after the bundle was sealed" in res.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
@@ -12,7 +13,10 @@ from typer.testing import CliRunner
 
 from orchestrator.cli.main import app
 
-ORCHESTRATOR = str(Path(sys.executable).with_name("orchestrator"))
+REPO = Path(__file__).resolve().parents[2]
+# This checkout's code (not whichever copy of the package the environment installed), run as the console script runs it.
+ORCHESTRATOR = [sys.executable, "-c", "from orchestrator.cli.main import app; app()"]
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "proto")])}
 runner = CliRunner()
 
 
@@ -26,6 +30,7 @@ runner = CliRunner()
         (["--methods", "mlp", "--datasets", "synthetic-tiny", "--splits", "9"], "split index 9 is outside 0..4"),
         (["--methods", "mlp", "--datasets", "synthetic-tiny", "--regimes", "20/20/60"], "unknown regime '20/20/60'"),
         (["--methods", "mlp", "--datasets", "synthetic-tiny", "--endpoint", "mlp"], "--endpoint must look like NAME=HOST:PORT"),
+        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--parallel", "0"], "--parallel must be at least 1"),
     ],
 )
 def test_bad_arguments_give_one_line_and_exit_2(tmp_path, args, message):
@@ -37,7 +42,8 @@ def test_bad_arguments_give_one_line_and_exit_2(tmp_path, args, message):
 
 def test_an_endpoint_that_does_not_answer_is_named(tmp_path):
     proc = subprocess.run(
-        [ORCHESTRATOR, "run", "--methods", "mlp", "--datasets", "synthetic-tiny", "--endpoint", "mlp=127.0.0.1:9", "--store", str(tmp_path / "r.sqlite")],
+        [*ORCHESTRATOR, "run", "--methods", "mlp", "--datasets", "synthetic-tiny", "--endpoint", "mlp=127.0.0.1:9", "--store", str(tmp_path / "r.sqlite")],
+        env=ENV,
         capture_output=True,
         text=True,
         timeout=120,
@@ -54,16 +60,80 @@ def test_show_refuses_a_missing_store(tmp_path):
 
 def test_run_then_rerun_resumes_and_show_prints_the_selection(tmp_path):
     store = tmp_path / "runs.sqlite"
-    cmd = [ORCHESTRATOR, "run", "--methods", "mlp,gcn", "--datasets", "synthetic-tiny", "--splits", "0,1", "--budget", "1", "--store", str(store)]
-    first = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    cmd = [*ORCHESTRATOR, "run", "--methods", "mlp,gcn", "--datasets", "synthetic-tiny", "--splits", "0,1", "--budget", "1", "--store", str(store)]
+    first = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr
     assert "synthetic-tiny" in first.stdout and "accuracy" in first.stdout
     with sqlite3.connect(store) as db:
         assert db.execute("SELECT COUNT(*), SUM(status = 'ok') FROM trials").fetchone() == (4, 4)
         stamps = db.execute("SELECT trial_key, finished_at FROM trials").fetchall()
-    again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    again = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
     with sqlite3.connect(store) as db:
         assert db.execute("SELECT trial_key, finished_at FROM trials").fetchall() == stamps  # nothing rerun
-    shown = subprocess.run([ORCHESTRATOR, "show", "--store", str(store)], capture_output=True, text=True, timeout=60)
+    shown = subprocess.run([*ORCHESTRATOR, "show", "--store", str(store)], env=ENV, capture_output=True, text=True, timeout=60)
     assert shown.returncode == 0 and shown.stdout.count("synthetic-tiny") == 4
+
+
+def test_repeated_endpoints_are_replicas():
+    from orchestrator.cli.run import parse_endpoints
+
+    assert parse_endpoints(["gnn=127.0.0.1:1", "gnn=127.0.0.1:2", "mlp=h:3", "gnn=127.0.0.1:1"]) == {
+        "gnn": ["127.0.0.1:1", "127.0.0.1:2"],
+        "mlp": ["h:3"],
+    }
+
+
+def _fake_store(path):
+    from orchestrator.records import TrialRecord
+    from orchestrator.store import ServiceRecord, Store
+
+    with Store(path) as store:
+        for split in (0, 1):
+            for index, (status, val_loss) in enumerate([("ok", 0.9), ("ok", 0.4), ("timeout", None), ("ok", 0.4)]):
+                store.write(TrialRecord(
+                    trial_key=f"gcn@v|d|10/10/80|{split}|{index}", method="gcn", method_version="v", family="gnn", kind="supervised",
+                    dataset="d", dataset_hash="h", task_type="multiclass", num_classes=3, regime="10/10/80", split=split,
+                    trial_index=index, is_default=index == 0, config_json=f'{{"i": {index}}}', config_hash=str(index), seed=split,
+                    status=status, val_loss=val_loss, test_accuracy=0.5 + index / 10 if val_loss else None,
+                    test_primary=0.5 + index / 10 if val_loss else None, primary_metric="accuracy" if val_loss else None,
+                    fit_service_s=1.0 + index, predict_service_s=0.25, fit_peak_rss_bytes=100 + index, predict_peak_rss_bytes=50,
+                ))  # fmt: skip
+        store.write_service(ServiceRecord("127.0.0.1:1", "gnn", "embedded", "gnn", "2026-01-01T00:00:00", 3.5, 0.25, "gcn"))
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_export_writes_trials_selected_workflow_and_services(tmp_path, fmt):
+    import pandas as pd
+
+    from orchestrator.results import SELECTED_COLUMNS, selected_results
+
+    store = tmp_path / "runs.sqlite"
+    _fake_store(store)
+    result = runner.invoke(app, ["export", "--store", str(store), "--format", fmt, "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    read = pd.read_parquet if fmt == "parquet" else pd.read_csv
+    tables = {name: read(tmp_path / "out" / f"{name}.{fmt}") for name in ("trials", "selected", "workflow", "services")}
+    assert len(tables["trials"]) == 8 and len(tables["services"]) == 1
+    selected = tables["selected"]
+    assert tuple(selected.columns) == SELECTED_COLUMNS and len(selected) == 2
+    row = selected.iloc[0]
+    # lowest validation loss, ties to the earlier trial; tuning time over every executed trial (timeouts included)
+    assert row["selected_trial_index"] == 1 and row["n_trials"] == 4 and row["n_ok"] == 3 and row["n_failed"] == 1
+    assert row["training_tuning_s"] == pytest.approx(1 + 2 + 3 + 4) and row["prediction_s"] == pytest.approx(0.25)
+    assert row["workflow_s"] == pytest.approx(10.25) and row["workflow_peak_bytes"] == 103 and row["memory_kind"] == "cpu"
+    assert list(selected["selected_trial_index"]) == list(selected_results(tables["trials"])["trial_index"])
+    full = tables["workflow"][tables["workflow"]["budget"].astype(str) == "full"]
+    assert list(full["workflow_s"]) == pytest.approx(list(selected["workflow_s"]))
+
+
+def test_export_and_show_workflow_refuse_bad_input_in_one_line(tmp_path):
+    store = tmp_path / "runs.sqlite"
+    _fake_store(store)
+    bad = runner.invoke(app, ["export", "--store", str(store), "--format", "xlsx"])
+    assert bad.exit_code == 2 and "--format must be parquet or csv" in bad.output
+    missing = runner.invoke(app, ["export", "--store", str(tmp_path / "none.sqlite")])
+    assert missing.exit_code == 2 and "no run store at" in missing.output
+    shown = runner.invoke(app, ["show", "--workflow", "--store", str(store)])
+    assert shown.exit_code == 0 and "Workflow cost per cell" in shown.output and "10.250" in shown.output
+    assert "Service warm-up" in shown.output and "3.500" in shown.output

@@ -66,3 +66,30 @@ def test_read_trials_refuses_missing_or_foreign_files(tmp_path):
     sqlite3.connect(other).execute("CREATE TABLE x (a)").connection.commit()
     with pytest.raises(ValueError, match="not a NodeGround run store"):
         read_trials(other)
+
+
+def test_validation_metrics_skip_what_the_record_does_not_keep():
+    probs = np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.3, 0.3, 0.4], [0.5, 0.4, 0.1]])
+    labels = np.array([0, 1, 2, 1])
+    short = evaluate(probs, labels, "multiclass", 3, full=False)
+    assert set(short) == {"cross_entropy", "accuracy"}
+    assert short == {k: v for k, v in evaluate(probs, labels, "multiclass", 3).items() if k in short}
+    p1 = np.array([0.9, 0.2, 0.6, 0.4])
+    assert set(evaluate(np.stack([1 - p1, p1], axis=1), np.array([1, 0, 0, 1]), "binary", 2, full=False)) == {"cross_entropy", "accuracy", "auroc"}
+
+
+def test_services_table_round_trip_and_old_stores(tmp_path):
+    from orchestrator.store import ServiceRecord, read_services
+
+    path = tmp_path / "runs.sqlite"
+    with Store(path) as store:
+        store.write_service(ServiceRecord("127.0.0.1:5", "gnn", "embedded", "gnn", "t0", start_seconds=2.5, warmup_seconds=0.5, warmup_methods="mlp", pid=42))
+    services = read_services(path)
+    assert list(services["endpoint"]) == ["127.0.0.1:5"] and services["start_seconds"].iloc[0] == 2.5 and services["pid"].iloc[0] == 42
+    old = tmp_path / "old.sqlite"  # a store from before the services table: empty, not an error
+    with sqlite3.connect(old) as db:
+        db.execute("CREATE TABLE trials (trial_key TEXT PRIMARY KEY, method TEXT, dataset TEXT, regime TEXT, split INTEGER, trial_index INTEGER)")
+    assert read_services(old).empty
+    with Store(old) as store:  # opening it for writing adds what is missing
+        store.write(record("x"))
+    assert read_trials(old)["status"].tolist() == ["ok"]

@@ -1,0 +1,79 @@
+# Contributed-method targets. Included by the top-level Makefile after
+# docker/containers.mk (which defines DOCKER, IMAGE_PREFIX, BASE_TAG, the
+# Debian suite/mirror and the rootfs cache).
+#
+#   make image-NAME         build nodeground/NAME from docker/NAME/Dockerfile (after `orchestrator methods new NAME`)
+#   make image-centroid     the Node.js method: npm deps on the host, a debootstrapped Debian with nodejs
+#   make validate-NAME      orchestrator validate nodeground/NAME (sandboxed)
+#   make validate-images    validate every built-in image, the Node.js method included
+#   make test-contrib       the docker-marked contributor tests
+
+NODE_METHOD ?= centroid
+NODE_METHOD_DIR ?= methods/$(NODE_METHOD)-node
+NPM ?= npm
+# The Node.js runtime image: debootstrapped Debian with Debian's nodejs (offline: no registry),
+# or, with NODE_OS_IMAGE=node:20-bookworm-slim, a public image.
+NODE_OS_TAG ?= $(IMAGE_PREFIX)/node-os:$(DEBIAN_SUITE)
+NODE_OS_IMAGE ?= $(NODE_OS_TAG)
+NODE_ROOTFS_TAR ?= $(ROOTFS_DIR)/$(DEBIAN_SUITE)-minbase-nodejs.tar
+VALIDATE_ARGS ?=
+
+.PHONY: node-deps node-os image-$(NODE_METHOD) validate-images test-contrib
+
+# Pure-JavaScript dependencies (no native addons), installed on the host from the
+# committed lock file and copied into the image: containers need no registry.
+$(NODE_METHOD_DIR)/node_modules/.package-lock.json: $(NODE_METHOD_DIR)/package.json $(NODE_METHOD_DIR)/package-lock.json
+	cd $(NODE_METHOD_DIR) && $(NPM) ci --omit=dev --no-audit --no-fund
+node-deps: $(NODE_METHOD_DIR)/node_modules/.package-lock.json
+
+$(NODE_ROOTFS_TAR):
+	@mkdir -p $(ROOTFS_DIR)
+	rm -rf $(ROOTFS_DIR)/tree-nodejs
+	debootstrap --variant=minbase --include=nodejs,ca-certificates \
+		$(DEBIAN_SUITE) $(ROOTFS_DIR)/tree-nodejs $(DEBIAN_MIRROR)
+	chroot $(ROOTFS_DIR)/tree-nodejs apt-get clean
+	rm -rf $(ROOTFS_DIR)/tree-nodejs/var/lib/apt/lists/* $(ROOTFS_DIR)/tree-nodejs/var/cache/apt/*.bin \
+		$(ROOTFS_DIR)/tree-nodejs/usr/share/doc/* $(ROOTFS_DIR)/tree-nodejs/usr/share/man/* \
+		$(ROOTFS_DIR)/tree-nodejs/usr/share/locale/*
+	tar -C $(ROOTFS_DIR)/tree-nodejs --numeric-owner -cf $@.tmp .
+	mv $@.tmp $@
+	rm -rf $(ROOTFS_DIR)/tree-nodejs
+
+node-os:
+	@if $(DOCKER) image inspect $(NODE_OS_IMAGE) >/dev/null 2>&1; then \
+		echo "$(NODE_OS_IMAGE) present"; \
+	elif [ "$(NODE_OS_IMAGE)" = "$(NODE_OS_TAG)" ]; then \
+		$(MAKE) --no-print-directory $(NODE_ROOTFS_TAR) && \
+		echo "importing $(NODE_ROOTFS_TAR) as $(NODE_OS_TAG)" && \
+		$(DOCKER) import \
+			--change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+			--change 'ENV LANG=C.UTF-8' \
+			--change 'CMD ["node"]' \
+			$(NODE_ROOTFS_TAR) $(NODE_OS_TAG); \
+	else \
+		$(DOCKER) pull $(NODE_OS_IMAGE); \
+	fi
+
+image-$(NODE_METHOD): node-deps node-os
+	$(DOCKER) build -f docker/$(NODE_METHOD)/Dockerfile -t $(IMAGE_PREFIX)/$(NODE_METHOD):latest \
+		--build-arg NODE_BASE=$(NODE_OS_IMAGE) .
+
+# Any other docker/NAME/Dockerfile (a scaffolded method, a family): built on the base image.
+image-%:
+	@test -f docker/$*/Dockerfile || { echo "no docker/$*/Dockerfile (scaffold one with: orchestrator methods new $*)" >&2; exit 2; }
+	@$(DOCKER) image inspect $(BASE_TAG) >/dev/null 2>&1 || \
+		$(MAKE) --no-print-directory $(if $(filter 1,$(OFFLINE)),base-offline,base)
+	$(DOCKER) build -f docker/$*/Dockerfile -t $(IMAGE_PREFIX)/$*:latest --build-arg BASE=$(BASE_TAG) .
+
+validate-%: install
+	$(VENV)/bin/orchestrator validate $(IMAGE_PREFIX)/$*:latest $(VALIDATE_ARGS)
+
+# Every built-in family image and the Node.js method must pass the conformance check.
+validate-images: install
+	@set -e; for f in $(FAMILIES) $(NODE_METHOD); do \
+		echo "validating $(IMAGE_PREFIX)/$$f"; \
+		$(VENV)/bin/orchestrator validate $(IMAGE_PREFIX)/$$f:latest $(VALIDATE_ARGS); \
+	done
+
+test-contrib: install
+	$(PYTHON) -m pytest -m docker tests/docker/test_contrib_*.py

@@ -1,0 +1,66 @@
+"""The GraphAny method as a service hosts it: checkpoint choice is the whole search space."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+import numpy as np
+import torch
+
+from methods.graphany.checkpoint import load_checkpoint
+from methods.graphany.model import build_attention, channel_features, distance_features, fuse, linear_gnn_predictions
+from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, Method
+from methods.sdk.method import graph_tensors
+from methods.gvt.frozen import resolve_weights
+from methods.sdk.wire import GraphBundle
+
+VERSION = "2026-12-01"
+CHECKPOINTS = ("arxiv", "cora", "product", "wisconsin")
+
+
+@dataclass
+class GraphAnyState:
+    probs: np.ndarray
+    attention: torch.nn.Module  # the frozen pretrained scorer (kept for inspection)
+
+
+class GraphAny(Method):
+    name, version, kind = "graphany", VERSION, "gfm"
+    description = (
+        "GraphAny (ICLR 2025): LinearGNN channels (X, L1, L2, H1, H2) solved by least squares on the training "
+        "nodes, fused per node by the frozen pretrained attention module (official checkpoints)."
+    )
+    capabilities = Capabilities(uses_gpu=False)
+    default_config: Config = {"checkpoint": "arxiv", "weights_file": ""}
+    search_space = (ChoiceParam("checkpoint", CHECKPOINTS),)
+
+    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> GraphAnyState:
+        started = time.perf_counter()
+        path, info = resolve_weights(f"graphany-{config['checkpoint']}", str(config["weights_file"]))
+        ckpt = load_checkpoint(path)
+        attention = build_attention(ckpt)
+        data = graph_tensors(graph, torch.device("cpu"))
+        ctx.check()
+        key = ("graphany-features", ckpt.feat_channels + ckpt.pred_channels)
+        cached = key in graph.cache
+        if not cached:
+            graph.cache[key] = channel_features(data.x, data.edge_index, set(ckpt.feat_channels) | set(ckpt.pred_channels))
+        feats = graph.cache[key]
+        train_t = torch.as_tensor(train, dtype=torch.long)
+        preds = linear_gnn_predictions(feats, train_t, data.y[train_t], graph.num_classes)
+        ctx.check()
+        dist = distance_features(preds, ckpt.feat_channels, ckpt.entropy)
+        ctx.check()
+        fused, weights = fuse(preds, dist, attention, ckpt)
+        probs = torch.softmax(fused, dim=1).numpy().astype(np.float32)
+        ctx.info.update(info)
+        ctx.info.update(
+            checkpoint=str(config["checkpoint"]),
+            features_cached=cached,
+            adapt_seconds=time.perf_counter() - started,
+            **{f"attention_{c}": float(w) for c, w in zip(ckpt.pred_channels, weights.mean(0).tolist())},
+        )
+        return GraphAnyState(probs, attention)
+
+    def predict(self, state: GraphAnyState, graph: GraphBundle) -> np.ndarray:
+        return state.probs

@@ -1,0 +1,118 @@
+"""The RGVT method as a service hosts it: frozen view transformation, trained head, depth chosen on validation."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from methods.gvt.model import GraphViewTransformation, recurrent_representations
+from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, FloatParam, IntParam, Method
+from methods.sdk.method import graph_tensors, seed_everything
+from methods.gvt.frozen import resolve_weights, train_head
+from methods.sdk.weights import WeightsError
+from methods.sdk.wire import GraphBundle
+
+VERSION = "2026-12-01"
+SEEDS = (0, 42, 123, 2026, 9999)
+
+
+def load_state_dict(path: Path) -> dict[str, torch.Tensor]:
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise WeightsError(f"{path.name} is not a plain state dict")
+    return state
+
+
+class Head(nn.Module):
+    """Upstream's predictor: Linear, or Linear -> ReLU -> Linear (hidden 128); orthogonal weights, zero biases."""
+
+    def __init__(self, in_dim: int, out_dim: int, kind: str, hidden: int) -> None:
+        super().__init__()
+        layers = [nn.Linear(in_dim, out_dim)] if kind == "linear" else [nn.Linear(in_dim, hidden), nn.ReLU(), nn.Linear(hidden, out_dim)]
+        self.net = nn.Sequential(*layers)
+        for m in self.net:
+            if isinstance(m, nn.Linear):
+                nn.init.orthogonal_(m.weight)
+                nn.init.zeros_(m.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+@dataclass
+class GVTState:
+    head: nn.Module
+    z: torch.Tensor
+    encoder: nn.Module  # the frozen view transformation (kept for inspection)
+
+
+class RGVT(Method):
+    name, version, kind = "gvt", VERSION, "gfm"
+    description = (
+        "RGVT / Graph View Transformation (ICML 2026): the frozen pretrained view-vector MLP applied recurrently to "
+        "the node features; a linear or MLP head is trained on the result; the recurrent depth is chosen on validation."
+    )
+    capabilities = Capabilities(uses_gpu=True)
+    default_config: Config = {
+        "depth": 0,  # 0: train a head at every depth 1..max_depth and keep the best on validation (upstream)
+        "max_depth": 8,
+        "head": "mlp",
+        "checkpoint_seed": 42,
+        "lr": 0.005,
+        "weight_decay": 0.0,
+        "hidden": 128,
+        "max_epochs": 2500,
+        "patience": 200,
+        "early_stop": "val_acc",
+        "weights_file": "",
+    }
+    search_space = (
+        IntParam("depth", 0, 8),
+        ChoiceParam("head", ("mlp", "linear")),
+        ChoiceParam("checkpoint_seed", SEEDS),
+        FloatParam("lr", 1e-4, 5e-2, log=True),
+    )
+
+    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> GVTState:
+        started = time.perf_counter()
+        seed = int(config["checkpoint_seed"])
+        path, info = resolve_weights(f"gvt-seed{seed}", str(config["weights_file"]))
+        gvt = GraphViewTransformation.from_state_dict(load_state_dict(path)).to(ctx.device)
+        depth, max_depth = int(config["depth"]), int(config["max_depth"])
+        depths = list(range(1, max_depth + 1)) if depth == 0 else [depth]
+        data = graph_tensors(graph, ctx.device)
+        key = ("gvt-representations", info["weights_sha256"], str(ctx.device))
+        cached = graph.cache.get(key)
+        if cached is None or len(cached) < max(depths):
+            t0 = time.perf_counter()
+            cached = recurrent_representations(gvt, data.x, data.edge_index, max(depths), check=ctx.check)
+            graph.cache[key] = cached
+            ctx.info["embed_seconds"] = time.perf_counter() - t0
+            ctx.info["embeddings_cached"] = False
+        else:
+            ctx.info["embeddings_cached"] = True
+        train_t = torch.as_tensor(train, dtype=torch.long, device=ctx.device)
+        val_t = torch.as_tensor(val, dtype=torch.long, device=ctx.device)
+        results = []
+        for d in depths:
+            seed_everything(ctx.seed)
+            head = Head(graph.features.shape[1], graph.num_classes, str(config["head"]), int(config["hidden"])).to(ctx.device)
+            acc, vloss, best_epoch, epochs = train_head(head, cached[d - 1], data.y, train_t, val_t, config, ctx)
+            results.append((d, acc, vloss, best_epoch, epochs, head))
+        by_loss = config["early_stop"] == "val_loss"
+        # first best, as upstream's max() over depths 1..L
+        chosen = min(results, key=lambda r: (r[2], r[0])) if by_loss else max(results, key=lambda r: (r[1], -r[0]))
+        d, acc, vloss, best_epoch, epochs, head = chosen
+        ctx.info.update(info)
+        ctx.info.update(depth=d, val_accuracy_head=acc, best_epoch=best_epoch, epochs=epochs, adapt_seconds=time.perf_counter() - started,
+                        **{f"val_acc_depth{r[0]}": r[1] for r in results})
+        return GVTState(head=head.eval(), z=cached[d - 1], encoder=gvt)
+
+    def predict(self, state: GVTState, graph: GraphBundle) -> np.ndarray:
+        with torch.no_grad():
+            return torch.softmax(state.head(state.z), dim=1).float().cpu().numpy()

@@ -1,0 +1,92 @@
+"""The Node4All method as a service hosts it: frozen CGT encoder, trained MLP head."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from methods.gvt.frozen import resolve_weights, train_head
+from methods.gvt.method import load_state_dict
+from methods.node4all.model import CGTEncoder, encode
+from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, FloatParam, Method
+from methods.sdk.method import graph_tensors, seed_everything
+from methods.sdk.wire import GraphBundle
+
+VERSION = "2026-12-01"
+
+
+class Head(nn.Module):
+    """Upstream's predictor: Linear -> LayerNorm -> GELU -> Dropout -> Linear (hidden 512), or one Linear."""
+
+    def __init__(self, in_dim: int, out_dim: int, kind: str, hidden: int, dropout: float) -> None:
+        super().__init__()
+        if kind == "linear":
+            self.net = nn.Linear(in_dim, out_dim)
+        else:
+            self.net = nn.Sequential(nn.Linear(in_dim, hidden), nn.LayerNorm(hidden), nn.GELU(), nn.Dropout(dropout), nn.Linear(hidden, out_dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+@dataclass
+class Node4AllState:
+    head: nn.Module
+    z: torch.Tensor
+    encoder: nn.Module  # the frozen encoder (kept for inspection)
+
+
+class Node4All(Method):
+    name, version, kind = "node4all", VERSION, "gfm"
+    description = (
+        "Node4All (KDD 2026): the frozen channel graph transformer encoder, pretrained on synthetic graphs, "
+        "embeds every feature channel; an MLP head is trained on the embeddings."
+    )
+    capabilities = Capabilities(uses_gpu=True)
+    default_config: Config = {
+        "head": "mlp",
+        "hidden": 512,
+        "dropout": 0.5,
+        "lr": 0.001,
+        "weight_decay": 0.0,
+        "max_epochs": 2500,
+        "patience": 200,
+        "early_stop": "val_acc",
+        "weights_file": "",
+    }
+    search_space = (
+        ChoiceParam("head", ("mlp", "linear")),
+        ChoiceParam("hidden", (128, 256, 512, 1024)),
+        FloatParam("dropout", 0.0, 0.8),
+        FloatParam("lr", 1e-4, 1e-2, log=True),
+    )
+
+    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> Node4AllState:
+        started = time.perf_counter()
+        path, info = resolve_weights("node4all-cgt", str(config["weights_file"]))
+        encoder = CGTEncoder.from_state_dict(load_state_dict(path)).to(ctx.device)
+        data = graph_tensors(graph, ctx.device)
+        key = ("node4all-embeddings", info["weights_sha256"], str(ctx.device))
+        if key not in graph.cache:
+            t0 = time.perf_counter()
+            graph.cache[key] = encode(encoder, data.x, data.edge_index, check=ctx.check)
+            ctx.info.update(embed_seconds=time.perf_counter() - t0, embeddings_cached=False)
+        else:
+            ctx.info["embeddings_cached"] = True
+        z = graph.cache[key]
+        seed_everything(ctx.seed)
+        head = Head(z.shape[1], graph.num_classes, str(config["head"]), int(config["hidden"]), float(config["dropout"])).to(ctx.device)
+        train_t = torch.as_tensor(train, dtype=torch.long, device=ctx.device)
+        val_t = torch.as_tensor(val, dtype=torch.long, device=ctx.device)
+        acc, _, best_epoch, epochs = train_head(head, z, data.y, train_t, val_t, config, ctx)
+        ctx.info.update(info)
+        ctx.info.update(val_accuracy_head=acc, best_epoch=best_epoch, epochs=epochs, adapt_seconds=time.perf_counter() - started)
+        return Node4AllState(head=head.eval(), z=z, encoder=encoder)
+
+    def predict(self, state: Node4AllState, graph: GraphBundle) -> np.ndarray:
+        with torch.no_grad():
+            return torch.softmax(state.head(state.z), dim=1).float().cpu().numpy()

@@ -1,0 +1,72 @@
+"""`orchestrator methods new NAME`: scaffold a method family that builds and passes validate unchanged."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import keyword
+import re
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from orchestrator.cli.errors import UserError, user_errors
+
+app = typer.Typer(help="Scaffold contributed methods.", no_args_is_help=True)
+
+REPO = Path(__file__).resolve().parents[2]
+TEMPLATES = REPO / "methods" / "templates" / "method"
+_NAME = re.compile(r"^[a-z][a-z0-9_]{1,39}$")
+_RESERVED = {"sdk", "templates", "serve", "families", "base", "test", "tests"}
+
+# template file -> destination, relative to the repository root
+FILES = {
+    "__init__.py.tmpl": "methods/{name}/__init__.py",
+    "method.py.tmpl": "methods/{name}/method.py",
+    "manifest.toml.tmpl": "methods/{name}/manifest.toml",
+    "README.md.tmpl": "methods/{name}/README.md",
+    "Dockerfile.tmpl": "docker/{name}/Dockerfile",
+}
+
+
+def class_name(name: str) -> str:
+    return "".join(part.capitalize() for part in name.split("_")) + "Method"
+
+
+def render(text: str, name: str, date: str) -> str:
+    return text.replace("{{name}}", name).replace("{{class_name}}", class_name(name)).replace("{{date}}", date)
+
+
+def scaffold(name: str, root: Path = REPO, date: str | None = None) -> list[Path]:
+    """Write the method folder and its Dockerfile under ``root``; refuse to overwrite."""
+    if not _NAME.match(name) or keyword.iskeyword(name) or name in _RESERVED:
+        raise UserError(
+            f"method name {name!r} must be 2-40 characters of a-z, 0-9 and _, start with a letter, "
+            f"and not be one of {', '.join(sorted(_RESERVED))} (it becomes a Python module and an image tag)"
+        )
+    targets = {tmpl: root / dest.format(name=name) for tmpl, dest in FILES.items()}
+    existing = [p for p in targets.values() if p.exists()] + [p for p in (root / "methods" / name, root / "docker" / name) if p.exists()]
+    if existing:
+        raise UserError(f"{existing[0]} already exists; choose another name or remove it")
+    date = date or _dt.date.today().isoformat()
+    written = []
+    for tmpl, dest in targets.items():
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(render((TEMPLATES / tmpl).read_text(), name, date))
+        written.append(dest)
+    return written
+
+
+@app.command("new")
+@user_errors
+def new(
+    name: Annotated[str, typer.Argument(help="Method (and family, module, image) name: lowercase letters, digits, _.")],
+    root: Annotated[Path, typer.Option(help="Repository root to write into.")] = REPO,
+) -> None:
+    """Scaffold methods/NAME/ (SDK subclass, manifest with default config and search space, README) and docker/NAME/Dockerfile."""
+    for path in scaffold(name, root):
+        typer.echo(f"created {path.relative_to(root) if path.is_relative_to(root) else path}")
+    typer.echo(
+        f"\nnext:\n  make image-{name}\n  orchestrator validate nodeground/{name}\n"
+        f"  orchestrator submit nodeground/{name} --datasets cora --regimes 10/10/80 --out {name}-bundle"
+    )

@@ -1,0 +1,147 @@
+"""Fidelity of our GraphAny, RGVT and Node4All against the accuracies their authors published.
+
+Run: ``NODEGROUND_MIRROR=../shared/mirror pytest -m fidelity tests/fidelity/test_gfm_fidelity.py -s``
+(NODEGROUND_WEIGHTS defaults to the mirror here). Each model runs with the
+official checkpoint, its default configuration, on the mirror's datasets with
+their published splits, under the evaluation protocol of its paper; the table
+printed per model is the evidence. The check: mean absolute gap to the published
+numbers over the datasets both have, at most 1.5 points.
+
+Knobs (the full protocol is slow on CPU): NODEGROUND_FIDELITY_DATASETS (comma
+list), NODEGROUND_FIDELITY_SPLITS (runs per dataset for Node4All, default 10 as
+in the paper).
+
+Published numbers and protocols
+-------------------------------
+GraphAny (Zhao et al., ICLR 2025; github.com/DeepGraphLearning/GraphAny README,
+"Inference Using Pre-trained Checkpoints"): the Arxiv-trained checkpoint on the
+Planetoid public splits gives Cora 79.4 and CiteSeer 68.4 test accuracy. The
+paper's per-dataset table was not reachable offline; its heterophilous numbers
+also use other dataset versions (DGL Cornell/Wisconsin, texas_4_classes,
+the unfiltered chameleon/squirrel), so only Cora and CiteSeer are compared.
+
+Node4All (Lee and Yoo, KDD 2026; github.com/dooho00/node4all,
+docs/full_exp_results.pdf, Tables 1-2, row "Node4All", mean over 10 splits:
+the 10 published masks for the Heterophilous files, the public split with 10
+seeds for Planetoid): Actor 31.93, Chameleon (filtered) 42.99, CiteSeer 71.45,
+Cora 80.57, Cornell 62.97, Squirrel (filtered) 42.50, Texas 75.52, Wisconsin 76.27.
+Upstream's Texas is texas_4_classes (one single-node class dropped); the mirror
+holds texas.npz with 5 classes, so Texas differs by that one node's class.
+
+RGVT ("View Space", ICML 2026; arXiv 2512.11561): the per-dataset table of the
+paper could not be read from this machine (no network; the repository README
+publishes no numbers), so the RGVT test reports our accuracies under the
+upstream protocol (split 0, depth 1..8 chosen on validation, checkpoint seed 42)
+and is skipped for want of a target rather than compared against a guess.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from methods.sdk.method import FitContext
+from methods.sdk.wire import make_bundle
+
+pytestmark = pytest.mark.fidelity
+
+PUBLISHED = {
+    "graphany": {"cora": 79.4, "citeseer": 68.4},
+    "node4all": {
+        "actor": 31.93,
+        "chameleon-filtered": 42.99,
+        "citeseer": 71.45,
+        "cora": 80.57,
+        "cornell": 62.97,
+        "squirrel-filtered": 42.50,
+        "texas": 75.52,
+        "wisconsin": 76.27,
+    },
+    "gvt": {},
+}
+GVT_DATASETS = ("texas", "cornell", "wisconsin", "cora", "citeseer", "chameleon-filtered", "squirrel-filtered", "actor")
+TOLERANCE = 1.5
+
+
+@pytest.fixture(autouse=True)
+def _weights(mirror, monkeypatch):
+    monkeypatch.setenv("NODEGROUND_WEIGHTS", os.environ.get("NODEGROUND_WEIGHTS") or str(mirror))
+    torch.set_num_threads(int(os.environ.get("NODEGROUND_THREADS", "2")))
+
+
+def _datasets(default) -> list[str]:
+    chosen = os.environ.get("NODEGROUND_FIDELITY_DATASETS")
+    return [d for d in chosen.split(",") if d in default] if chosen else list(default)
+
+
+def _run(method, graph, runs: list[int], config: dict) -> tuple[list[float], float]:
+    """Test accuracy per run: run i uses published partition i when there are several, else partition 0 with seed i."""
+    accs, started, bundle = [], time.perf_counter(), None
+    for i in runs:
+        train, val, test = graph.public_splits[i if len(graph.public_splits) > 1 else 0]
+        if bundle is None or len(graph.public_splits) > 1:
+            labels = np.full(graph.num_nodes, -1, dtype=np.int64)
+            labels[train], labels[val] = graph.y[train], graph.y[val]
+            bundle = make_bundle(graph.x, graph.edge_index, labels, graph.num_classes)
+        ctx = FitContext(seed=i, device=torch.device("cpu"))
+        m = method()
+        state = m.fit(bundle, train, val, m.resolve_config(config), ctx)
+        assert ctx.info["weights_official"] is True
+        probs = m.predict(state, bundle)
+        accs.append(float((probs[test].argmax(1) == graph.y[test]).mean() * 100))
+    return accs, time.perf_counter() - started
+
+
+def _report(model: str, rows: list[tuple[str, float, float | None, str]]) -> None:
+    print(f"\n{model}: dataset, ours, published, gap, detail")
+    gaps = []
+    for name, ours, published, detail in rows:
+        gap = None if published is None else ours - published
+        if gap is not None:
+            gaps.append(gap)
+        print(f"  {name:20s} {ours:6.2f} {'' if published is None else f'{published:6.2f}':>6} {'' if gap is None else f'{gap:+6.2f}':>6}  {detail}")
+    if gaps:
+        print(f"  mean |gap| {np.mean(np.abs(gaps)):.2f} over {len(gaps)} datasets (mean signed gap {np.mean(gaps):+.2f}); tolerance {TOLERANCE}")
+        assert np.mean(np.abs(gaps)) <= TOLERANCE
+
+
+def test_graphany_fidelity():
+    from methods.graphany import GraphAny
+    from orchestrator.data.registry import load_dataset
+
+    rows = []
+    for name in _datasets(PUBLISHED["graphany"]):
+        accs, seconds = _run(GraphAny, load_dataset(name), [0], {"checkpoint": "arxiv"})
+        rows.append((name, accs[0], PUBLISHED["graphany"][name], f"arxiv checkpoint, public split, {seconds:.1f}s"))
+    _report("GraphAny", rows)
+
+
+def test_node4all_fidelity():
+    from methods.node4all import Node4All
+    from orchestrator.data.registry import load_dataset
+
+    runs = list(range(int(os.environ.get("NODEGROUND_FIDELITY_SPLITS", "10"))))
+    rows = []
+    for name in _datasets(PUBLISHED["node4all"]):
+        accs, seconds = _run(Node4All, load_dataset(name), runs, {})
+        rows.append((name, float(np.mean(accs)), PUBLISHED["node4all"][name], f"{len(accs)} runs, std {np.std(accs):.2f}, {seconds:.0f}s"))
+        print(rows[-1], flush=True)
+    _report("Node4All", rows)
+
+
+def test_gvt_fidelity():
+    from methods.gvt import RGVT
+    from orchestrator.data.registry import load_dataset
+
+    rows = []
+    for name in _datasets(GVT_DATASETS):
+        accs, seconds = _run(RGVT, load_dataset(name), [0], {})
+        rows.append((name, accs[0], PUBLISHED["gvt"].get(name), f"split 0, seed-42 checkpoint, {seconds:.0f}s"))
+        print(rows[-1], flush=True)
+    _report("RGVT", rows)
+    if not PUBLISHED["gvt"]:
+        pytest.skip("RGVT's published per-dataset accuracies are not available offline; accuracies above are ours, uncompared")

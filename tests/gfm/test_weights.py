@@ -1,0 +1,89 @@
+"""The weights catalog of GraphAny, RGVT and Node4All: mirror-consistent, verified, tamper-evident, fetchable."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from methods.graphany import GraphAny
+from methods.gvt import RGVT
+from methods.node4all import Node4All
+from methods.sdk.weights import WeightsError, load_weights_catalog
+from orchestrator.cli import weights as weights_cli
+from tests.gfm.conftest import ctx
+
+OURS = ("graphany", "gvt", "node4all")
+QUICK = {"max_epochs": 3, "patience": 3}
+CASES = [
+    (GraphAny, "graphany-arxiv", {"checkpoint": "arxiv"}),
+    (RGVT, "gvt-seed42", {"depth": 1, **QUICK}),
+    (Node4All, "node4all-cgt", QUICK),
+]
+
+
+def test_catalog_matches_mirror_manifest(mirror):
+    manifest = {}
+    for line in (mirror / "MANIFEST.tsv").read_text().splitlines()[1:]:
+        url, _, sha, license_, _ = line.split("\t")
+        manifest[url] = (sha, license_)
+    entries = [e for e in load_weights_catalog().values() if e.model in OURS]
+    assert len(entries) == 10
+    for entry in entries:
+        assert manifest[entry.url] == (entry.sha256, entry.license), entry.id
+        path = mirror / entry.relative_path
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == entry.sha256
+
+
+@pytest.mark.parametrize("method,weights_id,config", CASES, ids=[c[1] for c in CASES])
+def test_fit_reports_official_weights(weights, graph, method, weights_id, config):
+    bundle, train, val = graph
+    context = ctx()
+    m = method()
+    m.fit(bundle, train, val, m.resolve_config(config), context)
+    entry = load_weights_catalog()[weights_id]
+    assert context.info["weights_id"] == weights_id
+    assert context.info["weights_sha256"] == entry.sha256
+    assert context.info["weights_official"] is True
+
+
+@pytest.mark.parametrize("method,weights_id,config", CASES, ids=[c[1] for c in CASES])
+def test_tampered_weights_fail_verification(tampered, graph, method, weights_id, config):
+    bundle, train, val = graph
+    path = tampered(weights_id)
+    m = method()
+    with pytest.raises(WeightsError, match="fail verification") as err:
+        m.fit(bundle, train, val, m.resolve_config(config), ctx())
+    assert weights_id in str(err.value) and str(path) in str(err.value)
+
+
+def test_other_weights_file_is_labeled_unofficial(weights, graph, tmp_path):
+    bundle, train, val = graph
+    state = torch.load(weights / load_weights_catalog()["gvt-seed42"].relative_path, weights_only=True)
+    state["mlp.lins.1.bias"] = state["mlp.lins.1.bias"] + 0.01  # a fine-tuned variant, say
+    modified = tmp_path / "my_gvt.pth"
+    torch.save(state, modified)
+    m = RGVT()
+    context = ctx()
+    m.fit(bundle, train, val, m.resolve_config({"depth": 1, "weights_file": str(modified), **QUICK}), context)
+    assert context.info["weights_official"] is False
+    assert context.info["weights_sha256"] == hashlib.sha256(modified.read_bytes()).hexdigest()
+    assert context.info["weights_id"] == f"file:{modified.name}"
+
+
+def test_cli_fetch_and_list(mirror, tmp_path, monkeypatch):
+    monkeypatch.setenv("NODEGROUND_MIRROR", str(mirror))
+    monkeypatch.setenv("NODEGROUND_WEIGHTS", str(tmp_path / "w"))
+    runner = CliRunner()
+    result = runner.invoke(weights_cli.app, ["fetch", "node4all", "graphany-cora"])
+    assert result.exit_code == 0, result.output
+    entry = load_weights_catalog()["node4all-cgt"]
+    assert (tmp_path / "w" / entry.relative_path).is_file()
+    listing = runner.invoke(weights_cli.app, ["list"])
+    assert listing.exit_code == 0
+    rows = {line.split()[1]: line for line in listing.output.splitlines() if line.startswith("│")}
+    assert rows["node4all-cgt"].rstrip(" │").endswith("ok") and rows["gvt-seed0"].rstrip(" │").endswith("missing")
+    bad = runner.invoke(weights_cli.app, ["fetch", "no-such-weights"])
+    assert bad.exit_code == 2 and "unknown weights" in bad.output

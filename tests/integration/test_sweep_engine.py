@@ -1,0 +1,285 @@
+"""The sweep protocol against in-process services: determinism, budget prefixes, failures kept
+as rows, time limits, OOM, parallel = serial, dead remote endpoints, warm-up recorded apart."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from methods.families import Family
+from methods.gnn import MLP
+from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, Method, ResourceError
+from methods.sdk.service import MethodServicer, build_server
+from methods.sdk.wire import GraphBundle
+from orchestrator.results import selected_results, selected_with_workflow
+from orchestrator.services.directory import ServiceDirectory, resolve_methods
+from orchestrator.store import Store
+from orchestrator.services.client import MethodClient
+from orchestrator.sweep import Directory, Sweep, SweepPlan
+
+
+class QuickMLP(MLP):
+    """The MLP with a short training budget, so a trial takes a fraction of a second."""
+
+    name = "qmlp"
+    default_config = {**MLP.default_config, "max_epochs": 25, "patience": 25}
+    search_space = tuple(p for p in MLP.search_space if p.name != "patience")
+
+
+class Modes(Method):
+    """One configuration per outcome: ok, non-finite probabilities, a crash, out of memory."""
+
+    name = "modes"
+    version = "test"
+    capabilities = Capabilities(uses_gpu=False)
+    default_config: Config = {"mode": "ok"}
+    search_space = (ChoiceParam("mode", ("ok", "nan", "crash", "oom")),)
+
+    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> Any:
+        if config["mode"] == "crash":
+            raise RuntimeError("boom")
+        if config["mode"] == "oom":
+            raise ResourceError("needs 81 GiB, 80 GiB available")
+        return config["mode"], graph.num_classes
+
+    def predict(self, state: Any, graph: GraphBundle) -> np.ndarray:
+        mode, classes = state
+        probs = np.full((graph.num_nodes, classes), 1.0 / classes, dtype=np.float32)
+        if mode == "nan":
+            probs[0, 0] = np.nan
+        return probs
+
+
+class Sleepy(Method):
+    """The default sleeps far past any test time limit without stopping itself; the one sample is quick.
+
+    It checks its deadline between steps (as the SDK asks), so the service stops it."""
+
+    name = "sleepy"
+    version = "test"
+    capabilities = Capabilities(uses_gpu=False)
+    default_config: Config = {"seconds": 30.0}
+    search_space = (ChoiceParam("seconds", (30.0, 0.01)),)
+
+    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> Any:
+        end = time.monotonic() + float(config["seconds"])
+        while time.monotonic() < end:
+            ctx.check()
+            time.sleep(0.01)
+        return graph.num_classes
+
+    def predict(self, state: Any, graph: GraphBundle) -> np.ndarray:
+        return np.full((graph.num_nodes, state), 1.0 / state, dtype=np.float32)
+
+
+FAMILY = Family("test", "nodeground/test", "tests.integration.test_sweep_engine", ("qmlp", "modes", "sleepy"))
+OTHER = Family("other", "nodeground/other", "tests.integration.test_sweep_engine", ("modes",))
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """In-process services compute in this process: one thread, as embedded services use in tests."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
+def servers():
+    """Start in-process servers on demand; all stopped at the end."""
+    started = []
+
+    def start(methods=(QuickMLP, Modes, Sleepy), servicer_cls=MethodServicer):
+        servicer = servicer_cls("test", list(methods))
+        server, port = build_server(servicer, "127.0.0.1:0")
+        server.start()
+        started.append(server)
+        return f"127.0.0.1:{port}", server, servicer
+
+    yield start
+    for server in started:
+        server.stop(0)
+
+
+def sweep(plan, store, endpoints, parallel=1, warmup="embedded", families=None):
+    directory = ServiceDirectory(resolve_methods(list(plan.methods), families or {"test": FAMILY}), endpoints=endpoints)
+    return Sweep(plan, store, directory, parallel=parallel, warmup=warmup), directory
+
+
+def run(plan, path, endpoints, **kwargs):
+    with Store(path) as store:
+        s, directory = sweep(plan, store, endpoints, **kwargs)
+        try:
+            records = s.run()
+        finally:
+            directory.close()
+        return records, store.frame()
+
+
+METRICS = ["val_loss", "val_accuracy", "test_accuracy", "test_macro_f1", "test_cross_entropy", "test_primary"]
+
+
+def test_same_arguments_same_sequences_and_selections(tmp_path, servers):
+    endpoint, _, _ = servers()
+    plan = SweepPlan(("qmlp",), ("synthetic-tiny",), ("10/10/80",), (0, 1), budget=3)
+    _, a = run(plan, tmp_path / "a.sqlite", {"test": endpoint})
+    _, b = run(plan, tmp_path / "b.sqlite", {"test": endpoint})
+    assert len(a) == 6 and (a["status"] == "ok").all()
+    for column in ("trial_key", "config_json", "trial_index", *METRICS):
+        assert list(a[column]) == list(b[column]), column
+    pick = ["method", "dataset", "regime", "split", "trial_index", "config_json"]
+    assert selected_results(a)[pick].equals(selected_results(b)[pick])
+
+
+def test_a_small_budget_is_a_prefix_of_a_large_one(tmp_path, servers):
+    endpoint, _, _ = servers()
+    plans = {k: SweepPlan(("qmlp",), ("synthetic-tiny",), ("10/10/80", "50/25/25"), (0, 3), budget=k) for k in (5, 20)}
+    with Store(tmp_path / "plan.sqlite") as store:
+        planned = {k: sweep(p, store, {"test": endpoint})[0].planned_trials() for k, p in plans.items()}
+    cells = {(t.regime, t.split) for t in planned[20]}
+    assert len(cells) == 4
+    for cell in cells:
+        small = [(t.key, t.config) for t in planned[5] if (t.regime, t.split) == cell]
+        large = [(t.key, t.config) for t in planned[20] if (t.regime, t.split) == cell]
+        assert len(small) == 5 and len(large) == 20 and large[:5] == small
+        assert len({k for k, _ in large}) == 20  # unique configurations
+    # Growing the budget on the same store runs only the new slots.
+    path = tmp_path / "grow.sqlite"
+    plan2 = SweepPlan(("qmlp",), ("synthetic-tiny",), ("10/10/80",), (0,), budget=2)
+    first, _ = run(plan2, path, {"test": endpoint})
+    second, frame = run(SweepPlan(("qmlp",), ("synthetic-tiny",), ("10/10/80",), (0,), budget=3), path, {"test": endpoint})
+    assert [r.trial_index for r in first] == [0, 1] and [r.trial_index for r in second] == [2]
+    assert list(frame["trial_key"]) == [t.key for t in planned[20] if (t.regime, t.split) == ("10/10/80", 0)][:3]
+
+
+def test_failed_nonfinite_and_oom_trials_are_rows_and_are_not_replaced(tmp_path, servers):
+    endpoint, _, _ = servers()
+    plan = SweepPlan(("modes",), ("synthetic-binary",), ("10/10/80",), (0,), budget=10)
+    records, frame = run(plan, tmp_path / "r.sqlite", {"test": endpoint})
+    by_mode = {json.loads(r.config_json)["mode"]: r for r in records}
+    assert len(records) == 4 and set(by_mode) == {"ok", "nan", "crash", "oom"}  # the space holds 4; nothing drawn in their place
+    assert by_mode["ok"].status == "ok" and by_mode["ok"].test_auroc is not None
+    assert by_mode["nan"].status == "nonfinite" and "NaN" in by_mode["nan"].error
+    assert by_mode["crash"].status == "failed" and "RuntimeError: boom" in by_mode["crash"].error
+    assert by_mode["oom"].status == "oom" and "needs 81 GiB, 80 GiB available" in by_mode["oom"].error
+    chosen = selected_with_workflow(frame).iloc[0]
+    assert chosen["selected_trial_index"] == by_mode["ok"].trial_index and chosen["n_failed"] == 3
+    # a rerun keeps every outcome: nothing is retried but `unavailable`
+    again, _ = run(plan, tmp_path / "r.sqlite", {"test": endpoint})
+    assert again == []
+
+
+def test_a_trial_past_the_time_limit_is_a_timeout_and_the_next_one_succeeds(tmp_path, servers):
+    endpoint, _, _ = servers()
+    plan = SweepPlan(("sleepy",), ("synthetic-tiny",), ("10/10/80",), (0,), budget=2, time_limit=0.5)
+    start = time.monotonic()
+    records, _ = run(plan, tmp_path / "r.sqlite", {"test": endpoint})
+    assert time.monotonic() - start < 15
+    assert [r.status for r in records] == ["timeout", "ok"], records[0].error
+    assert "time limit" in records[0].error and records[0].endpoint == records[1].endpoint == endpoint
+
+
+def test_parallel_stores_the_same_records_as_serial(tmp_path, servers):
+    a, _, servicer_a = servers()
+    b, _, servicer_b = servers()
+    # Two services in one process share torch's global RNG, which separate service processes do
+    # not: here they share one compute lock, so each fit seeds and draws undisturbed. (The kill -9
+    # test compares parallel embedded processes with a serial run without this.)
+    servicer_b._compute = servicer_a._compute
+    plan = SweepPlan(("qmlp",), ("synthetic-tiny",), ("10/10/80",), (0, 2), budget=3)
+    _, serial = run(plan, tmp_path / "serial.sqlite", {"test": a})
+    records, parallel = run(plan, tmp_path / "parallel.sqlite", {"test": [a, b]}, parallel=2)
+    assert {r.endpoint for r in records} == {a, b}  # both replicas ran trials
+    assert len(parallel) == 6 and (parallel["status"] == "ok").all()
+    for column in ("trial_key", "config_json", *METRICS):
+        assert list(serial[column]) == list(parallel[column]), column
+
+
+def test_a_dead_remote_endpoint_is_dropped_and_the_sweep_goes_on(tmp_path, servers):
+    a, server_a, _ = servers()
+    b, server_b, _ = servers(methods=(Modes,))
+    families = {"test": FAMILY}
+    plan = SweepPlan(("qmlp", "modes"), ("synthetic-tiny",), ("10/10/80",), (0,), budget=3)
+    with Store(tmp_path / "r.sqlite") as store:
+        s, directory = sweep(plan, store, {"qmlp": a, "modes": b}, families=families)
+        directory.recovery_timeout, directory.recovery_attempts = 0.6, 2
+        s.progress.on_trial = lambda record: record.method == "qmlp" and record.trial_index == 0 and server_a.stop(0).wait()
+        start = time.monotonic()
+        records = s.run()
+        directory.close()
+    assert time.monotonic() - start < 30
+    qmlp = [r for r in records if r.method == "qmlp"]
+    assert [r.status for r in qmlp] == ["ok", "unavailable", "unavailable"]
+    assert "stopped answering" in qmlp[2].error  # given up after retries: not dialled again
+    modes = [r.status for r in records if r.method == "modes"]
+    assert len(modes) == 3 and modes[0] == "ok" and "unavailable" not in modes  # the other pool goes on
+
+
+class SpyServicer(MethodServicer):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fits = []
+
+    def Fit(self, request, context):
+        self.fits.append((request.method, request.graph_hash, dict(request.config)))
+        return super().Fit(request, context)
+
+
+def test_warm_up_runs_before_the_first_trial_and_is_stored_apart(tmp_path, servers):
+    endpoint, _, spy = servers(servicer_cls=SpyServicer)
+    plan = SweepPlan(("qmlp",), ("synthetic-tiny",), ("10/10/80",), (0,), budget=1)
+    with Store(tmp_path / "r.sqlite") as store:
+        s, directory = sweep(plan, store, {"test": endpoint}, warmup="all")
+        records = s.run()
+        directory.close()
+        services = store.services_frame()
+    assert len(records) == 1 and len(spy.fits) == 2
+    warm_hash = spy.fits[0][1]
+    assert warm_hash != spy.fits[1][1]  # the warm-up used its own small graph, not the task's
+    assert len(services) == 1
+    row = services.iloc[0]
+    assert row["endpoint"] == endpoint and row["source"] == "remote" and row["warmup_methods"] == "qmlp"
+    assert row["warmup_seconds"] > 0 and row["warmup_error"] is None and pd_isna(row["start_seconds"])
+
+
+def pd_isna(value) -> bool:
+    import pandas as pd
+
+    return bool(pd.isna(value))
+
+
+class OneClient(Directory):
+    """A directory with only ``client`` and ``recover`` (as a sandbox launcher writes one)."""
+
+    def __init__(self, endpoint):
+        self.endpoint, self._client, self.recovered = endpoint, None, []
+
+    def client(self, method):
+        if self._client is None:
+            self._client = MethodClient(self.endpoint)
+            self._client.wait_healthy(10)
+        return self._client
+
+    def recover(self, method):
+        self.recovered.append(method)
+        return False
+
+    def close(self):
+        if self._client is not None:
+            self._client.close()
+
+
+def test_a_directory_with_only_client_and_recover_still_runs_sweeps(tmp_path, servers):
+    endpoint, _, _ = servers()
+    directory = OneClient(endpoint)
+    plan = SweepPlan(("modes",), ("synthetic-tiny",), ("10/10/80",), (0,), budget=2)
+    with Store(tmp_path / "r.sqlite") as store:
+        records = Sweep(plan, store, directory).run()
+    directory.close()
+    assert len(records) == 2 and records[0].status == "ok" and records[0].endpoint == endpoint and not directory.recovered
