@@ -1,5 +1,5 @@
-"""The GNN family (MLP baseline and message-passing GNNs), served from one image."""
+"""The GNN family (MLP baseline and ten message-passing GNNs), served from one image."""
 
-from methods.gnn.models import GCN, MLP
+from methods.gnn.models import APPNP, FAGCN, GAT, GCN, GCNII, GIN, GPRGNN, MLP, GATv2, GraphSAGE, JKNet
 
-METHODS = [MLP, GCN]
+METHODS = [MLP, GCN, GraphSAGE, GAT, GATv2, GIN, APPNP, JKNet, GCNII, GPRGNN, FAGCN]

@@ -1,6 +1,16 @@
 """Method SDK: subclass TorchNodeClassifier (or Method), state capabilities, config and space."""
 
-from methods.sdk.method import Capabilities, FitContext, FitInterrupted, Method, ResourceError, TorchNodeClassifier
+from methods.sdk.method import (
+    Capabilities,
+    FitContext,
+    FitInterrupted,
+    GraphTensors,
+    Method,
+    ResourceError,
+    TorchNodeClassifier,
+    available_memory_bytes,
+    graph_tensors,
+)
 from methods.sdk.space import ChoiceParam, Config, ConfigError, FloatParam, IntParam
 
 __all__ = [
@@ -15,4 +25,7 @@ __all__ = [
     "Method",
     "ResourceError",
     "TorchNodeClassifier",
+    "GraphTensors",
+    "available_memory_bytes",
+    "graph_tensors",
 ]

@@ -134,6 +134,17 @@ class TrainedModel:
     module: nn.Module
     device: torch.device
     binary: bool
+    config: Config = field(default_factory=dict)
+
+
+def available_memory_bytes(device: torch.device) -> int:
+    """Memory a fit may still use on ``device``: free GPU memory, or available system RAM."""
+    if device.type == "cuda":
+        free, _total = torch.cuda.mem_get_info(device)
+        return int(free)
+    import psutil
+
+    return int(psutil.virtual_memory().available)
 
 
 class TorchNodeClassifier(Method):
@@ -142,55 +153,89 @@ class TorchNodeClassifier(Method):
     Config keys used here (a subclass's defaults must provide them): ``lr``,
     ``weight_decay``, ``max_epochs``, ``patience``; ``optimizer`` is optional
     (``adam`` or ``adamw``).
+
+    Hooks a subclass may override (all optional):
+
+    - ``model_inputs(graph, config, device)``: the positional arguments of the
+      model's forward; by default ``(x, edge_index)``. Derived tensors (hop
+      features, a graph without self-loops, ...) belong in ``graph.cache`` so
+      that every fit on the same graph reuses them.
+    - ``param_groups(model, config)``: optimizer parameter groups, for methods
+      whose papers use per-module learning rates or weight decay.
+    - ``check_resources(graph, config, device)``: raise ``ResourceError`` with
+      an estimate when the configuration cannot fit, before anything is built.
+
+    A model may define ``set_epoch(epoch) -> bool``; it is called before every
+    epoch, and when it returns True (the model changed its function, e.g. a
+    warm-up phase ended) checkpoint selection and patience start afresh. A
+    model's ``min_epochs`` attribute, if set, keeps early stopping from ending
+    training before that many epochs (e.g. before a warm-up phase is over).
     """
 
     @abstractmethod
     def build_model(self, config: Config, in_dim: int, out_dim: int) -> nn.Module:
-        """The network; ``forward(x, edge_index)`` returns logits (N x out_dim)."""
+        """The network; ``forward(*model_inputs(...))`` returns logits (N x out_dim)."""
+
+    def model_inputs(self, graph: GraphBundle, config: Config, device: torch.device) -> tuple[Any, ...]:
+        data = graph_tensors(graph, device)
+        return (data.x, data.edge_index)
+
+    def param_groups(self, model: nn.Module, config: Config) -> list[dict[str, Any]]:
+        return [{"params": [p for p in model.parameters() if p.requires_grad]}]
+
+    def check_resources(self, graph: GraphBundle, config: Config, device: torch.device) -> None:
+        return None
 
     def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> TrainedModel:
         seed_everything(ctx.seed)
+        self.check_resources(graph, config, ctx.device)
         data = graph_tensors(graph, ctx.device)
+        inputs = self.model_inputs(graph, config, ctx.device)
         binary = graph.num_classes == 2
         model = self.build_model(config, data.x.shape[1], 1 if binary else graph.num_classes).to(ctx.device)
         optimizer_cls = torch.optim.AdamW if config.get("optimizer") == "adamw" else torch.optim.Adam
-        optimizer = optimizer_cls(model.parameters(), lr=float(config["lr"]), weight_decay=float(config["weight_decay"]))
+        optimizer = optimizer_cls(
+            self.param_groups(model, config), lr=float(config["lr"]), weight_decay=float(config["weight_decay"])
+        )
         train_t = torch.as_tensor(train, dtype=torch.long, device=ctx.device)
         val_t = torch.as_tensor(val, dtype=torch.long, device=ctx.device)
         loss_fn = _loss(binary)
         y_train, y_val = _targets(data.y[train_t], binary), _targets(data.y[val_t], binary)
+        set_epoch = getattr(model, "set_epoch", None)
 
         best_loss, best_epoch, best_state, waited = float("inf"), -1, None, 0
         epochs = 0
         for epoch in range(int(config["max_epochs"])):
             ctx.check()
+            if set_epoch is not None and set_epoch(epoch):
+                best_loss, best_epoch, best_state, waited = float("inf"), -1, None, 0
             model.train()
             optimizer.zero_grad(set_to_none=True)
-            out = model(data.x, data.edge_index)
+            out = model(*inputs)
             loss = loss_fn(_head(out, binary)[train_t], y_train)
             loss.backward()
             optimizer.step()
             model.eval()
             with torch.no_grad():
-                val_loss = float(loss_fn(_head(model(data.x, data.edge_index), binary)[val_t], y_val))
+                val_loss = float(loss_fn(_head(model(*inputs), binary)[val_t], y_val))
             epochs = epoch + 1
             if val_loss < best_loss:
                 best_loss, best_epoch, waited = val_loss, epoch, 0
                 best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
             else:
                 waited += 1
-                if waited >= int(config["patience"]):
+                if waited >= int(config["patience"]) and epochs >= getattr(model, "min_epochs", 0):
                     break
         if best_state is not None:
             model.load_state_dict(best_state)
         ctx.info.update(epochs=epochs, best_epoch=best_epoch, best_val_loss=best_loss)
-        return TrainedModel(module=model, device=ctx.device, binary=binary)
+        return TrainedModel(module=model, device=ctx.device, binary=binary, config=dict(config))
 
     def predict(self, state: TrainedModel, graph: GraphBundle) -> np.ndarray:
-        data = graph_tensors(graph, state.device)
+        inputs = self.model_inputs(graph, state.config, state.device)
         state.module.eval()
         with torch.no_grad():
-            out = state.module(data.x, data.edge_index)
+            out = state.module(*inputs)
             if state.binary:
                 p = torch.sigmoid(out.reshape(-1))
                 probs = torch.stack([1 - p, p], dim=1)

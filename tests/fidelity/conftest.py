@@ -1,0 +1,33 @@
+"""Fidelity checks need the dataset mirror (or network); they skip cleanly without it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _mirror_and_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    mirror = Path(os.environ.get("NODEGROUND_MIRROR") or REPO.parent / "shared" / "mirror")
+    if not (mirror / "MANIFEST.tsv").exists():
+        pytest.skip(f"no dataset mirror at {mirror} (set NODEGROUND_MIRROR)")
+    os.environ["NODEGROUND_MIRROR"] = str(mirror)
+    os.environ.setdefault("NODEGROUND_CACHE", str(tmp_path_factory.mktemp("fidelity-cache")))
+    threads = os.environ.get("NODEGROUND_THREADS")
+    if threads:
+        torch.set_num_threads(int(threads))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Minutes to an hour on a CPU: run only when asked for (``-m fidelity``, as ``make fidelity`` does)."""
+    if "fidelity" in (config.option.markexpr or "") and "not fidelity" not in config.option.markexpr:
+        return
+    skip = pytest.mark.skip(reason="fidelity check: run with `make fidelity` (pytest -m fidelity)")
+    for item in items:
+        if "fidelity" in item.keywords:
+            item.add_marker(skip)

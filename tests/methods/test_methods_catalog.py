@@ -1,0 +1,58 @@
+"""The 15 supervised methods as data: manifests, defaults, search spaces, versions."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from methods.families import load_families, method_classes
+from methods.sdk.space import ChoiceParam, FloatParam, IntParam
+
+EXPECTED = {
+    "gnn": ["mlp", "gcn", "graphsage", "gat", "gatv2", "gin", "appnp", "jknet", "gcnii", "gprgnn", "fagcn"],
+    "graph-transformer": ["polynormer", "sgformer", "nagphormer", "graphgps"],
+}
+STRONG_BASELINE_KNOBS = {"residual", "norm", "jk", "input_dropout"}
+
+
+def all_methods() -> list:
+    families = load_families()
+    return [m for name in EXPECTED for m in method_classes(families[name])]
+
+
+def test_families_host_the_fifteen_methods() -> None:
+    families = load_families()
+    for name, methods in EXPECTED.items():
+        assert list(families[name].methods) == methods
+        assert [m.name for m in method_classes(families[name])] == methods
+    assert families["graph-transformer"].image == "nodeground/graph-transformer"
+    assert families["graph-transformer"].module == "methods.graph_transformer"
+    assert len(all_methods()) == 15
+
+
+@pytest.mark.parametrize("method", all_methods(), ids=lambda m: m.name)
+def test_defaults_and_space_are_consistent(method) -> None:
+    dt.date.fromisoformat(method.version)  # a frozen, dated definition
+    assert method.kind == "supervised" and method.description
+    defaults = method.default_config
+    for key in ("lr", "weight_decay", "max_epochs", "patience", "optimizer"):
+        assert key in defaults, f"{method.name} lacks {key}"
+    assert method.resolve_config(dict(defaults)) == defaults  # the default lies inside its own space
+    names = [p.name for p in method.search_space]
+    assert len(names) == len(set(names))
+    for param in method.search_space:
+        assert param.name in defaults, f"{method.name}: {param.name} has no default"
+        if isinstance(param, ChoiceParam):
+            assert len(param.values) >= 2
+        elif isinstance(param, (FloatParam, IntParam)):
+            assert param.low < param.high
+    for key in ("lr", "weight_decay", "dropout"):
+        assert key in names, f"{method.name} does not tune {key}"
+    assert "hidden" in names
+
+
+def test_stack_gnns_offer_the_strong_baseline_options() -> None:
+    for method in all_methods():
+        if method.name in ("mlp", "gcn", "graphsage", "gat", "gatv2", "gin"):
+            assert STRONG_BASELINE_KNOBS <= {p.name for p in method.search_space}, method.name

@@ -1,0 +1,162 @@
+"""The parts with their own code: linear attentions, hop tokens, Laplacian PE, SDK hooks, resource errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from tests.methods.helpers import cpu_context, tiny_bundle
+from tests.methods.test_methods_catalog import all_methods
+
+import methods.graph_transformer.models as gt
+from methods.gnn.models import GIN, GPRGNN, GCNII, GraphSAGE
+from methods.graph_transformer.models import (
+    GraphGPS,
+    NAGphormer,
+    Polynormer,
+    PolynormerGlobalAttention,
+    SGFormerAttention,
+)
+from methods.sdk import ResourceError
+from methods.sdk.graph_ops import hop_features, laplacian_eigenvectors
+from methods.sdk.service import MethodServicer
+from methods.sdk.wire import make_bundle
+from methods.families import load_families, method_classes
+from nodeground.v1 import method_service_pb2 as pb
+
+
+def _dense_adjacency(bundle) -> np.ndarray:
+    n = bundle.num_nodes
+    a = np.zeros((n, n))
+    a[bundle.edge_index[0], bundle.edge_index[1]] = 1.0
+    d = a.sum(1)
+    return a / np.sqrt(np.outer(d, d))
+
+
+def test_polynormer_attention_equals_its_quadratic_form() -> None:
+    torch.manual_seed(0)
+    attn = PolynormerGlobalAttention(hidden=8, heads=2, beta=0.9, dropout=0.0, qk_shared=False).eval()
+    x = torch.randn(11, 8)
+    got = attn(x)
+    q = torch.sigmoid(attn.q_lin(x)).view(11, 2, 4)
+    k = torch.sigmoid(attn.k_lin(x)).view(11, 2, 4)
+    v = attn.v_lin(x).view(11, 2, 4)
+    scores = torch.einsum("nhd,mhd->hnm", q, k)  # N x N per head: what the linear form avoids building
+    out = torch.einsum("hnm,mhd->nhd", scores / scores.sum(-1, keepdim=True), v).reshape(11, 8)
+    want = torch.relu(attn.lin_out(attn.ln(out) * (attn.h_lin(x) + 0.9)))
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
+
+
+def test_sgformer_attention_equals_its_quadratic_form() -> None:
+    torch.manual_seed(0)
+    attn = SGFormerAttention(hidden=6, heads=2)
+    x = torch.randn(9, 6)
+    q, k, v = (f(x).view(9, 2, 6) for f in (attn.q, attn.k, attn.v))
+    q, k = q / q.norm(), k / k.norm()
+    # softmax-free: out_i = (sum_j (q_i·k_j) v_j + N v_i) / (sum_j q_i·k_j + N), averaged over heads
+    scores = torch.einsum("nhd,mhd->hnm", q, k) + 9 * torch.eye(9)
+    want = torch.einsum("hnm,mhd->nhd", scores / scores.sum(-1, keepdim=True), v).mean(1)
+    torch.testing.assert_close(attn(x), want, atol=1e-5, rtol=1e-4)
+
+
+def test_hop_features_are_powers_of_the_normalized_adjacency(multiclass) -> None:
+    bundle, _, _ = multiclass
+    feats = hop_features(bundle, 3, torch.device("cpu"))
+    a, x = _dense_adjacency(bundle), bundle.features.astype(np.float64)
+    for k, f in enumerate(feats):
+        np.testing.assert_allclose(f.numpy(), np.linalg.matrix_power(a, k) @ x, atol=1e-4)
+    assert hop_features(bundle, 3, torch.device("cpu")) is feats  # cached per graph
+
+
+def test_nagphormer_tokens_carry_positional_encodings(multiclass) -> None:
+    bundle, _, _ = multiclass
+    config = NAGphormer.resolve_config({"hops": 2, "pe_dim": 3})
+    (tokens,) = NAGphormer().model_inputs(bundle, config, torch.device("cpu"))
+    assert tokens.shape == (bundle.num_nodes, 3, bundle.features.shape[1] + 3)
+    np.testing.assert_allclose(tokens[:, 0, :6].numpy(), bundle.features)
+
+
+@pytest.mark.parametrize("n", [40, 2600])
+def test_laplacian_eigenvectors_solve_the_eigenproblem(n) -> None:
+    rng = np.random.default_rng(0)
+    from orchestrator.data.graph import canonical_edges
+
+    edges = canonical_edges(rng.integers(0, n, (2, 4 * n)), n)
+    bundle = make_bundle(np.ones((n, 1), np.float32), edges, np.arange(n) % 2, 2)
+    vecs = laplacian_eigenvectors(bundle, 4)
+    assert vecs.shape == (n, 4)
+    a = _dense_adjacency(bundle) if n < 100 else None
+    for j in range(4):
+        v = vecs[:, j]
+        assert abs(np.linalg.norm(v) - 1) < 1e-3
+        if a is not None:
+            av = a @ v
+            lam = v @ av
+            np.testing.assert_allclose(av, lam * v, atol=1e-4)
+    np.testing.assert_array_equal(vecs, laplacian_eigenvectors(make_bundle(np.ones((n, 1), np.float32), edges, np.arange(n) % 2, 2), 4))
+
+
+def test_sage_and_gin_aggregate_without_self_loops(multiclass) -> None:
+    bundle, _, _ = multiclass
+    for method in (GraphSAGE, GIN):
+        _, edges = method().model_inputs(bundle, method.default_config, torch.device("cpu"))
+        assert (edges[0] != edges[1]).all()
+        assert edges.shape[1] == bundle.edge_index.shape[1] - bundle.num_nodes
+
+
+@pytest.mark.parametrize("method", all_methods(), ids=lambda m: m.name)
+def test_param_groups_cover_every_parameter_once(method, multiclass) -> None:
+    bundle, _, _ = multiclass
+    model = method().build_model(method.default_config | ({"num_layers": 2} if method is GCNII else {}), 6, 3)
+    groups = method().param_groups(model, method.default_config)
+    ids = [id(p) for g in groups for p in g["params"]]
+    assert len(ids) == len(set(ids))
+    assert set(ids) == {id(p) for p in model.parameters()}
+
+
+def test_paper_specific_weight_decay_groups() -> None:
+    config = GCNII.resolve_config({"num_layers": 2, "conv_weight_decay": 0.01, "weight_decay": 5e-4})
+    groups = GCNII().param_groups(GCNII().build_model(config, 6, 3), config)
+    assert groups[0]["weight_decay"] == 0.01 and "weight_decay" not in groups[1]
+    config = GPRGNN.default_config
+    groups = GPRGNN().param_groups(GPRGNN().build_model(config, 6, 3), config)
+    assert groups[1]["weight_decay"] == 0.0 and len(groups[1]["params"]) == 1  # the PageRank weights
+
+
+def test_polynormer_warm_up_then_global_phase(multiclass) -> None:
+    bundle, train, val = multiclass
+    config = Polynormer.resolve_config({"local_epochs": 3, "max_epochs": 6, "patience": 20, "hidden": 32})
+    ctx = cpu_context()
+    state = Polynormer().fit(bundle, train, val, config, ctx)
+    assert state.module.use_global
+    assert ctx.info["best_epoch"] >= 3  # selection restarted when the global phase began
+    # early stopping cannot end the warm-up: patience 1 still reaches the global phase
+    config = Polynormer.resolve_config({"local_epochs": 5, "max_epochs": 8, "patience": 20, "hidden": 32}) | {"patience": 1}
+    ctx = cpu_context()
+    state = Polynormer().fit(bundle, train, val, config, ctx)
+    assert ctx.info["epochs"] >= 6 and state.module.use_global
+
+
+def test_quadratic_attention_that_cannot_fit_is_a_resource_error() -> None:
+    n = 300_000
+    bundle = make_bundle(np.zeros((n, 1), np.float32), np.stack([np.arange(n), np.arange(n)]), np.arange(n) % 2, 2)
+    config = GraphGPS.resolve_config({"attn_type": "multihead"})
+    with pytest.raises(ResourceError, match=r"GiB.*free"):
+        GraphGPS().fit(bundle, np.arange(10), np.arange(10, 20), config, cpu_context())
+    GraphGPS().check_resources(bundle, GraphGPS.default_config, torch.device("cpu"))  # Performer: linear, fits
+
+
+@pytest.mark.parametrize("method", [Polynormer, NAGphormer, gt.SGFormer], ids=lambda m: m.name)
+def test_linear_attention_refuses_when_memory_is_short(method, multiclass, monkeypatch) -> None:
+    bundle, train, val = multiclass
+    monkeypatch.setattr(gt, "available_memory_bytes", lambda device: 1024)
+    with pytest.raises(ResourceError, match=method.name):
+        method().fit(bundle, train, val, method.default_config, cpu_context())
+
+
+def test_graph_transformer_family_describes_itself() -> None:
+    family = load_families()["graph-transformer"]
+    servicer = MethodServicer(family.name, method_classes(family))
+    reply = servicer.Describe(pb.DescribeRequest(), None)
+    assert [m.name for m in reply.methods] == ["polynormer", "sgformer", "nagphormer", "graphgps"]
+    assert all(m.family == "graph-transformer" and len(m.search_space) > 5 for m in reply.methods)
