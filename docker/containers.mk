@@ -13,9 +13,11 @@ DOCKER ?= docker
 OFFLINE ?= 0
 GPU ?= 0
 
-# Families = methods/<family>/ that have both a manifest and docker/<family>/Dockerfile.
-FAMILIES ?= $(sort $(foreach m,$(wildcard methods/*/manifest.toml),\
-	$(if $(wildcard docker/$(word 2,$(subst /, ,$(m)))/Dockerfile),$(word 2,$(subst /, ,$(m))))))
+# Families = the `family` named in each methods/*/manifest.toml that has a
+# docker/<family>/Dockerfile (a family's folder may differ from its name:
+# methods/graph_transformer serves family graph-transformer).
+FAMILIES ?= $(sort $(foreach f,$(foreach m,$(wildcard methods/*/manifest.toml),\
+	$(shell sed -n 's/^family *= *"\(.*\)".*/\1/p' $(m))),$(if $(wildcard docker/$(f)/Dockerfile),$(f))))
 IMAGE_PREFIX ?= nodeground
 BASE_TAG ?= $(IMAGE_PREFIX)/base:latest
 PUBLIC_BASE_IMAGE ?= python:3.11-slim
