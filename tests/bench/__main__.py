@@ -14,6 +14,7 @@ def main(selected: list[str]) -> int:
         if selected and name.removeprefix("bench_") not in selected and name not in selected:
             continue
         print(f"\n=== {name} ===", flush=True)
+        sys.argv = [f"tests.bench.{name}"]  # each benchmark parses its own (default) options
         importlib.import_module(f"tests.bench.{name}").main()
     return 0
 
