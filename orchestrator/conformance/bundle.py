@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from orchestrator.data.fetch import sha256_of
+
 TRIALS = "trials.sqlite"
 SUBMISSION = "submission.json"
 SUMS = "SHA256SUMS"
@@ -32,14 +34,6 @@ CONTENT = (TRIALS, SUBMISSION)
 
 class BundleError(ValueError):
     """A bundle is incomplete, altered, or would clash with the results it is merged into."""
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def finalize_store(path: Path) -> None:
@@ -54,7 +48,7 @@ def finalize_store(path: Path) -> None:
 
 def seal(bundle: Path) -> str:
     """Write SHA256SUMS and CHECKSUM; return the bundle checksum."""
-    lines = "".join(f"{_sha256(bundle / name)}  {name}\n" for name in CONTENT)
+    lines = "".join(f"{sha256_of(bundle / name)}  {name}\n" for name in CONTENT)
     (bundle / SUMS).write_text(lines)
     checksum = hashlib.sha256(lines.encode()).hexdigest()
     (bundle / CHECKSUM).write_text(checksum + "\n")
@@ -78,7 +72,7 @@ def verify_bundle(bundle: Path) -> str:
     if set(listed) != set(CONTENT):
         raise BundleError(f"{bundle}: SHA256SUMS lists {sorted(listed)}, expected {sorted(CONTENT)}")
     for name, digest in listed.items():
-        if _sha256(bundle / name) != digest:
+        if sha256_of(bundle / name) != digest:
             raise BundleError(f"{bundle}: {name} was changed after the bundle was sealed (checksum mismatch)")
     return checksum
 
