@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+# Read once, at collection: the `cache` fixture removes the variable from each test's environment.
+MIRROR_ENV = os.environ.get("NODEGROUND_MIRROR")
 
 
 def mirror_path() -> Path:
-    env = os.environ.get("NODEGROUND_MIRROR")
-    return Path(env) if env else REPO.parent / "shared" / "mirror"
+    return Path(MIRROR_ENV) if MIRROR_ENV else REPO.parent / "shared" / "mirror"
 
 
 @pytest.fixture
