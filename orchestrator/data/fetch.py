@@ -95,6 +95,19 @@ def sha256_of(path: Path) -> str:
     return h.hexdigest()
 
 
+def is_local(url: str, sha256: str) -> bool:
+    """Whether ``fetch`` can serve ``url`` without the network: a kept download or a mirror copy.
+
+    Existence only (no hashing), so listing 51 tasks stays instant; ``fetch``
+    still verifies the bytes when it uses them.
+    """
+    known = resolve_sha256(url, sha256)
+    if known is not None and any((cache_dir() / "files" / known[:2]).glob(f"{known}-*")):
+        return True
+    mirror = mirror_dir()
+    return mirror is not None and any(c.exists() for c in mirror_candidates(url, mirror))
+
+
 def fetch(url: str, sha256: str, dest: Path | None = None) -> Path:
     """Return a local, verified copy of ``url`` (at ``dest`` if given).
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.data.cache import cache_path, entry_key, read_graph, save_graph
+from orchestrator.data.fetch import is_local
 from orchestrator.data.graph import Graph
 from orchestrator.data.loaders import LOADERS, run_loader
 from orchestrator.data.synthetic import SYNTHETIC, load_synthetic
@@ -109,6 +110,11 @@ def is_cached(entry: dict[str, Any]) -> bool:
     return key is not None and cache_path(key).exists()
 
 
+def is_available(entry: dict[str, Any]) -> bool:
+    """Loadable offline: processed in the cache, or every upstream file kept or in the mirror."""
+    return is_cached(entry) or all(is_local(spec["url"], spec.get("sha256", "")) for spec in entry["files"])
+
+
 def load_entry(entry: dict[str, Any]) -> Graph:
     """A catalog task's canonical graph: from the content-keyed cache, or loaded, verified and cached."""
     key = entry_key(entry)
@@ -146,7 +152,7 @@ def list_tasks() -> list[dict[str, Any]]:
                 "task_type": task["task_type"],
                 "nodes": task.get("nodes"),
                 "classes": task.get("classes"),
-                "local": is_cached(task),
+                "local": is_available(task),
             }
         )
     return rows

@@ -60,3 +60,27 @@ def test_datasets_list_shows_51_with_domain_counts(cache):
     names = {t["name"] for t in tasks()}
     shown = {line.split("│")[1].strip() for line in result.output.splitlines() if line.startswith("│")}
     assert shown == names
+
+
+MIRROR_TASKS = {"cora", "citeseer", "actor", "chameleon-filtered", "squirrel-filtered", "cornell", "texas", "wisconsin",
+                "minesweeper", "tolokers"}
+
+
+def _local_column(output: str) -> dict[str, str]:
+    rows = [line.split("│") for line in output.splitlines() if line.startswith("│")]
+    return {cells[1].strip(): cells[-2].strip() for cells in rows}
+
+
+def test_datasets_list_counts_mirror_files_as_local(mirror):
+    """A task whose every upstream file is in the mirror loads offline, so it is listed as local."""
+    result = CliRunner().invoke(app, ["datasets", "list"])
+    assert result.exit_code == 0, result.output
+    local = _local_column(result.output)
+    assert {name for name, flag in local.items() if flag == "yes"} == MIRROR_TASKS
+    assert "available locally: 10" in result.output
+
+
+def test_datasets_list_without_mirror_or_cache_has_nothing_local(cache):
+    result = CliRunner().invoke(app, ["datasets", "list"])
+    assert result.exit_code == 0, result.output
+    assert set(_local_column(result.output).values()) == {"no"}
