@@ -4,7 +4,7 @@
   fit estimates its peak working set *before* running and raises
   ``ResourceError`` (→ RESOURCE_EXHAUSTED → record status ``oom``) stating the
   estimate and the budget. The budget is ``NODEGROUND_MEMORY_BUDGET_BYTES``, or
-  75% of the memory available on the device (free GPU memory, or available RAM).
+  75% of the memory available on the device (free GPU memory, or RAM within the container's limit).
 * **Frozen weights, loaded once per process.** A fit asks for a family's
   weights; the first call reads them from the mounted weights directory
   (verified by sha256, ``methods.sdk.weights.resolve``) and caches the frozen
@@ -31,11 +31,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import psutil
 import torch
 from torch import nn
 
-from methods.sdk.method import FitContext, ResourceError
+from methods.sdk.method import FitContext, ResourceError, available_memory_bytes
 from methods.sdk.weights import ResolvedWeights, WeightsError, load_weights_catalog, resolve
 
 BUDGET_ENV = "NODEGROUND_MEMORY_BUDGET_BYTES"
@@ -56,10 +55,9 @@ def memory_budget_bytes(device: torch.device) -> int:
             return int(float(explicit))
         except ValueError as exc:
             raise ValueError(f"{BUDGET_ENV}={explicit!r} is not a number of bytes") from exc
-    if device.type == "cuda" and torch.cuda.is_available():
-        free, _total = torch.cuda.mem_get_info(device)
-        return int(free * DEFAULT_BUDGET_FRACTION)
-    return int(psutil.virtual_memory().available * DEFAULT_BUDGET_FRACTION)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        device = torch.device("cpu")
+    return int(available_memory_bytes(device) * DEFAULT_BUDGET_FRACTION)
 
 
 def fmt_bytes(n: float) -> str:

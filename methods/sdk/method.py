@@ -138,13 +138,13 @@ class TrainedModel:
 
 
 def available_memory_bytes(device: torch.device) -> int:
-    """Memory a fit may still use on ``device``: free GPU memory, or available system RAM."""
+    """Memory a fit may still use on ``device``: free GPU memory, or RAM within the container's limit."""
     if device.type == "cuda":
         free, _total = torch.cuda.mem_get_info(device)
         return int(free)
-    import psutil
+    from methods.sdk.memory import available_ram_bytes
 
-    return int(psutil.virtual_memory().available)
+    return available_ram_bytes()
 
 
 class TorchNodeClassifier(Method):

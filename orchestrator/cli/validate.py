@@ -41,6 +41,17 @@ def results_table(target: str, results: list[CheckResult]) -> Table:
     return table
 
 
+def parse_env(pairs: list[str]) -> dict[str, str]:
+    """``["K=V", ...]`` -> ``{"K": "V"}``; a pair without ``=`` or with an empty key is a user error."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"--env takes KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value
+    return out
+
+
 @user_errors
 def validate(
     target: Annotated[str, typer.Argument(help="A local image (e.g. nodeground/demo) or a running endpoint (HOST:PORT or unix:/path).")],
@@ -51,11 +62,13 @@ def validate(
     memory: Annotated[str, typer.Option(help="Sandbox memory limit (images only).")] = "4g",
     cpus: Annotated[float, typer.Option(help="Sandbox CPU limit (images only).")] = 2.0,
     weights: Annotated[Path | None, typer.Option(help="Directory mounted read-only at /weights (images only).")] = None,
+    env: Annotated[list[str], typer.Option("--env", help="KEY=VALUE set in the sandbox (repeatable, images only), e.g. NODEGROUND_RANDOM_INIT_WEIGHTS=1.")] = [],  # noqa: B006
     json_out: Annotated[Path | None, typer.Option("--json", help="Also write the results as JSON here.")] = None,
 ) -> None:
     """Check a method image or endpoint against the NodeGround service contract; exit 1 on any failure."""
     if call_timeout <= 0 or deadline <= 0 or grace <= 0:
         raise UserError("--call-timeout, --deadline and --grace must be positive")
+    environment = parse_env(env)
     options = Options(call_timeout=call_timeout, deadline=deadline, grace=grace, methods=tuple(method))
     console = Console(width=160)
     sandbox_info = None
@@ -65,7 +78,7 @@ def validate(
         from orchestrator.services.sandbox import Sandbox, SandboxError, SandboxLimits
 
         try:
-            with Sandbox(target, SandboxLimits(memory=memory, cpus=cpus), weights=weights) as sandbox:
+            with Sandbox(target, SandboxLimits(memory=memory, cpus=cpus), weights=weights, env=environment) as sandbox:
                 console.print(f"started {target} ({sandbox.info['id'][:19]}) in the sandbox: no network, read-only root, caps dropped")
                 results = run_checks(sandbox.endpoint, options)
                 sandbox_info = {"image": sandbox.info, "limits": sandbox.applied()}

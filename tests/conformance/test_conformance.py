@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from orchestrator.cli.main import app
-from orchestrator.cli.validate import is_endpoint
+from orchestrator.cli.validate import is_endpoint, parse_env
 from orchestrator.conformance import FAIL, Options, run_checks
 from orchestrator.conformance.graphs import make_case
 from orchestrator.conformance.guard import GuardedClient, LabelLeak
@@ -98,3 +98,11 @@ def test_validate_cli_exit_codes():
 )
 def test_endpoint_or_image(target, endpoint):
     assert is_endpoint(target) is endpoint
+
+
+def test_validate_env_pairs_are_parsed_and_malformed_ones_refused():
+    assert parse_env(["NODEGROUND_RANDOM_INIT_WEIGHTS=1", "ARCH={\"a\": 1}", "EMPTY="]) == {
+        "NODEGROUND_RANDOM_INIT_WEIGHTS": "1", "ARCH": '{"a": 1}', "EMPTY": ""}
+    result = CliRunner().invoke(app, ["validate", "nodeground/demo", "--env", "NO_EQUALS_SIGN"])
+    assert result.exit_code == 2
+    assert "--env takes KEY=VALUE" in result.output and "Traceback" not in result.output

@@ -37,13 +37,7 @@ def _has_image(tag: str) -> bool:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def engine():
-    try:
-        import docker
-
-        docker.from_env(timeout=10).ping()
-    except Exception as exc:
-        pytest.skip(f"no Docker engine answers: {exc}")
+def engine(docker_engine):
     if not (_has_image("nodeground/base:latest") and _has_image("nodeground/gnn:latest")):
         _sh(["make", "images"], timeout=3600)
 
