@@ -101,6 +101,29 @@ class NodePFN(Method):
         edges = edges_without_self_loops(graph.edge_index)
         loops = np.arange(n, dtype=np.int64)
         full = np.concatenate([edges, np.stack([loops, loops])], axis=1)
+        # The memory check comes first: the ensemble's inputs alone can exceed a small container.
+        f, svd = graph.features.shape[1], int(config["n_components"])
+        n_feat = min(svd, n - 1) if f > svd else f
+        n_classes_seen = len(np.unique(graph.labels[train]))
+        n_configs = min(int(config["n_ensemble"]), 2 * n_classes_seen * min(n_feat, arch["num_features"]))
+        e, nhid, heads = arch["emsize"], arch["emsize"] * arch["nhid_factor"], arch["nhead"]
+        n_edges = full.shape[1]
+
+        def estimate(batch: int) -> dict[str, float]:
+            chunk = attention_chunk(n, len(train), batch, heads)
+            return {
+                "weights": param_bytes(frozen.module),
+                "inputs": float(n) * n_configs * arch["num_features"] * 4,
+                "activations": float(n) * batch * (8 * e + nhid) * 4,
+                "message passing": float(n_edges) * batch * e * 4 * 2,
+                "context attention": float(chunk) * batch * heads * len(train) * 4,
+            }
+
+        budget = memory_budget_bytes(ctx.device)
+        batch = min(MAX_INFERENCE_BATCH, n_configs)
+        while batch > 1 and sum(estimate(batch).values()) > budget:
+            batch //= 2  # same result, smaller inference batches (upstream's batch_size_inference)
+        require_memory(self.name, estimate(batch), ctx.device, ctx)
         x = _smooth(graph.features.astype(np.float32), full, n, int(config["smoothing_steps"]))
         if x.shape[1] > int(config["n_components"]):
             k = min(int(config["n_components"]), x.shape[1], n - 1)
@@ -141,24 +164,6 @@ class NodePFN(Method):
             shifts.append(int(c_shift))
         ctx.check()
 
-        e, nhid, heads = arch["emsize"], arch["emsize"] * arch["nhid_factor"], arch["nhead"]
-        n_edges = full.shape[1]
-
-        def estimate(batch: int) -> dict[str, float]:
-            chunk = attention_chunk(n, len(train), batch, heads)
-            return {
-                "weights": param_bytes(frozen.module),
-                "inputs": float(n) * len(configs) * arch["num_features"] * 4,
-                "activations": float(n) * batch * (8 * e + nhid) * 4,
-                "message passing": float(n_edges) * batch * e * 4 * 2,
-                "context attention": float(chunk) * batch * heads * len(train) * 4,
-            }
-
-        budget = memory_budget_bytes(ctx.device)
-        batch = min(MAX_INFERENCE_BATCH, len(configs))
-        while batch > 1 and sum(estimate(batch).values()) > budget:
-            batch //= 2  # same result, smaller inference batches (upstream's batch_size_inference)
-        require_memory(self.name, estimate(batch), ctx.device, ctx)
         device = ctx.device
         ctx.info.update(n_features=int(x.shape[1]), n_ensemble=len(configs), inference_batch=batch, n_context=len(train))
         return NodePFNState(
