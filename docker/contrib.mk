@@ -17,6 +17,9 @@ NODE_OS_TAG ?= $(IMAGE_PREFIX)/node-os:$(DEBIAN_SUITE)
 NODE_OS_IMAGE ?= $(NODE_OS_TAG)
 NODE_ROOTFS_TAR ?= $(ROOTFS_DIR)/$(DEBIAN_SUITE)-minbase-nodejs.tar
 VALIDATE_ARGS ?=
+# GFM images read their checkpoints from here (mounted read-only); the in-context
+# GFMs whose weights are absent run their official structure with random init.
+VALIDATE_WEIGHTS ?= $(or $(NODEGROUND_WEIGHTS),$(NODEGROUND_MIRROR),$(HOME)/.cache/nodeground/weights)
 
 .PHONY: node-deps node-os image-$(NODE_METHOD) validate-images test-contrib
 
@@ -72,7 +75,8 @@ validate-%: install
 validate-images: install
 	@set -e; for f in $(FAMILIES) $(NODE_METHOD); do \
 		echo "validating $(IMAGE_PREFIX)/$$f"; \
-		$(VENV)/bin/orchestrator validate $(IMAGE_PREFIX)/$$f:latest $(VALIDATE_ARGS); \
+		$(VENV)/bin/orchestrator validate $(IMAGE_PREFIX)/$$f:latest --weights $(VALIDATE_WEIGHTS) \
+			--env NODEGROUND_RANDOM_INIT_WEIGHTS=1 $(VALIDATE_ARGS); \
 	done
 
 test-contrib: install
