@@ -25,18 +25,29 @@ docs/full_exp_results.pdf, Tables 1-2, row "Node4All", mean over 10 splits:
 the 10 published masks for the Heterophilous files, the public split with 10
 seeds for Planetoid): Actor 31.93, Chameleon (filtered) 42.99, CiteSeer 71.45,
 Cora 80.57, Cornell 62.97, Squirrel (filtered) 42.50, Texas 75.52, Wisconsin 76.27.
-Upstream's Texas is texas_4_classes (one single-node class dropped); the mirror
-holds texas.npz with 5 classes, so Texas differs by that one node's class.
+Upstream's Texas is the collection's texas_4_classes.npz: the same features,
+edges and labels as the mirror's texas.npz, with the one node of the single-node
+class (label 1) taken out of all 10 train/val/test masks; the labels are kept, so
+upstream's head still has 5 outputs. The test does the same to the mirror's
+texas (``_drop_singleton_classes``), so Texas is compared on upstream's masks
+(RGVT's loader uses the same texas_4_classes file).
+Upstream embeds each graph once and trains one head per split (seed derived per
+split); the test likewise reuses the frozen embeddings across splits.
 
-RGVT ("View Space", ICML 2026; arXiv 2512.11561): the per-dataset table of the
-paper could not be read from this machine (no network; the repository README
-publishes no numbers), so the RGVT test reports our accuracies under the
-upstream protocol (split 0, depth 1..8 chosen on validation, checkpoint seed 42)
-and is skipped for want of a target rather than compared against a guess.
+RGVT ("View Space", ICML 2026; arXiv 2512.11561): no per-dataset accuracies
+could be found offline. The repository (github.com/dooho00/graph-view-space, all
+five commits) holds code, checkpoints and a README without results; the stored
+copies of the arXiv abstract and HTML pages reached from here hold only the
+abstract and introduction; secondary summaries of the paper report averages over
+groups of datasets by feature type, not per dataset. So the RGVT test reports our
+accuracies under the upstream protocol (split 0, depth 1..8 chosen on validation,
+checkpoint seed 42, Texas as texas_4_classes) and is skipped for want of a
+target rather than compared against a guess.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 
@@ -47,7 +58,9 @@ import torch
 from methods.sdk.method import FitContext
 from methods.sdk.wire import make_bundle
 
-pytestmark = pytest.mark.fidelity
+# Node4All's full protocol (8 datasets x 10 splits) takes hours on a small CPU: far above the
+# suite-wide per-test timeout.
+pytestmark = [pytest.mark.fidelity, pytest.mark.timeout(4 * 3600)]
 
 PUBLISHED = {
     "graphany": {"cora": 79.4, "citeseer": 68.4},
@@ -78,6 +91,34 @@ def _datasets(default) -> list[str]:
     return [d for d in chosen.split(",") if d in default] if chosen else list(default)
 
 
+# Cache entries that depend on features and edges only (frozen-encoder outputs), so they may
+# be handed from one split's bundle to the next; everything else is rebuilt per bundle.
+LABEL_FREE_CACHE = ("node4all-embeddings", "gvt-representations")
+
+
+def _drop_singleton_classes(graph):
+    """The graph with every node of a one-node class taken out of the published partitions.
+
+    Upstream's texas_4_classes.npz is exactly texas.npz with its single class-1 node removed
+    from every mask (labels and class count unchanged); this rebuilds it from the mirror's file.
+    """
+    counts = np.bincount(graph.y[graph.y >= 0], minlength=graph.num_classes)
+    lone = np.flatnonzero(counts == 1)
+    if lone.size == 0:
+        return graph
+    keep = ~np.isin(graph.y, lone)
+    splits = tuple(tuple(part[keep[part]] for part in triple) for triple in graph.public_splits)
+    return dataclasses.replace(graph, public_splits=splits)
+
+
+def _upstream_graph(name: str):
+    """The mirror's dataset as Node4All's and RGVT's loaders see it: Texas is their texas_4_classes."""
+    from orchestrator.data.registry import load_dataset
+
+    graph = load_dataset(name)
+    return _drop_singleton_classes(graph) if name == "texas" else graph
+
+
 def _run(method, graph, runs: list[int], config: dict) -> tuple[list[float], float]:
     """Test accuracy per run: run i uses published partition i when there are several, else partition 0 with seed i."""
     accs, started, bundle = [], time.perf_counter(), None
@@ -86,7 +127,9 @@ def _run(method, graph, runs: list[int], config: dict) -> tuple[list[float], flo
         if bundle is None or len(graph.public_splits) > 1:
             labels = np.full(graph.num_nodes, -1, dtype=np.int64)
             labels[train], labels[val] = graph.y[train], graph.y[val]
-            bundle = make_bundle(graph.x, graph.edge_index, labels, graph.num_classes)
+            previous, bundle = bundle, make_bundle(graph.x, graph.edge_index, labels, graph.num_classes)
+            if previous is not None:
+                bundle.cache.update({k: v for k, v in previous.cache.items() if k[0] in LABEL_FREE_CACHE})
         ctx = FitContext(seed=i, device=torch.device("cpu"))
         m = method()
         state = m.fit(bundle, train, val, m.resolve_config(config), ctx)
@@ -122,12 +165,11 @@ def test_graphany_fidelity():
 
 def test_node4all_fidelity():
     from methods.node4all import Node4All
-    from orchestrator.data.registry import load_dataset
 
     runs = list(range(int(os.environ.get("NODEGROUND_FIDELITY_SPLITS", "10"))))
     rows = []
     for name in _datasets(PUBLISHED["node4all"]):
-        accs, seconds = _run(Node4All, load_dataset(name), runs, {})
+        accs, seconds = _run(Node4All, _upstream_graph(name), runs, {})
         rows.append((name, float(np.mean(accs)), PUBLISHED["node4all"][name], f"{len(accs)} runs, std {np.std(accs):.2f}, {seconds:.0f}s"))
         print(rows[-1], flush=True)
     _report("Node4All", rows)
@@ -135,11 +177,10 @@ def test_node4all_fidelity():
 
 def test_gvt_fidelity():
     from methods.gvt import RGVT
-    from orchestrator.data.registry import load_dataset
 
     rows = []
     for name in _datasets(GVT_DATASETS):
-        accs, seconds = _run(RGVT, load_dataset(name), [0], {})
+        accs, seconds = _run(RGVT, _upstream_graph(name), [0], {})
         rows.append((name, accs[0], PUBLISHED["gvt"].get(name), f"split 0, seed-42 checkpoint, {seconds:.0f}s"))
         print(rows[-1], flush=True)
     _report("RGVT", rows)
