@@ -21,13 +21,12 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import GATConv, GCNConv, GINConv, GPSConv
 
-from methods.sdk import ChoiceParam, Config, FloatParam, IntParam, ResourceError, TorchNodeClassifier
+from methods.sdk import ChoiceParam, Config, FloatParam, IntParam, TorchNodeClassifier, require_memory
 from methods.sdk.graph_ops import WeightedPropagation, edges_without_self_loops, laplacian_eigenvectors, sym_norm_weights
-from methods.sdk.method import available_memory_bytes, graph_tensors
+from methods.sdk.method import graph_tensors
 from methods.sdk.wire import GraphBundle
 
 VERSION = "2026-11-29"
-MEMORY_HEADROOM = 0.8  # use at most this fraction of the free memory
 FLOAT_BYTES = 4
 
 TRAIN_SPACE = (
@@ -36,20 +35,6 @@ TRAIN_SPACE = (
     ChoiceParam("optimizer", ("adam", "adamw")),
     IntParam("patience", 20, 300),
 )
-
-
-def _gib(num_bytes: float) -> str:
-    return f"{num_bytes / 2**30:.2f} GiB"
-
-
-def require_memory(method: str, estimate: float, device: torch.device, what: str) -> None:
-    """Raise ``ResourceError`` when ``estimate`` bytes exceed the usable free memory of ``device``."""
-    available = available_memory_bytes(device)
-    if estimate > MEMORY_HEADROOM * available:
-        raise ResourceError(
-            f"{method}: {what} needs about {_gib(estimate)} of activation memory, but only {_gib(available)} is free "
-            f"on {device} (limit {MEMORY_HEADROOM:.0%}); choose a smaller configuration or a larger device"
-        )
 
 
 class _MemoryChecked(TorchNodeClassifier):

@@ -10,6 +10,7 @@ from methods.sdk.method import (
     TorchNodeClassifier,
     available_memory_bytes,
     graph_tensors,
+    require_memory,
 )
 from methods.sdk.space import ChoiceParam, Config, ConfigError, FloatParam, IntParam
 
@@ -28,4 +29,5 @@ __all__ = [
     "GraphTensors",
     "available_memory_bytes",
     "graph_tensors",
+    "require_memory",
 ]

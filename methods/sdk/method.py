@@ -147,6 +147,25 @@ def available_memory_bytes(device: torch.device) -> int:
     return available_ram_bytes()
 
 
+MEMORY_HEADROOM = 0.8  # a fit may use at most this fraction of the free memory
+
+
+def require_memory(method: str, estimate: float, device: torch.device, what: str) -> None:
+    """Raise ``ResourceError`` when ``estimate`` bytes exceed the usable free memory of ``device``.
+
+    Called before building a model whose activations grow faster than the graph
+    (quadratic attention, wide LSTM readouts), so the caller gets a refusal with
+    numbers instead of a killed process.
+    """
+    available = available_memory_bytes(device)
+    if estimate > MEMORY_HEADROOM * available:
+        raise ResourceError(
+            f"{method}: {what} needs about {estimate / 2**30:.2f} GiB of activation memory, but only "
+            f"{available / 2**30:.2f} GiB is free on {device} (limit {MEMORY_HEADROOM:.0%}); "
+            "choose a smaller configuration or a larger device"
+        )
+
+
 class TorchNodeClassifier(Method):
     """Full-batch training with early stopping on validation loss and best-epoch restore.
 

@@ -9,7 +9,8 @@ from tests.methods.helpers import cpu_context, tiny_bundle
 from tests.methods.test_methods_catalog import all_methods
 
 import methods.graph_transformer.models as gt
-from methods.gnn.models import GIN, GPRGNN, GCNII, GraphSAGE
+import methods.sdk.method as sdk_method
+from methods.gnn.models import GIN, GPRGNN, GCNII, GraphSAGE, JKNet
 from methods.graph_transformer.models import (
     GraphGPS,
     NAGphormer,
@@ -149,9 +150,19 @@ def test_quadratic_attention_that_cannot_fit_is_a_resource_error() -> None:
 @pytest.mark.parametrize("method", [Polynormer, NAGphormer, gt.SGFormer], ids=lambda m: m.name)
 def test_linear_attention_refuses_when_memory_is_short(method, multiclass, monkeypatch) -> None:
     bundle, train, val = multiclass
-    monkeypatch.setattr(gt, "available_memory_bytes", lambda device: 1024)
+    monkeypatch.setattr(sdk_method, "available_memory_bytes", lambda device: 1024)
     with pytest.raises(ResourceError, match=method.name):
         method().fit(bundle, train, val, method.default_config, cpu_context())
+
+
+def test_jknet_lstm_readout_refuses_what_cannot_fit(multiclass, monkeypatch) -> None:
+    bundle, train, val = multiclass
+    lstm = JKNet.resolve_config({"jk": "lstm", "hidden": 512, "num_layers": 8, "max_epochs": 2})
+    monkeypatch.setattr(sdk_method, "available_memory_bytes", lambda device: 64 * 2**20)
+    with pytest.raises(ResourceError, match=r"jknet: an LSTM readout over 8 layers of 512 on \d+ nodes needs about"):
+        JKNet().fit(bundle, train, val, lstm, cpu_context())
+    JKNet().fit(bundle, train, val, {**lstm, "hidden": 32, "num_layers": 2}, cpu_context())  # small LSTM fits
+    JKNet().fit(bundle, train, val, {**lstm, "jk": "cat"}, cpu_context())  # cat grows with the graph only: unchecked
 
 
 def test_graph_transformer_family_describes_itself() -> None:
