@@ -17,7 +17,7 @@ export NODEGROUND_MIRROR := $(abspath ../shared/mirror)
 endif
 endif
 
-.PHONY: install proto demo test bench fidelity weights clean
+.PHONY: install proto demo test bench fidelity sweep-configs weights clean
 
 install: $(STAMP)
 
@@ -37,12 +37,17 @@ demo: $(STAMP)
 	$(PYTHON) -m orchestrator.demo
 
 test: $(STAMP)
-	$(PYTHON) -m pytest -m "not docker and not gpu and not fidelity" -q
+	$(PYTHON) -m pytest -m "not docker and not gpu and not fidelity and not sweep_configs" -q
 
 # Reproduce published accuracies on the mirror datasets (slow: kept out of `make test`).
 # GFM checkpoints are read from NODEGROUND_WEIGHTS, else from the mirror.
 fidelity: $(STAMP)
 	NODEGROUND_WEIGHTS=$${NODEGROUND_WEIGHTS:-$(NODEGROUND_MIRROR)} $(PYTHON) -m pytest -m fidelity tests/fidelity -s -q
+
+# Every configuration `orchestrator run --budget 5` draws, two epochs on each mirror
+# dataset: catches sampler draws that cannot train on a real graph (slow: out of `make test`).
+sweep-configs: $(STAMP)
+	$(PYTHON) -m pytest -m sweep_configs tests/methods/test_sweep_configs_on_mirror.py -q -s
 
 # Download and verify pretrained GFM weights (WEIGHTS="id ..." to pick some).
 weights: $(STAMP)

@@ -12,6 +12,21 @@ REPO = Path(__file__).resolve().parents[1]
 MIRROR = Path(os.environ.get("NODEGROUND_MIRROR") or REPO.parent / "shared" / "mirror")
 
 
+# Checks that take most of an hour on a CPU run only when their marker is asked for.
+OPT_IN = {"fidelity": "make fidelity", "sweep_configs": "make sweep-configs"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    expression = config.option.markexpr or ""
+    for marker, target in OPT_IN.items():
+        if marker in expression and f"not {marker}" not in expression:
+            continue
+        skip = pytest.mark.skip(reason=f"slow check: run with `{target}` (pytest -m {marker})")
+        for item in items:
+            if marker in item.keywords:
+                item.add_marker(skip)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["NODEGROUND_CACHE"] = str(tmp_path_factory.mktemp("ng-cache"))

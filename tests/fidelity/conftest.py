@@ -21,13 +21,3 @@ def _mirror_and_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     threads = os.environ.get("NODEGROUND_THREADS")
     if threads:
         torch.set_num_threads(int(threads))
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Minutes to an hour on a CPU: run only when asked for (``-m fidelity``, as ``make fidelity`` does)."""
-    if "fidelity" in (config.option.markexpr or "") and "not fidelity" not in config.option.markexpr:
-        return
-    skip = pytest.mark.skip(reason="fidelity check: run with `make fidelity` (pytest -m fidelity)")
-    for item in items:
-        if "fidelity" in item.keywords:
-            item.add_marker(skip)
