@@ -220,6 +220,7 @@ class _AttentionStack(StackMethod):
     """GAT-style: ``hidden`` is the concatenated width, split over ``heads``; the output layer averages ``out_heads``."""
 
     conv_cls: type = GATConv
+    floats_per_edge_unit = 4.0  # autograd's per-edge activations, per layer and unit of width (measured)
     default_config = {**STACK_DEFAULTS, "hidden": 64, "heads": 8, "out_heads": 1, "dropout": 0.6, "input_dropout": 0.6,
                       "attn_dropout": 0.6, "lr": 0.005, "activation": "elu"}
     search_space = _stack_space(
@@ -240,6 +241,19 @@ class _AttentionStack(StackMethod):
 
         return make
 
+    def check_resources(self, graph: GraphBundle, config: Config, device: torch.device) -> None:
+        """Attention keeps a message of the full width on every edge of every layer: refuse what cannot fit.
+
+        Measured on a 400k-edge graph (peak RSS over two epochs): GAT about 3-4
+        floats per edge, layer and unit of width, GATv2 (which adds both endpoints
+        before its nonlinearity) about 5-6; tolokers' 1M edges at 512 wide and 6
+        layers would need over 60 GB.
+        """
+        edges = graph.edge_index.shape[1] + graph.num_nodes  # the stored edges plus at most one self-loop each
+        width = max(int(config["hidden"]), int(config["heads"]))
+        estimate = self.floats_per_edge_unit * FLOAT_BYTES * edges * int(config["num_layers"]) * width
+        require_memory(self.name, estimate, device, f"{config['num_layers']} attention layers of {width} over {edges} edges")
+
 
 class GAT(_AttentionStack):
     name = "gat"
@@ -253,6 +267,7 @@ class GATv2(_AttentionStack):
     version = VERSION
     description = "GATv2, dynamic attention (Brody et al., ICLR 2022)."
     conv_cls = GATv2Conv
+    floats_per_edge_unit = 6.0
 
 
 class GIN(StackMethod):

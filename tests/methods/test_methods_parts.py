@@ -10,7 +10,7 @@ from tests.methods.test_methods_catalog import all_methods
 
 import methods.graph_transformer.models as gt
 import methods.sdk.method as sdk_method
-from methods.gnn.models import GIN, GPRGNN, GCNII, GraphSAGE, JKNet
+from methods.gnn.models import GAT, GIN, GPRGNN, GCNII, GATv2, GraphSAGE, JKNet
 from methods.graph_transformer.models import (
     GraphGPS,
     NAGphormer,
@@ -171,3 +171,13 @@ def test_graph_transformer_family_describes_itself() -> None:
     reply = servicer.Describe(pb.DescribeRequest(), None)
     assert [m.name for m in reply.methods] == ["polynormer", "sgformer", "nagphormer", "graphgps"]
     assert all(m.family == "graph-transformer" and len(m.search_space) > 5 for m in reply.methods)
+
+
+@pytest.mark.parametrize("method", [GAT, GATv2], ids=lambda m: m.name)
+def test_edge_attention_refuses_what_cannot_fit(method, multiclass, monkeypatch) -> None:
+    bundle, train, val = multiclass
+    wide = method.resolve_config({"hidden": 512, "heads": 8, "num_layers": 6, "max_epochs": 2})
+    monkeypatch.setattr(sdk_method, "available_memory_bytes", lambda device: 8 * 2**20)
+    with pytest.raises(ResourceError, match=rf"{method.name}: 6 attention layers of 512 over \d+ edges needs about"):
+        method().fit(bundle, train, val, wide, cpu_context())
+    method().fit(bundle, train, val, {**wide, "hidden": 16, "num_layers": 2}, cpu_context())  # a narrow one fits
