@@ -53,6 +53,7 @@ def _bundles(dataset: str) -> list[tuple[str, Split, GraphBundle, int]]:
 
 
 @pytest.mark.sweep_configs
+@pytest.mark.timeout(3600)  # a cell took up to 423 s on an idle core; the suite default is 600 s
 @pytest.mark.parametrize("method", all_methods(), ids=lambda m: m.name)
 @pytest.mark.parametrize("dataset", MIRROR_DATASETS)
 def test_sweep_configs_train_on_mirror_dataset(mirror, dataset, method) -> None:
