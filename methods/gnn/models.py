@@ -40,13 +40,12 @@ from torch_geometric.nn import (
     SAGEConv,
 )
 
-from methods.sdk import ChoiceParam, Config, FloatParam, IntParam, TorchNodeClassifier, require_memory
+from methods.sdk import FLOAT_BYTES, ChoiceParam, Config, FloatParam, IntParam, TorchNodeClassifier, require_memory
 from methods.sdk.graph_ops import WeightedPropagation, edges_without_self_loops, sym_norm_weights
 from methods.sdk.method import graph_tensors
 from methods.sdk.wire import GraphBundle
 
 VERSION = "2026-11-29"
-FLOAT_BYTES = 4
 
 # ---- shared configuration ----------------------------------------------------
 

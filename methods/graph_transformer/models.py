@@ -21,13 +21,12 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import GATConv, GCNConv, GINConv, GPSConv
 
-from methods.sdk import ChoiceParam, Config, FloatParam, IntParam, TorchNodeClassifier, require_memory
+from methods.sdk import FLOAT_BYTES, ChoiceParam, Config, FloatParam, IntParam, TorchNodeClassifier, require_memory
 from methods.sdk.graph_ops import WeightedPropagation, edges_without_self_loops, laplacian_eigenvectors, sym_norm_weights
 from methods.sdk.method import graph_tensors
 from methods.sdk.wire import GraphBundle
 
 VERSION = "2026-11-29"
-FLOAT_BYTES = 4
 
 TRAIN_SPACE = (
     FloatParam("lr", 1e-4, 5e-2, log=True),

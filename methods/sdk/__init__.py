@@ -1,6 +1,7 @@
 """Method SDK: subclass TorchNodeClassifier (or Method), state capabilities, config and space."""
 
 from methods.sdk.method import (
+    FLOAT_BYTES,
     Capabilities,
     FitContext,
     FitInterrupted,
@@ -15,6 +16,7 @@ from methods.sdk.method import (
 from methods.sdk.space import ChoiceParam, Config, ConfigError, FloatParam, IntParam
 
 __all__ = [
+    "FLOAT_BYTES",
     "Capabilities",
     "ChoiceParam",
     "Config",

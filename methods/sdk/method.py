@@ -148,6 +148,7 @@ def available_memory_bytes(device: torch.device) -> int:
 
 
 MEMORY_HEADROOM = 0.8  # a fit may use at most this fraction of the free memory
+FLOAT_BYTES = 4  # activations are float32: memory estimates count floats and multiply by this
 
 
 def require_memory(method: str, estimate: float, device: torch.device, what: str) -> None:
