@@ -21,7 +21,16 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import GATConv, GCNConv, GINConv, GPSConv
 
-from methods.sdk import FLOAT_BYTES, ChoiceParam, Config, FloatParam, IntParam, TorchNodeClassifier, require_memory
+from methods.sdk import (
+    FLOAT_BYTES,
+    ChoiceParam,
+    Config,
+    FloatParam,
+    IntParam,
+    TorchNodeClassifier,
+    edge_message_bytes,
+    require_memory,
+)
 from methods.sdk.graph_ops import WeightedPropagation, edges_without_self_loops, laplacian_eigenvectors, sym_norm_weights
 from methods.sdk.method import graph_tensors
 from methods.sdk.wire import GraphBundle
@@ -162,12 +171,15 @@ class Polynormer(_MemoryChecked):
     )
 
     def floats_per_node(self, graph: GraphBundle, config: Config) -> float:
-        hidden, heads = int(config["hidden"]), int(config["heads"])
-        per_local = 12 * hidden
-        per_global = 14 * hidden
-        edges_per_node = graph.edge_index.shape[1] / max(graph.num_nodes, 1)
-        gat = 3 * heads * edges_per_node if config["local_conv"] == "gat" else 0
-        return int(config["local_layers"]) * (per_local + gat) + int(config["global_layers"]) * per_global
+        hidden = int(config["hidden"])
+        return int(config["local_layers"]) * 12 * hidden + int(config["global_layers"]) * 14 * hidden
+
+    def extra_bytes(self, graph: GraphBundle, config: Config) -> float:
+        """GAT local layers keep every edge's full-width message for the backward; GCN ones do not."""
+        if config["local_conv"] != "gat":
+            return 0.0
+        edges = graph.edge_index.shape[1] + graph.num_nodes
+        return edge_message_bytes(edges, int(config["hidden"]), int(config["local_layers"]), int(config["heads"]))
 
     def build_model(self, config: Config, in_dim: int, out_dim: int) -> nn.Module:
         return PolynormerNet(config, in_dim, out_dim)

@@ -10,6 +10,7 @@ from methods.sdk.method import (
     ResourceError,
     TorchNodeClassifier,
     available_memory_bytes,
+    edge_message_bytes,
     graph_tensors,
     require_memory,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "TorchNodeClassifier",
     "GraphTensors",
     "available_memory_bytes",
+    "edge_message_bytes",
     "graph_tensors",
     "require_memory",
 ]

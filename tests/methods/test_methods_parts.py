@@ -10,7 +10,7 @@ from tests.methods.test_methods_catalog import all_methods
 
 import methods.graph_transformer.models as gt
 import methods.sdk.method as sdk_method
-from methods.gnn.models import GAT, GIN, GPRGNN, GCNII, GATv2, GraphSAGE, JKNet
+from methods.gnn.models import FAGCN, GAT, GIN, GPRGNN, GCNII, GATv2, GraphSAGE, JKNet
 from methods.graph_transformer.models import (
     GraphGPS,
     NAGphormer,
@@ -173,11 +173,22 @@ def test_graph_transformer_family_describes_itself() -> None:
     assert all(m.family == "graph-transformer" and len(m.search_space) > 5 for m in reply.methods)
 
 
-@pytest.mark.parametrize("method", [GAT, GATv2], ids=lambda m: m.name)
-def test_edge_attention_refuses_what_cannot_fit(method, multiclass, monkeypatch) -> None:
+EDGE_ATTENTION = [  # method, a config wider than the budget, what makes it narrow, what the refusal names
+    pytest.param(GAT, {"hidden": 512, "heads": 8, "num_layers": 6}, {"hidden": 16, "num_layers": 2}, r"6 attention layers of 512 over \d+ edges", id="gat"),
+    pytest.param(GATv2, {"hidden": 512, "heads": 8, "num_layers": 6}, {"hidden": 16, "num_layers": 2}, r"6 attention layers of 512 over \d+ edges", id="gatv2"),
+    pytest.param(FAGCN, {"hidden": 512, "num_layers": 6}, {"hidden": 16, "num_layers": 2}, r"6 FAGCN layers of 512 over \d+ edges", id="fagcn"),
+    # the same Polynormer with GCN local layers fits: only its GAT layers keep per-edge messages
+    pytest.param(Polynormer, {"hidden": 512, "heads": 8, "local_layers": 1, "global_layers": 0, "local_conv": "gat"}, {"local_conv": "gcn"},
+                 r"a graph of \d+ nodes", id="polynormer"),
+]
+
+
+@pytest.mark.parametrize(("method", "wide", "narrow", "named"), EDGE_ATTENTION)
+def test_edge_attention_refuses_what_cannot_fit(method, wide, narrow, named, multiclass, monkeypatch) -> None:
+    """Layers that weight every edge's full-width message by a learned coefficient keep those messages for the backward."""
     bundle, train, val = multiclass
-    wide = method.resolve_config({"hidden": 512, "heads": 8, "num_layers": 6, "max_epochs": 2})
-    monkeypatch.setattr(sdk_method, "available_memory_bytes", lambda device: 8 * 2**20)
-    with pytest.raises(ResourceError, match=rf"{method.name}: 6 attention layers of 512 over \d+ edges needs about"):
-        method().fit(bundle, train, val, wide, cpu_context())
-    method().fit(bundle, train, val, {**wide, "hidden": 16, "num_layers": 2}, cpu_context())  # a narrow one fits
+    config = method.resolve_config({**wide, "max_epochs": 2})
+    monkeypatch.setattr(sdk_method, "available_memory_bytes", lambda device: 2 * 2**20)
+    with pytest.raises(ResourceError, match=rf"{method.name}: {named} needs about"):
+        method().fit(bundle, train, val, config, cpu_context())
+    method().fit(bundle, train, val, {**config, **narrow}, cpu_context())  # a narrow one fits
