@@ -254,10 +254,9 @@ class _AttentionStack(StackMethod):
 
         tolokers' 1M edges at 512 wide and 6 GATv2 layers would need about 50 GB.
         """
-        edges = graph.edge_index.shape[1] + graph.num_nodes  # the stored edges plus at most one self-loop each
         width, layers = max(int(config["hidden"]), int(config["heads"])), int(config["num_layers"])
-        estimate = edge_message_bytes(edges, width, layers, int(config["heads"]), self.floats_per_edge_unit)
-        require_memory(self.name, estimate, device, f"{layers} attention layers of {width} over {edges} edges")
+        estimate = edge_message_bytes(graph, width, layers, int(config["heads"]), self.floats_per_edge_unit)
+        require_memory(self.name, estimate, device, f"{layers} attention layers of {width} over {graph.edge_index.shape[1]} edges")
 
 
 class GAT(_AttentionStack):
@@ -562,6 +561,6 @@ class FAGCN(TorchNodeClassifier):
 
     def check_resources(self, graph: GraphBundle, config: Config, device: torch.device) -> None:
         """Each layer's signed gate weights every edge's full-width message, which autograd keeps: refuse what cannot fit."""
-        edges = graph.edge_index.shape[1] + graph.num_nodes
         hidden, layers = int(config["hidden"]), int(config["num_layers"])
-        require_memory(self.name, edge_message_bytes(edges, hidden, layers), device, f"{layers} FAGCN layers of {hidden} over {edges} edges")
+        estimate = edge_message_bytes(graph, hidden, layers)
+        require_memory(self.name, estimate, device, f"{layers} FAGCN layers of {hidden} over {graph.edge_index.shape[1]} edges")

@@ -178,8 +178,7 @@ class Polynormer(_MemoryChecked):
         """GAT local layers keep every edge's full-width message for the backward; GCN ones do not."""
         if config["local_conv"] != "gat":
             return 0.0
-        edges = graph.edge_index.shape[1] + graph.num_nodes
-        return edge_message_bytes(edges, int(config["hidden"]), int(config["local_layers"]), int(config["heads"]))
+        return edge_message_bytes(graph, int(config["hidden"]), int(config["local_layers"]), int(config["heads"]))
 
     def build_model(self, config: Config, in_dim: int, out_dim: int) -> nn.Module:
         return PolynormerNet(config, in_dim, out_dim)
