@@ -23,6 +23,8 @@ from orchestrator.data.graph import canonical_edges
 PLANETOID = "https://github.com/kimiyoung/planetoid/raw/master/data/ind.{name}.{ext}"
 PLANETOID_EXTS = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
 HETEROPHILOUS = "https://github.com/yandex-research/heterophilous-graphs/raw/main/data/{name}.npz"
+# The Texas variant upstream GFM code evaluates on: texas.npz with its one-node class out of every mask.
+TEXAS_4_CLASSES = HETEROPHILOUS.format(name="texas_4_classes")
 
 
 @dataclass
@@ -82,6 +84,14 @@ def heterophilous(name: str, num_splits: int = 5) -> FidelityData:
     ]
     # the bundle's visible labels are train ∪ val of split 0; later splits get their own bundles
     return FidelityData(_bundle(x, edges, y, splits[0].train, splits[0].val), y, splits)
+
+
+def load_npz_masks(url: str) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The published (train, val, test) node ids of every mask in a Heterophilous-collection file."""
+    sums = _checksums()
+    with np.load(fetch(url, sums[url])) as raw:
+        masks = [raw[f"{part}_masks"] for part in ("train", "val", "test")]
+        return [tuple(np.flatnonzero(m[i]) for m in masks) for i in range(masks[0].shape[0])]
 
 
 def bundle_for(data: FidelityData, split: Split) -> GraphBundle:
