@@ -75,6 +75,7 @@ class Store:
         self._add_missing_columns()
         placeholders = ", ".join("?" for _ in COLUMNS)
         self._insert = f"INSERT OR REPLACE INTO trials ({', '.join(COLUMNS)}) VALUES ({placeholders})"
+        self._service_insert = f"INSERT INTO services ({', '.join(SERVICE_COLUMNS)}) VALUES ({', '.join('?' for _ in SERVICE_COLUMNS)})"
 
     def _add_missing_columns(self) -> None:
         """A store written by an older version gains columns added since (as NULL)."""
@@ -106,12 +107,20 @@ class Store:
         for record in records:
             self.write(record)
 
+    def write_rows(self, trials: Iterable[dict], services: Iterable[dict] = ()) -> None:
+        """Store trial rows and service rows (plain column dicts, e.g. from another store) in one transaction."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.executemany(self._insert, ([row.get(c) for c in COLUMNS] for row in trials))
+            self._db.executemany(self._service_insert, ([row.get(c) for c in SERVICE_COLUMNS] for row in services))
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
     def write_service(self, record: ServiceRecord) -> None:
         row = dataclasses.asdict(record)
-        self._db.execute(
-            f"INSERT INTO services ({', '.join(SERVICE_COLUMNS)}) VALUES ({', '.join('?' for _ in SERVICE_COLUMNS)})",
-            [row[c] for c in SERVICE_COLUMNS],
-        )
+        self._db.execute(self._service_insert, [row[c] for c in SERVICE_COLUMNS])
 
     def frame(self) -> pd.DataFrame:
         return pd.read_sql(f"SELECT * FROM trials {_ORDER}", self._db)

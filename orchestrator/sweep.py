@@ -80,6 +80,7 @@ class SweepPlan:
     splits: tuple[int, ...]
     budget: int
     time_limit: float | None = None
+    shard: tuple[int, int] = (0, 1)  # (index, count): run only this slice of the plan's cells (shard_of)
 
 
 class Directory:
@@ -154,6 +155,23 @@ class _Job:
     bundle: GraphBundle
 
 
+def shard_of(trials: list[PlannedTrial], count: int) -> list[int]:
+    """The shard of every planned trial: whole cells, in contiguous runs of the plan order.
+
+    A cell (dataset, regime, split, method) goes to shard ``floor(p * count / T)``, where ``p`` is the
+    position of its first trial in the plan and ``T`` the plan's trial count. Cells stay whole (a
+    cell's trials share one graph upload and one selection), consecutive cells of one graph and split
+    mostly share a shard (so few shards upload each graph), and shards get about equal trial counts.
+    The rule depends only on the plan, so every array task computes the same partition.
+    """
+    shards, first_of_cell = [], {}
+    for position, trial in enumerate(trials):
+        cell = (trial.dataset, trial.regime, trial.split, trial.method)
+        start = first_of_cell.setdefault(cell, position)
+        shards.append(start * count // max(1, len(trials)))
+    return shards
+
+
 def host_info() -> str:
     import torch
 
@@ -226,7 +244,15 @@ class Sweep:
     # ---- the plan ----------------------------------------------------------
 
     def planned_trials(self) -> list[PlannedTrial]:
-        """Every trial of the plan in execution order: dataset, regime, split, method, then sequence position."""
+        """This shard's trials of the plan in execution order: dataset, regime, split, method, then sequence position."""
+        every = self.all_planned_trials()
+        index, count = self.plan.shard
+        if count == 1:
+            return every
+        return [trial for trial, shard in zip(every, shard_of(every, count)) if shard == index]
+
+    def all_planned_trials(self) -> list[PlannedTrial]:
+        """Every trial of the plan (all shards) in execution order."""
         out = []
         for d in self.plan.datasets:
             for r in self.plan.regimes:

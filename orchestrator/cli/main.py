@@ -14,8 +14,10 @@ app = typer.Typer(
 
 from orchestrator.cli import datasets as datasets_cli  # noqa: E402
 from orchestrator.cli import export as export_cli  # noqa: E402
+from orchestrator.cli import merge as merge_cli  # noqa: E402
 from orchestrator.cli import report as report_cli  # noqa: E402
 from orchestrator.cli import run as run_cli  # noqa: E402
+from orchestrator.cli import slurm as slurm_cli  # noqa: E402
 from orchestrator.cli import methods as methods_cli  # noqa: E402
 from orchestrator.cli import submit as submit_cli  # noqa: E402
 from orchestrator.cli import validate as validate_cli  # noqa: E402
@@ -23,10 +25,13 @@ from orchestrator.cli import weights as weights_cli  # noqa: E402
 
 app.command("run")(run_cli.run)
 app.command("show")(run_cli.show)
+app.command("plan")(run_cli.plan)
 app.command("export")(export_cli.export)
+app.command("merge")(merge_cli.merge)
 app.add_typer(datasets_cli.app, name="datasets")
 app.command("report")(report_cli.report)
 app.add_typer(methods_cli.app, name="methods")
 app.command("validate")(validate_cli.validate)
 app.command("submit")(submit_cli.submit)
 app.add_typer(weights_cli.app, name="weights")
+app.add_typer(slurm_cli.app, name="slurm")

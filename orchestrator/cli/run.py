@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
 from orchestrator.cli.errors import UserError, user_errors
 from orchestrator.data.registry import resolve_name
@@ -20,7 +24,7 @@ from orchestrator.services.directory import ServiceDirectory, log_dir, resolve_m
 from orchestrator.services.embedded import EmbeddedServices
 from orchestrator.store import Store, read_services, read_trials
 from orchestrator.sweep import Progress as SweepProgress
-from orchestrator.sweep import Sweep, SweepPlan
+from orchestrator.sweep import Sweep, SweepPlan, shard_of
 
 console = Console(stderr=True)
 
@@ -43,6 +47,14 @@ def parse_splits(value: str) -> list[int]:
     return splits
 
 
+def parse_shard(value: str) -> tuple[int, int]:
+    """``I/N`` (0 <= I < N) as (I, N)."""
+    index, sep, count = value.partition("/")
+    if not sep or not index.strip().isdigit() or not count.strip().isdigit() or not 0 <= int(index) < int(count):
+        raise UserError(f"--shard must look like I/N with 0 <= I < N (e.g. 0/3), got {value!r}")
+    return int(index), int(count)
+
+
 def parse_endpoints(values: list[str]) -> dict[str, list[str]]:
     """``NAME=HOST:PORT`` values; a name given several times gets several replicas."""
     endpoints: dict[str, list[str]] = {}
@@ -57,44 +69,35 @@ def parse_endpoints(values: list[str]) -> dict[str, list[str]]:
     return endpoints
 
 
-@user_errors
-def run(
-    methods: Annotated[str, typer.Option(help="Comma-separated method names, e.g. mlp,gcn.")],
-    datasets: Annotated[str, typer.Option(help="Comma-separated dataset names, e.g. synthetic-homophilous,cora.")],
-    regimes: Annotated[str, typer.Option(help=f"Comma-separated label regimes: {', '.join(ALL_REGIMES)} (public = the split the source publishes).")] = "10/10/80",
-    splits: Annotated[str, typer.Option(help="Comma-separated split indices (0-4).")] = "0",
-    budget: Annotated[int, typer.Option(help="Trials per (method, dataset, regime, split): the default config plus budget-1 sampled ones.")] = 1,
-    store: Annotated[Path, typer.Option(help="SQLite run store; created if missing, resumed if present.")] = Path("runs.sqlite"),
-    endpoint: Annotated[list[str], typer.Option(help="Use a running service: METHOD_OR_FAMILY=HOST:PORT (repeatable; the same name several times gives several replicas).")] = [],  # noqa: B006
-    services: Annotated[str, typer.Option(help="Where services come from when no --endpoint names them: auto (containers if running, else local processes), embedded, docker.")] = "auto",
-    time_limit: Annotated[float, typer.Option(help="Per-trial fit time limit in seconds (0 = none).")] = 0.0,
-    parallel: Annotated[int, typer.Option(help="Trials in flight at once, each on its own service replica (embedded: up to N processes per family; remote: one per --endpoint given).")] = 1,
-    warmup: Annotated[bool, typer.Option(help="Warm every service up with one tiny fit+predict per method before its first trial (recorded apart in the store's services table).")] = True,
-) -> None:
-    """Run a sweep: every method on every dataset, regime and split, `budget` trials each."""
+def build_plan(methods: str, datasets: str, regimes: str, splits: str, budget: int, time_limit: float, shard: str = "0/1") -> SweepPlan:
+    """The sweep the flags describe, every value checked before any service starts."""
     if budget < 1:
         raise UserError(f"--budget must be at least 1 (the default configuration), got {budget}")
-    if parallel < 1:
-        raise UserError(f"--parallel must be at least 1, got {parallel}")
     if time_limit < 0:
         raise UserError(f"--time-limit must be >= 0, got {time_limit}")
-    if services not in ("auto", "embedded", "docker"):
-        raise UserError(f"--services must be auto, embedded or docker, got {services!r}")
-    method_names = _csv(methods, "methods")
-    dataset_names = [resolve_name(d) for d in _csv(datasets, "datasets")]
     regime_names = _csv(regimes, "regimes")
     for regime in regime_names:
         if regime not in ALL_REGIMES:
             raise UserError(f"unknown regime {regime!r}; choose from {', '.join(ALL_REGIMES)}")
-    plan = SweepPlan(
-        methods=tuple(method_names),
-        datasets=tuple(dataset_names),
+    return SweepPlan(
+        methods=tuple(_csv(methods, "methods")),
+        datasets=tuple(resolve_name(d) for d in _csv(datasets, "datasets")),
         regimes=tuple(regime_names),
         splits=tuple(parse_splits(splits)),
         budget=budget,
         time_limit=time_limit or None,
+        shard=parse_shard(shard),
     )
-    families = resolve_methods(method_names)
+
+
+@contextlib.contextmanager
+def open_sweep(plan: SweepPlan, store: Path, endpoint: list[str], services: str, parallel: int, warmup: bool) -> Iterator[Sweep]:
+    """A sweep wired to its services (given endpoints, running containers, else embedded processes) and store."""
+    if parallel < 1:
+        raise UserError(f"--parallel must be at least 1, got {parallel}")
+    if services not in ("auto", "embedded", "docker"):
+        raise UserError(f"--services must be auto, embedded or docker, got {services!r}")
+    families = resolve_methods(list(plan.methods))
     containers = discover_endpoints() if services in ("auto", "docker") else {}
     if services == "docker":
         missing = sorted({f.name for f in families.values()} - set(containers))
@@ -111,11 +114,69 @@ def run(
         try:
             sweep = Sweep(plan, run_store, directory, parallel=parallel, warmup="all" if warmup else "none")
             directory.check_remote()
-            _run_with_progress(sweep)
+            yield sweep
         finally:
             directory.close()
-        frame = run_store.frame()
+
+
+ENDPOINT_HELP = "Use a running service: METHOD_OR_FAMILY=HOST:PORT (repeatable; the same name several times gives several replicas)."
+SERVICES_HELP = "Where services come from when no --endpoint names them: auto (containers if running, else local processes), embedded, docker."
+SHARD_HELP = "Run only shard I of N (I/N, 0-based): whole cells in contiguous runs of the plan order (`orchestrator plan` lists them)."
+
+
+@user_errors
+def run(
+    methods: Annotated[str, typer.Option(help="Comma-separated method names, e.g. mlp,gcn.")],
+    datasets: Annotated[str, typer.Option(help="Comma-separated dataset names, e.g. synthetic-homophilous,cora.")],
+    regimes: Annotated[str, typer.Option(help=f"Comma-separated label regimes: {', '.join(ALL_REGIMES)} (public = the split the source publishes).")] = "10/10/80",
+    splits: Annotated[str, typer.Option(help="Comma-separated split indices (0-4).")] = "0",
+    budget: Annotated[int, typer.Option(help="Trials per (method, dataset, regime, split): the default config plus budget-1 sampled ones.")] = 1,
+    store: Annotated[Path, typer.Option(help="SQLite run store; created if missing, resumed if present.")] = Path("runs.sqlite"),
+    endpoint: Annotated[list[str], typer.Option(help=ENDPOINT_HELP)] = [],  # noqa: B006
+    services: Annotated[str, typer.Option(help=SERVICES_HELP)] = "auto",
+    time_limit: Annotated[float, typer.Option(help="Per-trial fit time limit in seconds (0 = none).")] = 0.0,
+    parallel: Annotated[int, typer.Option(help="Trials in flight at once, each on its own service replica (embedded: up to N processes per family; remote: one per --endpoint given).")] = 1,
+    warmup: Annotated[bool, typer.Option(help="Warm every service up with one tiny fit+predict per method before its first trial (recorded apart in the store's services table).")] = True,
+    shard: Annotated[str, typer.Option(help=SHARD_HELP)] = "0/1",
+) -> None:
+    """Run a sweep: every method on every dataset, regime and split, `budget` trials each."""
+    plan = build_plan(methods, datasets, regimes, splits, budget, time_limit, shard)
+    with open_sweep(plan, store, endpoint, services, parallel, warmup) as sweep:
+        _run_with_progress(sweep)
+        frame = sweep.store.frame()
     print_results(frame)
+
+
+@user_errors
+def plan(
+    methods: Annotated[str, typer.Option(help="Comma-separated method names, as for `run`.")],
+    datasets: Annotated[str, typer.Option(help="Comma-separated dataset names, as for `run`.")],
+    regimes: Annotated[str, typer.Option(help="Comma-separated label regimes, as for `run`.")] = "10/10/80",
+    splits: Annotated[str, typer.Option(help="Comma-separated split indices (0-4).")] = "0",
+    budget: Annotated[int, typer.Option(help="Trials per cell, as for `run`.")] = 1,
+    shards: Annotated[int, typer.Option(help="Number of shards to list (as for `run --shard I/N`).")] = 1,
+    store: Annotated[Path | None, typer.Option(help="A run store: count which planned trials it already holds.")] = None,
+    endpoint: Annotated[list[str], typer.Option(help=ENDPOINT_HELP)] = [],  # noqa: B006
+    services: Annotated[str, typer.Option(help=SERVICES_HELP)] = "auto",
+) -> None:
+    """Print the cells and trials of a sweep per shard (the services are asked for versions and search spaces)."""
+    if shards < 1:
+        raise UserError(f"--shards must be at least 1, got {shards}")
+    sweep_plan = build_plan(methods, datasets, regimes, splits, budget, 0.0)
+    done = set(read_trials(store)["trial_key"]) if store is not None and store.exists() else set()
+    with tempfile.TemporaryDirectory(prefix="nodeground-plan-") as scratch:
+        with open_sweep(sweep_plan, Path(scratch) / "plan.sqlite", endpoint, services, 1, False) as sweep:
+            trials = sweep.all_planned_trials()
+    table = Table(title=f"{len(trials)} trials in {shards} shard(s)")
+    for column in ("shard", "cells", "trials", "done", "datasets"):
+        table.add_column(column, justify="left" if column == "datasets" else "right")
+    assigned = shard_of(trials, shards)
+    for index in range(shards):
+        mine = [t for t, s in zip(trials, assigned) if s == index]
+        cells = {(t.dataset, t.regime, t.split, t.method) for t in mine}
+        names = ", ".join(dict.fromkeys(t.dataset for t in mine))
+        table.add_row(f"{index}/{shards}", str(len(cells)), str(len(mine)), str(sum(t.key in done for t in mine)), names)
+    Console(width=160).print(table)
 
 
 def _eta(seconds: float | None) -> str:
