@@ -17,7 +17,7 @@ export NODEGROUND_MIRROR := $(abspath ../shared/mirror)
 endif
 endif
 
-.PHONY: install proto demo test bench fidelity sweep-configs weights clean
+.PHONY: install proto demo test test-slurm bench fidelity sweep-configs weights clean
 
 install: $(STAMP)
 
@@ -37,7 +37,12 @@ demo: $(STAMP)
 	$(PYTHON) -m orchestrator.demo
 
 test: $(STAMP)
-	$(PYTHON) -m pytest -m "not docker and not gpu and not fidelity and not sweep_configs" -q
+	$(PYTHON) -m pytest -m "not docker and not gpu and not fidelity and not sweep_configs and not slurm" -q
+
+# A sweep as a SLURM job array on a one-node cluster started here (root; Debian's slurm-wlm and munge).
+test-slurm: $(STAMP)
+	tests/slurm/local_cluster.sh start
+	$(PYTHON) -m pytest -m slurm tests/slurm -q -s
 
 # Reproduce published accuracies on the mirror datasets (slow: kept out of `make test`).
 # GFM checkpoints are read from NODEGROUND_WEIGHTS, else from the mirror.
