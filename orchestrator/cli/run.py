@@ -20,6 +20,7 @@ from orchestrator.data.splits import ALL_REGIMES, SPLIT_INDICES
 from orchestrator.records import STATUS_OK, TrialRecord
 from orchestrator.results import results_table, selected_results, selected_with_workflow, services_table, workflow_table
 from orchestrator.services.containers import discover_endpoints
+from orchestrator.services.discovery import DiscoveryError, is_dns_target, resolve_replicas
 from orchestrator.services.directory import ServiceDirectory, log_dir, resolve_methods
 from orchestrator.services.embedded import EmbeddedServices
 from orchestrator.store import Store, read_services, read_trials
@@ -56,16 +57,24 @@ def parse_shard(value: str) -> tuple[int, int]:
 
 
 def parse_endpoints(values: list[str]) -> dict[str, list[str]]:
-    """``NAME=HOST:PORT`` values; a name given several times gets several replicas."""
+    """``NAME=HOST:PORT`` or ``NAME=dns:///HOST:PORT`` values; a name given several times, or a DNS
+    name that resolves to several addresses (Swarm dnsrr, Kubernetes headless), gets several replicas."""
     endpoints: dict[str, list[str]] = {}
     for value in values:
         name, sep, address = value.partition("=")
-        host, colon, port = address.rpartition(":")
-        if not sep or not name.strip() or not colon or not host or not port.isdigit():
-            raise UserError(f"--endpoint must look like NAME=HOST:PORT (NAME a method or family), got {value!r}")
-        endpoints.setdefault(name.strip(), [])
-        if address.strip() not in endpoints[name.strip()]:
-            endpoints[name.strip()].append(address.strip())
+        name, address = name.strip(), address.strip()
+        if is_dns_target(address):
+            try:
+                addresses = resolve_replicas(address)
+            except DiscoveryError as exc:
+                raise UserError(str(exc)) from None
+        else:
+            host, colon, port = address.rpartition(":")
+            if not sep or not name or not colon or not host or not port.isdigit():
+                raise UserError(f"--endpoint must look like NAME=HOST:PORT or NAME=dns:///HOST:PORT (NAME a method or family), got {value!r}")
+            addresses = [address]
+        known = endpoints.setdefault(name, [])
+        known.extend(a for a in addresses if a not in known)
     return endpoints
 
 
@@ -119,7 +128,7 @@ def open_sweep(plan: SweepPlan, store: Path, endpoint: list[str], services: str,
             directory.close()
 
 
-ENDPOINT_HELP = "Use a running service: METHOD_OR_FAMILY=HOST:PORT (repeatable; the same name several times gives several replicas)."
+ENDPOINT_HELP = "Use a running service: METHOD_OR_FAMILY=HOST:PORT, or =dns:///NAME:PORT for every replica behind a DNS name (repeatable; several addresses give several replicas)."
 SERVICES_HELP = "Where services come from when no --endpoint names them: auto (containers if running, else local processes), embedded, docker."
 SHARD_HELP = "Run only shard I of N (I/N, 0-based): whole cells in contiguous runs of the plan order (`orchestrator plan` lists them)."
 

@@ -1,4 +1,5 @@
-"""A sweep run as shards (`run --shard I/N`) and merged (`orchestrator merge`) equals the unsharded sweep."""
+"""A sweep run as shards (`run --shard I/N`) and merged (`orchestrator merge`) equals the unsharded sweep;
+a service found through a DNS name (`--endpoint gnn=dns:///NAME:PORT`)."""
 
 from __future__ import annotations
 
@@ -42,3 +43,11 @@ def test_a_bad_shard_is_one_line(tmp_path):
     for bad in ("3/3", "1", "a/2", "-1/2"):
         result = runner.invoke(app, ["run", *SWEEP, "--shard", bad, "--store", str(tmp_path / "r.sqlite")])
         assert result.exit_code == 2 and "--shard must look like I/N" in result.output, (bad, result.output)
+
+
+def test_a_sweep_reaches_its_service_through_a_dns_name(tmp_path, gnn_endpoint):
+    port = gnn_endpoint.rpartition(":")[2]
+    result = runner.invoke(app, ["run", *SWEEP, "--endpoint", f"gnn=dns:///localhost:{port}", "--no-warmup", "--store", str(tmp_path / "r.sqlite")])
+    assert result.exit_code == 0, result.output
+    trials = read_trials(tmp_path / "r.sqlite")
+    assert set(trials["endpoint"]) == {gnn_endpoint} and (trials["status"] == "ok").all()

@@ -1,0 +1,37 @@
+"""Replicas behind a DNS name (Swarm dnsrr, Kubernetes headless Service): one endpoint per address."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from typer.testing import CliRunner
+
+from orchestrator.cli.main import app
+from orchestrator.cli.run import parse_endpoints
+from orchestrator.services.discovery import DiscoveryError, resolve_replicas
+
+
+def test_localhost_resolves_to_its_ipv4_address():
+    assert resolve_replicas("dns:///localhost:50051") == ["127.0.0.1:50051"]
+
+
+def test_every_address_of_a_name_is_a_replica(monkeypatch):
+    def fake(host, port, type=0):
+        assert host == "gnn"
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (ip, port)) for ip in ("10.0.1.7", "10.0.1.5", "10.0.1.7")]
+
+    monkeypatch.setattr(socket, "getaddrinfo", fake)
+    assert parse_endpoints(["gnn=dns:///gnn:50051", "gnn=10.0.1.9:50051"]) == {"gnn": ["10.0.1.5:50051", "10.0.1.7:50051", "10.0.1.9:50051"]}
+
+
+@pytest.mark.parametrize("target", ["dns:///gnn", "dns:///:50051", "dns:///gnn:port"])
+def test_malformed_targets_are_named(target):
+    with pytest.raises(DiscoveryError, match="dns:///NAME:PORT"):
+        resolve_replicas(target)
+
+
+def test_a_name_that_does_not_resolve_is_one_line(tmp_path):
+    result = CliRunner().invoke(app, ["run", "--methods", "mlp", "--datasets", "synthetic-tiny", "--endpoint", "gnn=dns:///no-such-host.invalid:50051",
+                                      "--store", str(tmp_path / "r.sqlite")])  # fmt: skip
+    assert result.exit_code == 2 and "does not resolve" in result.output and "Traceback" not in result.output
