@@ -20,13 +20,19 @@ class Family:
     image: str
     module: str
     methods: tuple[str, ...]
+    # A GFM family's pretraining graphs (catalog names; empty: synthetic data only). Its results
+    # on these graphs are not held out, and the report replaces them (pretraining-overlap audit).
+    # None: a family that trains from scratch on each task declares nothing.
+    pretraining_graphs: tuple[str, ...] | None = None
 
 
 def load_families(root: Path = ROOT) -> dict[str, Family]:
     families = {}
     for manifest in sorted(root.glob("*/manifest.toml")):
         data = tomllib.loads(manifest.read_text())
-        family = Family(data["family"], data["image"], data["module"], tuple(data["methods"]))
+        graphs = data.get("pretraining_graphs")
+        family = Family(data["family"], data["image"], data["module"], tuple(data["methods"]),
+                        None if graphs is None else tuple(graphs))
         families[family.name] = family
     return families
 
