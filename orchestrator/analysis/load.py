@@ -38,6 +38,8 @@ OPTIONAL_COLUMNS: tuple[str, ...] = (
     "fit_peak_gpu_bytes",
     "predict_peak_rss_bytes",
     "predict_peak_gpu_bytes",
+    "val_accuracy",
+    "val_auroc",
     "test_accuracy",
     "test_macro_f1",
     "test_cross_entropy",

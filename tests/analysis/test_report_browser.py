@@ -64,7 +64,7 @@ def test_report_renders_leaderboard_and_every_plot(built_report, tmp_path):
     lb = pd.read_csv(out / "tables" / "leaderboard.csv")
     expected = lb.groupby("regime").size()
     assert dom.rows == {f"leaderboard-{r.replace('/', '-')}": n for r, n in expected.items()}
-    assert "GraphPFN" in run.stdout and "GCN-Default" in run.stdout
+    assert "graphpfn" in run.stdout and "gcn-Default" in run.stdout
 
     figures = sorted(p.name for p in (out / "figures").glob("*.png"))
     shown = sorted(Path(i["src"]).name for i in dom.images)
