@@ -56,6 +56,8 @@ def test_metric_sensitivity_finds_the_precision_reordering():
     b = boards[(boards["task_type"] == "binary") & (boards["metric"] == "precision")].set_index("view")
     assert b.loc["b", "position"] == 1 and b.loc["b", "position_change"] == 1 and b.loc["a", "position_change"] == -1
     assert set(boards.loc[boards["primary"], "metric"]) == {"auroc", "accuracy"}
+    tt = se.task_type_leaderboards(two_tasks(), rounds=5)
+    assert se.primary_boards(boards).drop(columns=["lower", "upper"]).equals(tt.drop(columns=["lower", "upper"]))
 
 
 def searches() -> pd.DataFrame:
