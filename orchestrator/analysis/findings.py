@@ -52,8 +52,8 @@ def findings(tables: dict[str, pd.DataFrame], regimes: list[str], figure: Callab
                 f"{_names(ends.loc[ends['kind'] != 'supervised', 'view'])} (the frontier: {_names(ends['view'])}).",
                 f"pareto_{cost}")
             say(regime, f"pareto_{cost}_budgets", f"In {regime}, with intermediate tuning budgets, GFMs on the {label} "
-                f"frontier: {_names(both.loc[both['kind'] != 'supervised', 'view'])}; it holds {len(both)} points, "
-                f"{int((both['variant'] == 'budget').sum())} of them intermediate budgets.", f"pareto_{cost}_budgets")
+                f"frontier: {_names(both.loc[both['kind'] != 'supervised', 'view'])} (the frontier: "
+                f"{_names(both['view'].drop_duplicates())}).", f"pareto_{cost}_budgets")
         tr = tables["tuning_requirements"]
         tr = tr[tr["regime"] == regime].sort_values("tuning_gain", ascending=False)
         if len(tr):
@@ -77,7 +77,10 @@ def findings(tables: dict[str, pd.DataFrame], regimes: list[str], figure: Callab
             say(regime, "task_types", f"In {regime}, Elo is led " + " and ".join(leads) + ".", "task_types")
         ms = tables["metric_sensitivity_summary"]
         ms = ms[ms["regime"] == regime].dropna(subset=["spearman"])
-        if len(ms):
+        if len(ms) and (ms["changed_positions"] == 0).all():
+            say(regime, "metric_sensitivity", f"In {regime}, every secondary metric ({', '.join(sorted(set(ms['metric'])))}) "
+                "orders the methods as the primary metric does.", "metric_sensitivity")
+        elif len(ms):
             w = ms.sort_values("spearman").iloc[0]
             say(regime, "metric_sensitivity", f"In {regime}, the ordering departs most from the primary metric under "
                 f"{w['metric']} on {w['task_type']} tasks (Spearman {w['spearman']:.2f}, {w['changed_positions']} of "
