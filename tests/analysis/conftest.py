@@ -82,12 +82,20 @@ REMOVED = {"method": "mlp", "dataset": "texas", "regime": "10/10/80", "split": 1
 
 @pytest.fixture(scope="session")
 def real_store(tmp_path_factory):
-    """A store written by a real sweep (embedded services, mirror data), one cell deleted afterwards."""
+    """A store written by a real sweep (embedded services, mirror data and weights), one cell deleted afterwards.
+
+    GraphAny runs on wisconsin, one of its checkpoints' pretraining graphs: the overlap audit must catch it.
+    """
+    from tests.conftest import MIRROR
+
+    if not (MIRROR / "MANIFEST.tsv").exists():
+        pytest.skip(f"no dataset mirror at {MIRROR} (set NODEGROUND_MIRROR)")
     store = tmp_path_factory.mktemp("real") / "runs.sqlite"
-    cmd = [*ORCHESTRATOR, "run", "--methods", "mlp,gcn", "--datasets", "synthetic-homophilous,texas",
-           "--regimes", "10/10/80,50/25/25", "--splits", "0,1", "--budget", "2", "--time-limit", "10",
+    cmd = [*ORCHESTRATOR, "run", "--methods", "mlp,gcn,graphany", "--datasets", "synthetic-homophilous,texas,wisconsin",
+           "--regimes", "10/10/80,50/25/25", "--splits", "0,1", "--budget", "2", "--time-limit", "30",
            "--services", "embedded", "--store", str(store)]
-    proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=900)
+    env = {**ENV, "NODEGROUND_MIRROR": str(MIRROR), "NODEGROUND_WEIGHTS": str(MIRROR)}  # the mirror holds the weights too
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     with sqlite3.connect(store) as db:
         n = db.execute("DELETE FROM trials WHERE method = ? AND dataset = ? AND regime = ? AND split = ?",
@@ -100,6 +108,9 @@ def real_store(tmp_path_factory):
 def real_report(real_store, tmp_path_factory):
     """`orchestrator report` on the real store, as a user runs it (no statistics CSV)."""
     out = tmp_path_factory.mktemp("real-site") / "report"
+    from tests.conftest import MIRROR
+
     proc = subprocess.run([*ORCHESTRATOR, "report", "--store", str(real_store), "--out", str(out),
-                           "--bootstrap-rounds", "20"], env=ENV, capture_output=True, text=True, timeout=600)
+                           "--bootstrap-rounds", "20"], env={**ENV, "NODEGROUND_MIRROR": str(MIRROR)},
+                          capture_output=True, text=True, timeout=600)
     return proc, out
