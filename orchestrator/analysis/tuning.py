@@ -7,7 +7,8 @@ dataset weight. Budget k selects among the first k trials by validation loss
 
 - tuning gain: test score of the full search minus that of the default configuration;
 - smallest k within one point: the smallest budget whose mean test score is at most 1 point
-  below the full search's (budgets at or beyond a search's size are the full search itself);
+  below the full search's, over the cells whose search ran more than k trials (a budget at or
+  beyond a search's size is that search itself); the search size when no smaller k qualifies;
 - gain from k = 50: full search minus k = 50, where searches ran more than 50 trials;
 - validation–test gap at k: (validation gain over the default) - (test gain over the default).
   A positive gap is improvement that selection saw on validation nodes and test nodes did not.
@@ -36,7 +37,8 @@ def _budget_cells(budget_points: pd.DataFrame) -> pd.DataFrame:
     default = bp[~is_full & (bp["k"] == 1)][[*_CELL, "score", "val_primary"]].rename(
         columns={"score": "default_score", "val_primary": "default_val"})
     out = bp.assign(full_point=is_full).merge(full, on=_CELL, how="inner").merge(default, on=_CELL, how="inner")
-    return out
+    # A budget at or beyond a search's size repeats the full search: keep it only as the full point.
+    return out[out["full_point"] | (out["k"] < out["search_k"])]
 
 
 def _dataset_means(df: pd.DataFrame, keys: list[str], cols: list[str]) -> pd.DataFrame:
@@ -85,7 +87,6 @@ def validation_test_gap(budget_points: pd.DataFrame) -> pd.DataFrame:
     cols = ["regime", "method", "budget", "k", "val_gain", "test_gain", "overstatement", "datasets"]
     if cells.empty:
         return pd.DataFrame(columns=cols)
-    cells = cells[cells["full_point"] | (cells["k"] < cells["search_k"])]
     cells = cells.assign(budget=np.where(cells["full_point"], FULL, cells["k"].astype(str)),
                          val_gain=(cells["val_primary"] - cells["default_val"]) * POINT,
                          test_gain=(cells["score"] - cells["default_score"]) * POINT)
