@@ -22,7 +22,7 @@ from orchestrator.analysis.views import reference_view
 
 COHORTS = ("all", "complete", "near_complete")
 COHORT_TITLES = {
-    "all": "All datasets, built-in gaps imputed with GCN-Default",
+    "all": "All datasets, built-in gaps imputed with gcn-Default",
     "complete": "Complete-case datasets only (no imputation)",
     "near_complete": "Near-complete methods only (no imputation)",
 }

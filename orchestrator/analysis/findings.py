@@ -91,7 +91,7 @@ def findings(tables: dict[str, pd.DataFrame], regimes: list[str], figure: Callab
         o = ov[ov["regime"] == regime]
         if len(o):
             pairs = sorted({f"{v} on {d}" for v, d in zip(o["view"], o["dataset"])})
-            say(regime, "pretraining_overlap", f"In {regime}, {len(o)} GFM result(s) are replaced by GCN-Default for "
+            say(regime, "pretraining_overlap", f"In {regime}, {len(o)} GFM result(s) are replaced by gcn-Default for "
                 f"pretraining overlap: {', '.join(pairs)}.", "pretraining_overlap")
     bc = tables["below_chance"]
     if len(bc):

@@ -129,7 +129,7 @@ def _compute_analysis(
     cohorts["all"] = main
     if len(omitted):
         an.notes.append(f"{len(omitted)} GFM result(s) on a graph its pretraining used are omitted and replaced by "
-                        "the matched GCN-Default result: see 'Pretraining overlap'.")
+                        "the matched gcn-Default result: see 'Pretraining overlap'.")
     an.tables["results"] = main
     an.tables["budget_points"] = budget_points
     cov = co.coverage(main)
@@ -419,7 +419,7 @@ def _appendix_sections(an: Analysis, fig_dir: Path, figures: list[Path]) -> list
             overlap.append(f"<h3>{html.escape(regime)}</h3>")
             overlap.append(emit("pretraining_overlap", regime, ov, lambda p: plots.paired_bars(
                 d, p, f"Omitted for pretraining overlap — {regime}", "label", "omitted_score", "replacement_score",
-                "omitted GFM result", "GCN-Default replacement"), "Each omitted GFM result beside the GCN-Default result that replaced it (mean over partitions)."))
+                "omitted GFM result", "gcn-Default replacement"), "Each omitted GFM result beside the gcn-Default result that replaced it (mean over partitions)."))
             overlap.append(_html_table(ov, [("view", "method", -1), ("dataset", "dataset", -1), ("split", "split", 0),
                                             ("omitted_score", "omitted score", 4), ("replacement_score", "replacement", 4)],
                                        table_id=f"overlap-{slug(regime)}"))
@@ -435,7 +435,7 @@ def _appendix_sections(an: Analysis, fig_dir: Path, figures: list[Path]) -> list
     out += metrics
     out.append('<h2 id="overlap">Pretraining overlap</h2><p class="small">A GFM result on a graph its pretraining used '
                '(declared in its family manifest, matched by canonical graph identity) is omitted from the '
-               'common-universe analyses and replaced by the matched GCN-Default result.</p>')
+               'common-universe analyses and replaced by the matched gcn-Default result.</p>')
     out += overlap or ['<p class="small">No GFM result overlaps its pretraining graphs.</p>']
     return out
 
