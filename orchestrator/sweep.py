@@ -222,6 +222,7 @@ class Sweep:
     _services: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)
     _warmup: tuple | None = None
     _host: str = ""
+    _devices: dict[str, dict[str, str]] = field(default_factory=dict)  # endpoint -> the device its service describes
     timing: SweepTiming = field(default_factory=SweepTiming)
     _timing_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -353,6 +354,7 @@ class Sweep:
             return record
         try:
             record.endpoint = replica.endpoint
+            record.host_json = self._host_json(replica)
             record.started_at = _now()
             self._execute(replica.client, job, record)
         except grpc.RpcError as exc:
@@ -371,6 +373,16 @@ class Sweep:
             self.directory.release(replica)
         record.finished_at = _now()
         return record
+
+    def _host_json(self, replica: Replica) -> str:
+        """This host's facts plus the device of the service that runs the trial (asked once per endpoint)."""
+        known = self._devices.get(replica.endpoint)
+        if known is None:
+            try:
+                known = self._devices[replica.endpoint] = replica.client.device()
+            except grpc.RpcError:
+                return self._host  # the trial's own calls will record what is wrong with the service
+        return json.dumps({**json.loads(self._host), **known}, sort_keys=True)
 
     def _new_record(self, job: _Job) -> TrialRecord:
         trial, graph, spec = job.trial, job.graph, self.spec(job.trial.method)

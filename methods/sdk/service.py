@@ -8,7 +8,10 @@ LRU cache bounded in bytes; models until released.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import logging
+import re
 import threading
 import time
 import uuid
@@ -16,6 +19,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from concurrent import futures
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -77,6 +81,35 @@ def library_versions() -> dict[str, str]:
     return versions
 
 
+def nvidia_driver_version(proc_version: Path = Path("/proc/driver/nvidia/version"), nvml: str = "libnvidia-ml.so.1") -> str:
+    """The NVIDIA driver's version, from NVML (mapped into GPU containers), else the kernel module; "" if neither."""
+    try:
+        library = ctypes.CDLL(nvml)
+        if library.nvmlInit_v2() == 0:
+            buffer = ctypes.create_string_buffer(96)
+            ok = library.nvmlSystemGetDriverVersion(buffer, len(buffer)) == 0
+            library.nvmlShutdown()
+            if ok and buffer.value:
+                return buffer.value.decode()
+    except (OSError, AttributeError):
+        pass
+    try:
+        match = re.search(r"Kernel Module\s+(?:for \S+\s+)?([\d.]+)", proc_version.read_text())
+        return match.group(1) if match else ""
+    except OSError:
+        return ""
+
+
+@functools.lru_cache(maxsize=8)  # the driver is asked once per device, not on every Describe
+def device_fields(device: torch.device) -> dict[str, str]:
+    """DescribeResponse's device fields: what the records name as the hardware and CUDA stack of a trial."""
+    fields = {"device": str(device), "cuda_version": torch.version.cuda or ""}
+    if device.type == "cuda":
+        fields["device_name"] = torch.cuda.get_device_name(device)
+        fields["driver_version"] = nvidia_driver_version()
+    return fields
+
+
 def describe_method(method: type[Method], family: str) -> pb.MethodInfo:
     caps = method.capabilities
     return pb.MethodInfo(
@@ -123,7 +156,7 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         return pb.DescribeResponse(
             methods=[describe_method(m, self.family) for m in self.methods.values()],
             family=self.family,
-            device=str(device),
+            **device_fields(device),
         )
 
     def HasGraph(self, request: pb.HasGraphRequest, context: grpc.ServicerContext) -> pb.HasGraphResponse:

@@ -114,6 +114,12 @@ class MethodClient:
         reply = self._stub.Describe(pb.DescribeRequest(), timeout=timeout)
         return [spec_from_proto(m) for m in reply.methods]
 
+    def device(self, timeout: float = 30.0) -> dict[str, str]:
+        """The device the service computes on and what it is (name, driver and CUDA versions), as it describes it."""
+        reply = self._stub.Describe(pb.DescribeRequest(), timeout=timeout)
+        fields = {"device": reply.device, "device_name": reply.device_name, "driver_version": reply.driver_version, "cuda_version": reply.cuda_version}
+        return {k: v for k, v in fields.items() if v}
+
     def ensure_graph(self, bundle: GraphBundle, timeout: float | None = None) -> CallResult:
         """Upload the bundle unless the service already holds it; the value says whether it uploaded."""
         start = time.perf_counter()

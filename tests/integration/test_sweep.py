@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 from methods.families import load_families
 from methods.gnn import GCN, MLP
@@ -66,7 +67,10 @@ def test_records_carry_costs_metrics_and_provenance(tmp_path):
     assert row["fit_service_s"] > 0 and row["fit_e2e_s"] >= row["fit_service_s"] and row["predict_e2e_s"] > 0
     assert row["fit_peak_rss_bytes"] > 0 and row["upload_e2e_s"] > 0 and frame.iloc[1]["upload_e2e_s"] == 0
     assert json.loads(row["config_json"])["hidden"] == 64 and row["seed"] == 0
-    assert json.loads(row["host_json"])["torch"] and row["endpoint"].startswith("127.0.0.1:")
+    host = json.loads(row["host_json"])
+    assert host["torch"] and row["endpoint"].startswith("127.0.0.1:")
+    assert host["device"] in ("cpu", "cuda:0")  # the service's device, as it describes it (with name, driver, CUDA on a GPU)
+    assert host["cuda_version"] == torch.version.cuda if torch.version.cuda else "cuda_version" not in host
 
 
 def test_a_killed_service_gives_failed_rows_and_a_rerun_completes_only_those(tmp_path):
