@@ -5,6 +5,9 @@
 #   make wheels base-offline images OFFLINE=1
 #                          offline path: wheelhouse + debootstrapped Debian base
 #   make up [GPU=1]        build what is missing, start the services (compose), wait for healthy
+#   make wheels images GPU=1 [OFFLINE=1]
+#                          the CUDA variant: wheelhouse-cuda/, nodeground/<family>:cuda
+#   make up GPU=1 [GPUS=0,1]  one replica of each family per GPU, each pinned to its device
 #   make down              stop and remove them
 #   make test-docker       pytest -m docker tests/docker
 
@@ -37,22 +40,44 @@ WHEELHOUSE ?= wheelhouse
 WHEEL_PLATFORMS ?= manylinux_2_36_x86_64 manylinux_2_28_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64 linux_x86_64
 WHEELS_PIP_ARGS ?=
 
+# CUDA variant (GPU=1): PyPI's CUDA torch (docker/requirements-cuda.txt) in its own
+# wheelhouse and under its own tag, so CPU and CUDA images never mix.
+WHEELHOUSE_CUDA ?= wheelhouse-cuda
+TORCH_INDEX_CUDA ?= https://pypi.org/simple
+CUDA_WHEEL_PLATFORMS ?= $(WHEEL_PLATFORMS) manylinux_2_27_x86_64 manylinux_2_25_x86_64 manylinux_2_24_x86_64 \
+	manylinux_2_18_x86_64 manylinux_2_12_x86_64 manylinux2010_x86_64 manylinux_2_5_x86_64 manylinux1_x86_64
+CUDA_CONTEXT ?= .cache/cuda-base-context
+IMAGE_TAG = $(if $(filter 1,$(GPU)),cuda,latest)
+BASE_TAG_CUDA ?= $(IMAGE_PREFIX)/base:cuda
+IMAGE_BASE = $(if $(filter 1,$(GPU)),$(BASE_TAG_CUDA),$(BASE_TAG))
+# GPUS=0,1,... picks devices; GPU=1 alone means every GPU nvidia-smi lists.
+GPUS ?=
+ifneq ($(GPUS),)
+override GPU := 1
+endif
+
 COMPOSE_PROJECT ?= nodeground
 UP_WAIT ?= 120
-COMPOSE_FILES = -f docker/compose.yaml $(if $(filter 1,$(GPU)),-f docker/compose.gpu.yaml)
+COMPOSE_FILES = -f docker/compose.yaml $(if $(filter 1,$(GPU)),-f $(GPU_COMPOSE))
+GPU_COMPOSE ?= .cache/compose.gpu.yaml
 # docker compose (v2 plugin) when present, else docker-compose (v1).
 COMPOSE ?= $(shell if $(DOCKER) compose version >/dev/null 2>&1; then echo "$(DOCKER) compose"; \
 	elif command -v docker-compose >/dev/null 2>&1; then echo docker-compose; else echo false; fi)
 
-.PHONY: wheels base base-offline base-os images up down test-docker
+.PHONY: wheels base base-offline base-os base-cuda images gpu-compose up down test-docker
+
+# GPU=1: the CUDA closure (requirements.txt without its torch, plus requirements-cuda.txt)
+# into $(WHEELHOUSE_CUDA) (about 3 GB; not part of CI).
+WHEELS_DIR = $(if $(filter 1,$(GPU)),$(WHEELHOUSE_CUDA),$(WHEELHOUSE))
+WHEELS_REQUIREMENTS = $(if $(filter 1,$(GPU)),-r <(grep -v '^torch==' docker/requirements.txt) -r docker/requirements-cuda.txt,-r docker/requirements.txt)
 
 wheels: install
-	@mkdir -p $(WHEELHOUSE)
-	$(PYTHON) -m pip download --disable-pip-version-check --no-cache-dir -d $(WHEELHOUSE) \
+	@mkdir -p $(WHEELS_DIR)
+	$(PYTHON) -m pip download --disable-pip-version-check --no-cache-dir -d $(WHEELS_DIR) \
 		--only-binary=:all: --implementation cp --python-version 3.11 --abi cp311 \
-		$(foreach p,$(WHEEL_PLATFORMS),--platform $(p)) \
-		$(WHEELS_PIP_ARGS) -r docker/requirements.txt
-	@ls $(WHEELHOUSE) | wc -l | xargs echo "wheels in $(WHEELHOUSE):"
+		$(foreach p,$(if $(filter 1,$(GPU)),$(CUDA_WHEEL_PLATFORMS),$(WHEEL_PLATFORMS)),--platform $(p)) \
+		$(WHEELS_PIP_ARGS) $(WHEELS_REQUIREMENTS)
+	@ls $(WHEELS_DIR) | wc -l | xargs echo "wheels in $(WHEELS_DIR):"
 
 # Public default: python:3.11-slim from a registry, packages from PyPI
 # (or from ./wheelhouse with OFFLINE=1).
@@ -98,18 +123,47 @@ base-offline: base-os
 # Base only if absent (OFFLINE=1 picks the offline base); family images are
 # always (re)built, which is a cache hit unless methods/ or proto/ changed.
 images:
-	@if $(DOCKER) image inspect $(BASE_TAG) >/dev/null 2>&1; then \
-		echo "$(BASE_TAG) present"; \
+	@if $(DOCKER) image inspect $(IMAGE_BASE) >/dev/null 2>&1; then \
+		echo "$(IMAGE_BASE) present"; \
 	else \
-		$(MAKE) --no-print-directory $(if $(filter 1,$(OFFLINE)),base-offline,base); \
+		$(MAKE) --no-print-directory $(if $(filter 1,$(GPU)),base-cuda,$(if $(filter 1,$(OFFLINE)),base-offline,base)); \
 	fi
 	@set -e; for f in $(FAMILIES); do \
-		echo "building $(IMAGE_PREFIX)/$$f"; \
-		$(DOCKER) build -f docker/$$f/Dockerfile -t $(IMAGE_PREFIX)/$$f:latest \
-			--build-arg BASE=$(BASE_TAG) . ; \
+		if [ "$(GPU)" = 1 ] && pin=$$($(CUDA_PIN_OF) $$f); then \
+			echo "skipping $(IMAGE_PREFIX)/$$f:cuda: its manifest pins torch $$pin, not the torch of $(BASE_TAG_CUDA)"; continue; \
+		fi; \
+		echo "building $(IMAGE_PREFIX)/$$f:$(IMAGE_TAG)"; \
+		$(DOCKER) build -f docker/$$f/Dockerfile -t $(IMAGE_PREFIX)/$$f:$(IMAGE_TAG) \
+			--build-arg BASE=$(IMAGE_BASE) . ; \
 	done
 
-up: images
+# A family whose manifest says `torch = "..."` pins its own torch: prints it (exit 0), else exit 1.
+CUDA_PIN_OF = f() { m=$$(grep -l "^family *= *\"$$1\"" methods/*/manifest.toml | head -1); \
+	sed -n 's/^torch *= *"\(.*\)".*/\1/p' $$m | grep .; }; f
+
+# nodeground/base:cuda: the same Dockerfile with PyPI's CUDA torch. Offline, the build
+# context is a folder holding only the requirements and hard links to $(WHEELHOUSE_CUDA)
+# (the repository root would send its CPU wheelhouse, and a CUDA one there would go
+# into every CPU build's context).
+base-cuda:
+ifeq ($(OFFLINE),1)
+	@test -n "$$(ls $(WHEELHOUSE_CUDA)/*.whl 2>/dev/null)" || { echo "no wheels in $(WHEELHOUSE_CUDA)/: run 'make wheels GPU=1' first" >&2; exit 1; }
+	@$(MAKE) --no-print-directory base-os
+	rm -rf $(CUDA_CONTEXT) && mkdir -p $(CUDA_CONTEXT)/docker $(CUDA_CONTEXT)/wheelhouse
+	cp docker/requirements.txt docker/requirements-cuda.txt $(CUDA_CONTEXT)/docker/
+	cp -l $(WHEELHOUSE_CUDA)/*.whl $(CUDA_CONTEXT)/wheelhouse/ 2>/dev/null || cp $(WHEELHOUSE_CUDA)/*.whl $(CUDA_CONTEXT)/wheelhouse/
+	$(DOCKER) build -f docker/base/Dockerfile -t $(BASE_TAG_CUDA) \
+		--build-arg BASE_IMAGE=$(BASE_OS_TAG) --build-arg OFFLINE=1 \
+		--build-arg TORCH_REQUIREMENTS=docker/requirements-cuda.txt $(CUDA_CONTEXT)
+	rm -rf $(CUDA_CONTEXT)
+else
+	$(DOCKER) build -f docker/base/Dockerfile -t $(BASE_TAG_CUDA) \
+		--build-arg BASE_IMAGE=$(PUBLIC_BASE_IMAGE) --build-arg OFFLINE=0 \
+		--build-arg TORCH_INDEX_URL=$(TORCH_INDEX_CUDA) \
+		--build-arg TORCH_REQUIREMENTS=docker/requirements-cuda.txt .
+endif
+
+up: images $(if $(filter 1,$(GPU)),gpu-compose)
 	$(COMPOSE) -p $(COMPOSE_PROJECT) $(COMPOSE_FILES) up -d --no-build --remove-orphans
 	@# Wait (UP_WAIT seconds, 0 = don't) until every service reports healthy, so an
 	@# `orchestrator run` started right after `make up` finds them serving.
@@ -121,6 +175,10 @@ up: images
 		sleep 1; \
 	done
 	$(COMPOSE) -p $(COMPOSE_PROJECT) $(COMPOSE_FILES) ps
+
+# The GPU override for the GPUs found (GPUS=... picks them), or :cuda images on CPU when none is.
+gpu-compose: install
+	@$(PYTHON) -m orchestrator.services.gpus --compose docker/compose.yaml --gpus "$(GPUS)" --out $(GPU_COMPOSE)
 
 down:
 	$(COMPOSE) -p $(COMPOSE_PROJECT) $(COMPOSE_FILES) down --remove-orphans
