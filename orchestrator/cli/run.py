@@ -99,11 +99,16 @@ def build_plan(methods: str, datasets: str, regimes: str, splits: str, budget: i
     )
 
 
+def replicas_found(names: set[str], endpoints: dict[str, list[str]]) -> int:
+    """The default --parallel: the most replicas found for one of ``names`` (e.g. `make up GPU=1` on 4 GPUs: 4), else 1."""
+    return max([len(found) for name, found in endpoints.items() if name in names] or [1])
+
+
 @contextlib.contextmanager
 def open_sweep(plan: SweepPlan, store: Path, endpoint: list[str], services: str, parallel: int, warmup: bool) -> Iterator[Sweep]:
     """A sweep wired to its services (given endpoints, running containers, else embedded processes) and store."""
-    if parallel < 1:
-        raise UserError(f"--parallel must be at least 1, got {parallel}")
+    if parallel < 0:
+        raise UserError(f"--parallel must be at least 0 (0 = one per replica found), got {parallel}")
     if services not in ("auto", "embedded", "docker"):
         raise UserError(f"--services must be auto, embedded or docker, got {services!r}")
     families = resolve_methods(list(plan.methods))
@@ -112,6 +117,8 @@ def open_sweep(plan: SweepPlan, store: Path, endpoint: list[str], services: str,
         missing = sorted({f.name for f in families.values()} - set(containers))
         if missing and not parse_endpoints(endpoint):
             raise UserError(f"--services docker: no running container for {', '.join(missing)}; start them with `make up`")
+    if parallel == 0:
+        parallel = replicas_found(set(plan.methods) | {f.name for f in families.values()}, containers | parse_endpoints(endpoint))
     with EmbeddedServices(log_dir=log_dir(store)) as embedded, Store(store) as run_store:
         directory = ServiceDirectory(
             families,
@@ -144,7 +151,7 @@ def run(
     endpoint: Annotated[list[str], typer.Option(help=ENDPOINT_HELP)] = [],  # noqa: B006
     services: Annotated[str, typer.Option(help=SERVICES_HELP)] = "auto",
     time_limit: Annotated[float, typer.Option(help="Per-trial fit time limit in seconds (0 = none).")] = 0.0,
-    parallel: Annotated[int, typer.Option(help="Trials in flight at once, each on its own service replica (embedded: up to N processes per family; remote: one per --endpoint given).")] = 1,
+    parallel: Annotated[int, typer.Option(help="Trials in flight at once, each on its own service replica (embedded: up to N processes per family; remote: one per --endpoint given). 0: as many as the most replicas found for one of the sweep's families (containers, --endpoint), else 1.")] = 0,
     warmup: Annotated[bool, typer.Option(help="Warm every service up with one tiny fit+predict per method before its first trial (recorded apart in the store's services table).")] = True,
     shard: Annotated[str, typer.Option(help=SHARD_HELP)] = "0/1",
 ) -> None:

@@ -30,7 +30,7 @@ runner = CliRunner()
         (["--methods", "mlp", "--datasets", "synthetic-tiny", "--splits", "9"], "split index 9 is outside 0..4"),
         (["--methods", "mlp", "--datasets", "synthetic-tiny", "--regimes", "20/20/60"], "unknown regime '20/20/60'"),
         (["--methods", "mlp", "--datasets", "synthetic-tiny", "--endpoint", "mlp"], "--endpoint must look like NAME=HOST:PORT"),
-        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--parallel", "0"], "--parallel must be at least 1"),
+        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--parallel", "-1"], "--parallel must be at least 0"),
     ],
 )
 def test_bad_arguments_give_one_line_and_exit_2(tmp_path, args, message):
@@ -73,6 +73,15 @@ def test_run_then_rerun_resumes_and_show_prints_the_selection(tmp_path):
         assert db.execute("SELECT trial_key, finished_at FROM trials").fetchall() == stamps  # nothing rerun
     shown = subprocess.run([*ORCHESTRATOR, "show", "--store", str(store)], env=ENV, capture_output=True, text=True, timeout=60)
     assert shown.returncode == 0 and shown.stdout.count("synthetic-tiny") == 4
+
+
+def test_parallel_defaults_to_the_replicas_found_for_the_sweep():
+    from orchestrator.cli.run import replicas_found
+
+    found = {"gnn": ["a:1", "b:1", "c:1", "d:1"], "graphany": ["e:1"], "gcn": ["f:1", "g:1"]}
+    assert replicas_found({"gcn", "gnn"}, found) == 4  # one container per GPU on 4 GPUs
+    assert replicas_found({"gcn"}, found) == 2 and replicas_found({"graphany"}, found) == 1
+    assert replicas_found({"mlp", "gnn-other"}, found) == 1 and replicas_found({"gnn"}, {}) == 1
 
 
 def test_repeated_endpoints_are_replicas():
