@@ -54,8 +54,10 @@ def bootstrap(wheels: Path | None) -> None:
         wanted = "\n".join(p.name for p in found)
         if not stamp.exists() or stamp.read_text() != wanted:
             shutil.rmtree(SITE, ignore_errors=True)
-            subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--disable-pip-version-check",
-                            "--target", str(SITE), *map(str, found)], check=True)
+            pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--disable-pip-version-check",
+                                  "--target", str(SITE), *map(str, found)])
+            if pip.returncode != 0:
+                sys.exit(f"error: pip could not install the wheels of {wheels} for this Python ({sys.version.split()[0]}): see above")
             stamp.write_text(wanted)
         paths.insert(0, str(SITE))
     sys.path[:0] = paths
@@ -94,9 +96,11 @@ def plain_loop(method_cls: Any, config: dict, bundle: Any, train: Any, val: Any,
     """The method's own network (``build_model``) and inputs, trained by a plain full-batch loop: seconds, epochs, peak bytes."""
     import torch
 
+    from methods.sdk.method import graph_tensors
+
     method = method_cls()
     inputs = method.model_inputs(bundle, config, device)  # resident before the peak is reset, as in the service
-    y = torch.from_numpy(bundle.labels).to(device)
+    y = graph_tensors(bundle, device).y
     train_t, val_t = torch.as_tensor(train, device=device), torch.as_tensor(val, device=device)
     loss_fn = torch.nn.CrossEntropyLoss()
     cuda = device.type == "cuda"
@@ -205,7 +209,7 @@ def run_sweep(methods: tuple[str, ...], datasets: tuple[str, ...], budget: int, 
     devices = sorted({json.dumps({k: v for k, v in json.loads(h).items() if k in ("device", "device_name", "driver_version", "cuda_version")}, sort_keys=True)
                       for h in frame["host_json"].dropna()})
     print(f"sweep: {len(frame)} trials ({len(methods)} methods x {len(datasets)} datasets x split 0 x 10/10/80 x budget {budget}) "
-          f"in {wall:.1f} s on {parallel} replica(s) per family; statuses {statuses}")
+          f"in {wall:.1f} s, {parallel} in flight; statuses {statuses}")
     for method, counts in by_method.items():
         print(f"  {method:11s} {counts}")
     for _, row in bad.iterrows():
@@ -217,7 +221,7 @@ def run_sweep(methods: tuple[str, ...], datasets: tuple[str, ...], budget: int, 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="cuda:0", help="cuda:0 (default) or cpu")
+    parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"), help="cuda: the first GPU (CUDA_VISIBLE_DEVICES picks it); cpu: the code path without a GPU")
     parser.add_argument("--small", action="store_true", help="a 1,000-node graph and 10 epochs instead of 169k nodes and 200")
     parser.add_argument("--wheels", type=Path, help="install the wheels here (no index) before importing anything")
     parser.add_argument("--out", type=Path, default=ROOT / ".bench" / "gpu-check")
@@ -225,28 +229,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--methods", default=",".join(SUPERVISED + GFMS), help="the sweep's methods")
     parser.add_argument("--datasets", default=",".join(DATASETS), help="the sweep's datasets")
     parser.add_argument("--budget", type=int, default=3)
-    parser.add_argument("--parallel", type=int, default=0, help="service replicas per family in the sweep (0: 4 on a GPU, 1 on CPU)")
+    parser.add_argument("--parallel", type=int, default=0, help="trials in flight in the sweep, each on its own service replica (0: 8 on a GPU, 1 on CPU)")
     parser.add_argument("--time-limit", type=float, default=120.0, help="per-trial fit limit in seconds")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     bootstrap(args.wheels)
-    os.environ["NODEGROUND_DEVICE"] = args.device  # the services compute where the plain loop does
+    device = "cuda:0" if args.device == "cuda" else "cpu"
+    if device == "cpu":
+        os.environ["NODEGROUND_DEVICE"] = "cpu"  # services too; on a GPU each method picks it as in a real sweep
     os.environ.setdefault("NODEGROUND_THREADS", "1")
     if os.environ.get("NODEGROUND_MIRROR"):
         os.environ.setdefault("NODEGROUND_WEIGHTS", os.environ["NODEGROUND_MIRROR"])  # GFM checkpoints, laid out like their URLs
-    info = host_check(args.device)
+    info = host_check(device)
     import torch
 
     torch.set_num_threads(int(os.environ["NODEGROUND_THREADS"]))
     print("host: " + ", ".join(f"{k} {v}" for k, v in info.items()), flush=True)
-    if args.device == "cpu":
+    if device == "cpu":
         print("no GPU: the same code path on CPU (times are CPU times; peak GPU memory does not apply)")
     args.out.mkdir(parents=True, exist_ok=True)
-    rows = epoch_rows(args.device, args.small, args.out / "services", args.repeats)
+    rows = epoch_rows(device, args.small, args.out / "services", args.repeats)
     store_path = args.out / "sweep.sqlite"
     for stale in args.out.glob("sweep.sqlite*"):
         stale.unlink()  # a fresh sweep every time: a resumed one would measure nothing
-    parallel = args.parallel or (4 if args.device.startswith("cuda") else 1)
+    parallel = args.parallel or (8 if device != "cpu" else 1)
     sweep = run_sweep(tuple(args.methods.split(",")), tuple(args.datasets.split(",")), args.budget, parallel, store_path, args.time_limit)
     wall = time.perf_counter() - started
 
