@@ -73,10 +73,10 @@ def render(compose: dict[str, Any], gpus: list[str]) -> str:
     return HEADER.format(gpus=",".join(gpus) or "none") + yaml.safe_dump(gpu_override(compose, gpus), sort_keys=False)
 
 
-def summary(gpus: list[str], services: int) -> str:
+def summary(gpus: list[str]) -> str:
     if not gpus:
-        return f"no NVIDIA GPU visible (nvidia-smi lists none): the {services} services run their :{CUDA_TAG} images on CPU"
-    return f"{len(gpus)} GPU(s) ({','.join(gpus)}): one replica of each of the {services} services per GPU, pinned by device_ids"
+        return f"no NVIDIA GPU visible (nvidia-smi lists none): the services run their :{CUDA_TAG} images on CPU"
+    return f"{len(gpus)} GPU(s) ({','.join(gpus)}): one replica of each service per GPU, each pinned to its GPU (device_ids)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     gpus = visible_gpus(args.gpus)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(render(compose, gpus))
-    print(summary(gpus, len(compose.get("services", {}))))
+    print(summary(gpus))
     return 0
 
 
