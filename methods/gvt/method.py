@@ -14,7 +14,7 @@ from methods.gvt.model import GraphViewTransformation, recurrent_representations
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, FloatParam, IntParam, Method
 from methods.sdk.method import graph_tensors, seed_everything
 from methods.gvt.frozen import resolve_weights, train_head
-from methods.sdk.weights import WeightsError
+from methods.sdk.weights import WeightsError, safe_torch_load
 from methods.sdk.wire import GraphBundle
 
 VERSION = "2026-12-01"
@@ -22,7 +22,7 @@ SEEDS = (0, 42, 123, 2026, 9999)
 
 
 def load_state_dict(path: Path) -> dict[str, torch.Tensor]:
-    state = torch.load(path, map_location="cpu", weights_only=True)
+    state = safe_torch_load(path)
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise WeightsError(f"{path.name} is not a plain state dict")
     return state

@@ -16,6 +16,7 @@ import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 METHODS_ROOT = Path(__file__).resolve().parents[1]
@@ -112,3 +113,19 @@ def resolve(entry: WeightsEntry, root: Path | None = None, allow_unverified: boo
     if digest != entry.sha256:
         raise WeightsError(f"weights {entry.id} at {path} fail verification: sha256 {digest}, catalog says {entry.sha256}")
     return ResolvedWeights(entry, path, digest, official=True)
+
+
+def safe_torch_load(path: Path) -> Any:
+    """``torch.load`` that never runs pickled code (tensors, dicts, lists, numbers, strings only).
+
+    A checkpoint is a stranger's file even when its sha256 matches the catalog:
+    the hash pins the bytes, it does not vouch for them. The error is one line.
+    """
+    import torch
+
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # pickle.UnpicklingError and friends; torch's message spans many lines
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        reason = next((line for line in lines if "global" in line.lower()), lines[0] if lines else "")
+        raise WeightsError(f"{Path(path).name}: cannot be loaded without running code it carries: {type(exc).__name__}: {reason}") from None
