@@ -132,6 +132,9 @@ def test_same_seed_same_predictions(service, graph):
         ("gcn", [0, 1], {"hidden": "big"}, grpc.StatusCode.INVALID_ARGUMENT, "hidden"),
         ("gcn", [0, 1], {"lr": 9.0}, grpc.StatusCode.INVALID_ARGUMENT, "outside"),
         ("narrow", [0, 1], {}, grpc.StatusCode.INVALID_ARGUMENT, "at most 2 classes"),
+        ("gcn", [0, 1, 30], {}, grpc.StatusCode.INVALID_ARGUMENT, "overlap"),  # node 30 is in val too
+        ("gcn", [0, 1], {"max_epochs": -1}, grpc.StatusCode.INVALID_ARGUMENT, "max_epochs=-1 must be positive"),
+        ("gcn", [0, 1], {"max_epochs": 0}, grpc.StatusCode.INVALID_ARGUMENT, "must be positive"),
     ],
 )
 def test_malformed_requests_get_invalid_argument(service, graph, method, train, config, code, message):
