@@ -5,6 +5,11 @@ that a ``kill -9`` at any moment leaves a readable file in which every trial
 is either wholly stored or absent. Rows of status ``unavailable`` (the service
 was down) are retried by a rerun; every other row counts as done.
 
+A trial's key carries its dataset's content hash. When a dataset registered
+again under the same name (``datasets add --replace``) gets its first trial, the
+rows of its earlier content move to ``superseded_trials``: kept, never lost, but
+no longer read by ``show``/``export``/``report``, which so never mix two graphs.
+
 ``services`` holds warm-up that belongs to no method's workflow: the seconds a
 service process took to start and import (embedded services only) and the time
 of one tiny fit+predict per method right after it came up (first-call lazy
@@ -50,11 +55,11 @@ def _sql_type(annotation: str) -> str:
     return "REAL" if "float" in annotation else "INTEGER" if ("int" in annotation or "bool" in annotation) else "TEXT"
 
 
-def _schema() -> str:
+def _schema(table: str = "trials") -> str:
     cols = []
     for name, annotation in TrialRecord.__annotations__.items():
-        cols.append(f"{name} {_sql_type(str(annotation))}{' PRIMARY KEY' if name == 'trial_key' else ''}")
-    return f"CREATE TABLE IF NOT EXISTS trials ({', '.join(cols)})"
+        cols.append(f"{name} {_sql_type(str(annotation))}{' PRIMARY KEY' if name == 'trial_key' and table == 'trials' else ''}")
+    return f"CREATE TABLE IF NOT EXISTS {table} ({', '.join(cols)})"
 
 
 def _services_schema() -> str:
@@ -71,19 +76,34 @@ class Store:
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute(_schema())
         self._db.execute("CREATE INDEX IF NOT EXISTS trials_cell ON trials (method, dataset, regime, split)")
+        self._db.execute(_schema("superseded_trials"))
         self._db.execute(_services_schema())
         self._add_missing_columns()
+        self._db.execute("CREATE INDEX IF NOT EXISTS trials_content ON trials (dataset, dataset_hash)")
+        self._upgrade_keys()
         placeholders = ", ".join("?" for _ in COLUMNS)
         self._insert = f"INSERT OR REPLACE INTO trials ({', '.join(COLUMNS)}) VALUES ({placeholders})"
         self._service_insert = f"INSERT INTO services ({', '.join(SERVICE_COLUMNS)}) VALUES ({', '.join('?' for _ in SERVICE_COLUMNS)})"
 
     def _add_missing_columns(self) -> None:
         """A store written by an older version gains columns added since (as NULL)."""
-        for table, annotations in (("trials", TrialRecord.__annotations__), ("services", ServiceRecord.__annotations__)):
+        tables = (("trials", TrialRecord.__annotations__), ("superseded_trials", TrialRecord.__annotations__), ("services", ServiceRecord.__annotations__))
+        for table, annotations in tables:
             present = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
             for name, annotation in annotations.items():
                 if name not in present:
                     self._db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {_sql_type(str(annotation))}")
+
+    def _upgrade_keys(self) -> None:
+        """Keys written before they carried the dataset's content hash gain the hash their row recorded.
+
+        So a rerun over an old store skips exactly the trials whose dataset is
+        unchanged and runs again those whose dataset was registered anew.
+        """
+        self._db.execute(
+            "UPDATE OR IGNORE trials SET trial_key = trial_key || '|' || dataset_hash "
+            "WHERE dataset_hash IS NOT NULL AND length(trial_key) - length(replace(trial_key, '|', '')) = 4"
+        )
 
     def close(self) -> None:
         self._db.close()
@@ -99,8 +119,21 @@ class Store:
         return {key for (key,) in rows}
 
     def write(self, record: TrialRecord) -> None:
-        """Store one trial in its own (autocommit) transaction; a rerun of the same key replaces it."""
+        """Store one trial in its own transaction; a rerun of the same key replaces it.
+
+        Rows of the same dataset name with another content hash move to ``superseded_trials`` first.
+        """
         row = record.as_row()
+        stale = "FROM trials WHERE dataset = ? AND dataset_hash IS NOT ? AND dataset_hash IS NOT NULL"
+        args = (record.dataset, record.dataset_hash)
+        if record.dataset_hash and self._db.execute(f"SELECT 1 {stale} LIMIT 1", args).fetchone():
+            columns = ", ".join(COLUMNS)
+            with self._db:  # one transaction: moved and written together, or neither
+                self._db.execute("BEGIN IMMEDIATE")
+                self._db.execute(f"INSERT INTO superseded_trials ({columns}) SELECT {columns} {stale}", args)
+                self._db.execute(f"DELETE {stale}", args)
+                self._db.execute(self._insert, [row[c] for c in COLUMNS])
+            return
         self._db.execute(self._insert, [row[c] for c in COLUMNS])
 
     def write_many(self, records: Iterable[TrialRecord]) -> None:

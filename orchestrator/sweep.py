@@ -40,7 +40,7 @@ import numpy as np
 from methods.sdk.wire import GraphBundle, make_bundle
 from orchestrator import __version__
 from orchestrator.data.graph import Graph
-from orchestrator.data.registry import load_dataset
+from orchestrator.data.registry import dataset_hash, load_dataset
 from orchestrator.data.splits import Split, graph_split
 from orchestrator.metrics import evaluate, primary_metric_name, probabilities_ok
 from orchestrator.records import (
@@ -256,13 +256,14 @@ class Sweep:
         """Every trial of the plan (all shards) in execution order."""
         out = []
         for d in self.plan.datasets:
+            content = dataset_hash(d)
             for r in self.plan.regimes:
                 for s in self.plan.splits:
                     for m in self.plan.methods:
                         spec = self.spec(m)
                         configs = config_sequence(spec.default_config, spec.search_space, sequence_key(m, d, r, s), self.plan.budget)
                         for index, config in enumerate(configs):
-                            key = trial_key(m, spec.version, d, r, s, config_hash(config))
+                            key = trial_key(m, spec.version, d, r, s, config_hash(config), content)
                             out.append(PlannedTrial(m, d, r, s, index, config, key))
         return out
 

@@ -115,7 +115,7 @@ def validate_user_graph(name: str, x: np.ndarray, edges: np.ndarray, y: np.ndarr
     if not np.issubdtype(np.asarray(x).dtype, np.number):
         raise UserDatasetError(f"{name}: features must be numeric, got dtype {np.asarray(x).dtype}")
     try:
-        graph = canonicalize(name, x, edges, y, masks)
+        graph = canonicalize(name, x, edges, y, masks, strict_splits=True)
     except GraphError as exc:
         raise UserDatasetError(str(exc)) from None
     counts = np.bincount(graph.y[graph.y >= 0], minlength=graph.num_classes)
@@ -129,8 +129,12 @@ def validate_user_graph(name: str, x: np.ndarray, edges: np.ndarray, y: np.ndarr
     return graph
 
 
-def add_user_dataset(path: Path | str, name: str) -> Graph:
-    """Validate ``path`` and register it as ``name``; returns the canonical graph."""
+def add_user_dataset(path: Path | str, name: str, replace: bool = False) -> Graph:
+    """Validate ``path`` and register it as ``name``; returns the canonical graph.
+
+    A name already registered is refused unless ``replace``: results are keyed by
+    the dataset's content hash, so runs of the old graph are never served as the new one's.
+    """
     from orchestrator.data.registry import catalog
     from orchestrator.data.synthetic import SYNTHETIC
 
@@ -140,6 +144,12 @@ def add_user_dataset(path: Path | str, name: str) -> Graph:
         raise UserDatasetError(f"dataset name {name!r} must be 1-64 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit")
     if name in SYNTHETIC or name in catalog():
         raise UserDatasetError(f"{name!r} is already a built-in dataset name; choose another --name")
+    existing = user_registry().get(name)
+    if existing is not None and not replace:
+        raise UserDatasetError(
+            f"a dataset named {name!r} is already registered (content hash {existing.get('content_hash', '?')[:16]}, from {existing.get('source')}); "
+            "pass --replace to register this file under that name instead"
+        )
     x, edges, y, masks = read_user_file(path)
     graph = validate_user_graph(name, x, edges, y, masks)
     user_dir().mkdir(parents=True, exist_ok=True)
