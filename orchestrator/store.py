@@ -10,6 +10,12 @@ again under the same name (``datasets add --replace``) gets its first trial, the
 rows of its earlier content move to ``superseded_trials``: kept, never lost, but
 no longer read by ``show``/``export``/``report``, which so never mix two graphs.
 
+One orchestrator writes a store at a time: a sweep claims it (an exclusive
+``flock`` on ``<store>.lock``, released by the kernel when the process ends, even
+by ``kill -9``) and a second one is refused with who holds it. Readers
+(``show``/``export``/``report``) never claim and open the store read-only, also
+on a read-only file system or directory.
+
 ``services`` holds warm-up that belongs to no method's workflow: the seconds a
 service process took to start and import (embedded services only) and the time
 of one tiny fit+predict per method right after it came up (first-call lazy
@@ -20,7 +26,11 @@ never charged for it.
 from __future__ import annotations
 
 import dataclasses
+import fcntl
+import os
+import socket
 import sqlite3
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,8 +77,13 @@ def _services_schema() -> str:
     return f"CREATE TABLE IF NOT EXISTS services (id INTEGER PRIMARY KEY AUTOINCREMENT, {', '.join(cols)})"
 
 
+class StoreBusy(RuntimeError):
+    """Another orchestrator is writing this store."""
+
+
 class Store:
     def __init__(self, path: Path) -> None:
+        self._claim: int | None = None
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -105,8 +120,30 @@ class Store:
             "WHERE dataset_hash IS NOT NULL AND length(trial_key) - length(replace(trial_key, '|', '')) = 4"
         )
 
+    def claim(self) -> None:
+        """Become this store's only writer for as long as it is open; StoreBusy names the current one."""
+        if self._claim is not None:
+            return
+        lock = self.path.with_name(self.path.name + ".lock")
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 512, 0).decode(errors="replace").strip() or "another process"
+            os.close(fd)
+            raise StoreBusy(
+                f"{self.path} is being written by another orchestrator ({holder}); wait for it to finish, "
+                "or give this run its own --store (two writers would compute every trial twice)"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
+        self._claim = fd
+
     def close(self) -> None:
         self._db.close()
+        if self._claim is not None:
+            os.close(self._claim)  # releases the flock
+            self._claim = None
 
     def __enter__(self) -> Store:
         return self
@@ -162,15 +199,37 @@ class Store:
         return pd.read_sql("SELECT * FROM services ORDER BY id", self._db)
 
 
+def connect_read_only(path: Path) -> sqlite3.Connection:
+    """A read-only connection to a store, also where SQLite cannot create WAL's ``-shm`` file.
+
+    A read-only file system or directory makes ``mode=ro`` fail on a WAL store
+    ("unable to open database file"); it is then opened ``immutable``, which reads
+    the database file without locks (what a writer left in an uncheckpointed
+    ``-wal`` beside it, after a crash, is not seen: nothing could have written it back).
+    """
+    uri = Path(path).resolve().as_uri()
+    db = None
+    try:
+        db = sqlite3.connect(f"{uri}?mode=ro", uri=True)
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return db
+    except sqlite3.OperationalError:
+        if db is not None:
+            db.close()
+        return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True)
+
+
 def _read(path: Path, query: str) -> pd.DataFrame:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no run store at {path}")
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
-        try:
-            return pd.read_sql(query, db)
-        except (pd.errors.DatabaseError, sqlite3.DatabaseError) as exc:
-            raise ValueError(f"{path} is not a NodeGround run store: {exc}") from None
+    db = connect_read_only(path)
+    try:
+        return pd.read_sql(query, db)
+    except (pd.errors.DatabaseError, sqlite3.DatabaseError) as exc:
+        raise ValueError(f"{path} is not a NodeGround run store: {exc}") from None
+    finally:
+        db.close()
 
 
 def read_trials(path: Path) -> pd.DataFrame:

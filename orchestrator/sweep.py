@@ -288,6 +288,7 @@ class Sweep:
 
     def run(self) -> list[TrialRecord]:
         started = time.perf_counter()
+        self.store.claim()  # one writer per store: a second orchestrator is refused, not run twice
         done = self.store.done_keys()
         for method in self.plan.methods:
             self.spec(method)  # describe every method first (this also starts and warms their first services)

@@ -120,6 +120,7 @@ def open_sweep(plan: SweepPlan, store: Path, endpoint: list[str], services: str,
     if parallel == 0:
         parallel = replicas_found(set(plan.methods) | {f.name for f in families.values()}, containers | parse_endpoints(endpoint))
     with EmbeddedServices(log_dir=log_dir(store)) as embedded, Store(store) as run_store:
+        run_store.claim()  # before any service starts: a second orchestrator is refused at once
         directory = ServiceDirectory(
             families,
             endpoints=parse_endpoints(endpoint),
