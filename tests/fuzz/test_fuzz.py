@@ -7,9 +7,6 @@ stays under RSS_BOUND_BYTES. Example counts are fixed (EXAMPLES) so `make test` 
 from __future__ import annotations
 
 import io
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import grpc
@@ -22,14 +19,12 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from methods.sdk.wire import MAX_MESSAGE_BYTES, BundleError, BundleTooLarge, decode, encode, held_bytes, make_bundle
-from methods.serve import READY_PREFIX
 from nodeground.v1 import method_service_pb2 as pb
 from nodeground.v1 import method_service_pb2_grpc as pb_grpc
 from orchestrator.cli.main import app
 from orchestrator.data.user import UserDatasetError, add_user_dataset
-from orchestrator.services.client import MethodClient
 from orchestrator.store import Store
-from tests.conftest import tiny_graph
+from tests.conftest import served, tiny_graph
 
 EXAMPLES = {"decode": 300, "upload": 120, "datasets_add": 160, "cli": 180}
 RSS_BOUND_BYTES = 256 << 20  # growth of the service over the whole upload fuzz
@@ -120,19 +115,8 @@ def test_decoder_answers_a_bundle_or_a_bundle_error(chunks):
 
 @pytest.fixture(scope="module")
 def service() -> Iterator[tuple[psutil.Process, str]]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "methods.serve", "--family", "gnn", "--port", "0", "--max-upload-bytes", str(64 << 20)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env={**os.environ, "NODEGROUND_THREADS": "1"},
-    )  # fmt: skip
-    try:
-        line = proc.stdout.readline()
-        assert line.startswith(READY_PREFIX), line
-        endpoint = f"127.0.0.1:{line.split()[1]}"
-        MethodClient(endpoint).wait_healthy(30)
-        yield psutil.Process(proc.pid), endpoint
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with served("gnn", "--max-upload-bytes", str(64 << 20)) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,6 @@ answering health and Describe, and its RSS stays under a stated bound."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,11 +16,10 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from methods.sdk.space import config_to_proto
 from methods.sdk.wire import MAX_MESSAGE_BYTES, TENSOR_ORDER, make_bundle
-from methods.serve import READY_PREFIX
 from nodeground.v1 import method_service_pb2 as pb
 from nodeground.v1 import method_service_pb2_grpc as pb_grpc
 from orchestrator.services.client import MethodClient
-from tests.conftest import tiny_graph
+from tests.conftest import served, tiny_graph
 
 # The whole script may raise the service's RSS by at most this much over its warmed-up size
 # (1,000 unreleased fits alone took +4.3 GB before models were capped).
@@ -35,20 +31,8 @@ WIDE = {"max_epochs": 1, "patience": 20, "hidden": 512, "num_layers": 3}  # ~2 M
 
 @pytest.fixture(scope="module")
 def service() -> Iterator[tuple[psutil.Process, str]]:
-    env = {**os.environ, "NODEGROUND_THREADS": "1", "NODEGROUND_MAX_MODELS": str(MAX_MODELS)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "methods.serve", "--family", "gnn", "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
-    )
-    try:
-        line = proc.stdout.readline()
-        assert line.startswith(READY_PREFIX), f"service did not start: {line!r}"
-        endpoint = f"127.0.0.1:{line.split()[1]}"
-        MethodClient(endpoint).wait_healthy(30)
-        yield psutil.Process(proc.pid), endpoint
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with served("gnn", NODEGROUND_MAX_MODELS=str(MAX_MODELS)) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
