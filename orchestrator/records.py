@@ -40,6 +40,11 @@ def trial_key(method: str, method_version: str, dataset: str, regime: str, split
     return f"{method}@{method_version}|{dataset}|{regime}|{split}|{cfg_hash}|{dataset_hash}"
 
 
+def current_key(key: str, dataset_hash: str | None) -> str:
+    """A stored key in today's form: one written before keys carried the content hash gains the hash its row recorded."""
+    return f"{key}|{dataset_hash}" if dataset_hash and key.count("|") == 4 else key
+
+
 @dataclass
 class TrialRecord:
     """One trial. Column meanings are documented in README.md ("Record schema")."""

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from orchestrator.records import COLUMNS, STATUS_UNAVAILABLE, TrialRecord
+from orchestrator.records import COLUMNS, STATUS_UNAVAILABLE, TrialRecord, current_key
 
 _ORDER = "ORDER BY method, dataset, regime, split, trial_index"
 
@@ -115,10 +115,8 @@ class Store:
         So a rerun over an old store skips exactly the trials whose dataset is
         unchanged and runs again those whose dataset was registered anew.
         """
-        self._db.execute(
-            "UPDATE OR IGNORE trials SET trial_key = trial_key || '|' || dataset_hash "
-            "WHERE dataset_hash IS NOT NULL AND length(trial_key) - length(replace(trial_key, '|', '')) = 4"
-        )
+        self._db.create_function("current_key", 2, current_key, deterministic=True)
+        self._db.execute("UPDATE OR IGNORE trials SET trial_key = current_key(trial_key, dataset_hash) WHERE trial_key != current_key(trial_key, dataset_hash)")
 
     def claim(self) -> None:
         """Become this store's only writer for as long as it is open; StoreBusy names the current one."""
@@ -223,7 +221,10 @@ def _read(path: Path, query: str) -> pd.DataFrame:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no run store at {path}")
-    db = connect_read_only(path)
+    try:
+        db = connect_read_only(path)
+    except sqlite3.DatabaseError as exc:
+        raise ValueError(f"{path} is not a NodeGround run store: {exc}") from None
     try:
         return pd.read_sql(query, db)
     except (pd.errors.DatabaseError, sqlite3.DatabaseError) as exc:
