@@ -16,7 +16,7 @@ import threading
 import torch
 
 from methods.families import load_families, method_classes
-from methods.sdk.service import DEFAULT_GRAPH_CACHE_BYTES, DEFAULT_MAX_MODELS, DEFAULT_MAX_UPLOAD_BYTES, MethodServicer, build_server
+from methods.sdk.service import DEFAULT_GRAPH_CACHE_BYTES, DEFAULT_MAX_MODELS, DEFAULT_MAX_UPLOAD_BYTES, DEFAULT_UPLOAD_WAIT_SECONDS, MethodServicer, build_server
 
 READY_PREFIX = "NODEGROUND_LISTENING"
 
@@ -29,6 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--graph-cache-bytes", type=int, default=int(os.environ.get("NODEGROUND_GRAPH_CACHE_BYTES", DEFAULT_GRAPH_CACHE_BYTES)))
     parser.add_argument("--max-upload-bytes", type=int, default=int(os.environ.get("NODEGROUND_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES)),
                         help="largest graph accepted (tensors plus its N x C prediction); the memory available bounds it too")
+    parser.add_argument("--upload-wait-seconds", type=float, default=float(os.environ.get("NODEGROUND_UPLOAD_WAIT_SECONDS", DEFAULT_UPLOAD_WAIT_SECONDS)),
+                        help="how long an upload waits for one of the concurrent upload slots before RESOURCE_EXHAUSTED")
     parser.add_argument("--max-models", type=int, default=int(os.environ.get("NODEGROUND_MAX_MODELS", DEFAULT_MAX_MODELS)),
                         help="fitted models held without Release before the least recently used is dropped")
     args = parser.parse_args(argv)
@@ -43,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(int(threads))
     family = families[args.family]
     servicer = MethodServicer(
-        family.name, method_classes(family), graph_cache_bytes=args.graph_cache_bytes, max_upload_bytes=args.max_upload_bytes, max_models=args.max_models
+        family.name, method_classes(family), graph_cache_bytes=args.graph_cache_bytes, max_upload_bytes=args.max_upload_bytes, max_models=args.max_models,
+        upload_wait_seconds=args.upload_wait_seconds,
     )
     try:
         server, port = build_server(servicer, f"{args.host}:{args.port}")

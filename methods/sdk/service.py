@@ -8,8 +8,9 @@ even while every compute thread is taken (by long fits or by idle upload streams
 What a client can make the service hold is bounded: an upload is admitted from
 its header alone (its tensors plus one N x C prediction must fit under
 ``max_upload_bytes`` and under the memory available, cgroup-aware, net of the
-uploads in flight), at most ``max_uploads`` stream at once (more are refused with
-RESOURCE_EXHAUSTED), graphs live in an LRU cache bounded in bytes and in count,
+uploads in flight), at most ``max_uploads`` stream at once (one more waits up to
+``upload_wait_seconds`` for a slot, as orchestrators sharing a service do, then is
+refused with RESOURCE_EXHAUSTED), graphs live in an LRU cache bounded in bytes and in count,
 and fitted models in one bounded in count: a client that never calls Release
 loses its least recently used models (Predict on one answers NOT_FOUND), the
 service keeps its memory.
@@ -56,6 +57,7 @@ class _Model:
 DEFAULT_GRAPH_CACHE_BYTES = 8 << 30
 DEFAULT_MAX_UPLOAD_BYTES = 8 << 30  # one graph's tensors plus its N x C prediction
 DEFAULT_MAX_UPLOADS = 2  # concurrent upload streams
+DEFAULT_UPLOAD_WAIT_SECONDS = 60.0  # how long an upload waits for a free slot
 DEFAULT_MAX_GRAPHS = 16
 DEFAULT_MAX_MODELS = 32  # fitted models held at once (the orchestrator holds one per trial in flight)
 CONTROL_THREADS = 4  # health, Describe, HasGraph, Release: never queued behind compute
@@ -131,18 +133,22 @@ class ModelCache:
 class UploadGate:
     """Admits upload streams: at most ``max_uploads`` at once, each only if its declared size fits now."""
 
-    def __init__(self, max_bytes: int, max_uploads: int) -> None:
+    def __init__(self, max_bytes: int, max_uploads: int, wait_seconds: float = DEFAULT_UPLOAD_WAIT_SECONDS) -> None:
         self.max_bytes = max_bytes
         self._slots = threading.BoundedSemaphore(max(1, max_uploads))
         self._max_uploads = max(1, max_uploads)
+        self._wait = wait_seconds
         self._reserved = 0
         self._lock = threading.Lock()
 
     @contextlib.contextmanager
     def slot(self) -> Iterator[Callable[[pb.GraphHeader], None]]:
-        """A stream slot (BundleTooLarge when all are taken); yields the ``admit`` check for its header."""
-        if not self._slots.acquire(blocking=False):
-            raise BundleTooLarge(f"{self._max_uploads} uploads are already streaming; retry when one has finished")
+        """A stream slot (BundleTooLarge when none frees up in time); yields the ``admit`` check for its header.
+
+        Waiting holds a compute thread, never a control one: health still answers.
+        """
+        if not self._slots.acquire(timeout=self._wait):
+            raise BundleTooLarge(f"{self._max_uploads} uploads were streaming for {self._wait:g} s; retry when one has finished")
         reserved = 0
 
         def admit(header: pb.GraphHeader) -> None:
@@ -238,6 +244,7 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         graph_cache_bytes: int = DEFAULT_GRAPH_CACHE_BYTES,
         max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES,
         max_uploads: int = DEFAULT_MAX_UPLOADS,
+        upload_wait_seconds: float = DEFAULT_UPLOAD_WAIT_SECONDS,
         max_graphs: int = DEFAULT_MAX_GRAPHS,
         max_models: int = DEFAULT_MAX_MODELS,
     ) -> None:
@@ -245,7 +252,7 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         self.methods = {m.name: m for m in methods}
         self.graphs = GraphCache(graph_cache_bytes, max_graphs)
         self.models = ModelCache(max_models)
-        self.uploads = UploadGate(max_upload_bytes, max_uploads)
+        self.uploads = UploadGate(max_upload_bytes, max_uploads, upload_wait_seconds)
         self._compute = threading.Lock()
 
     # ---- calls -------------------------------------------------------------
