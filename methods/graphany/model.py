@@ -15,6 +15,8 @@ with cross-entropy); the service returns its softmax.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import torch
 from torch import nn
@@ -58,17 +60,22 @@ def build_attention(ckpt: GraphAnyCheckpoint) -> AttentionMLP:
 
 
 def channel_features(x: torch.Tensor, edge_index: torch.Tensor, needed: set[str]) -> dict[str, torch.Tensor]:
-    """X, L1, L2, H1, H2 on the graph without self-loops (mean over neighbours; 0 for isolated nodes)."""
+    """X, L1, L2, H1, H2 on the graph without self-loops (mean over neighbours; 0 for isolated nodes).
+
+    The mean is one sparse product with D^-1 A (CSR), so no per-edge copy of the
+    features is ever made.
+    """
     n = x.shape[0]
     src, dst = edge_index
     keep = src != dst
     src, dst = src[keep], dst[keep]
     deg = torch.zeros(n, dtype=x.dtype, device=x.device).index_add_(0, dst, torch.ones_like(dst, dtype=x.dtype))
     inv = torch.where(deg > 0, 1.0 / deg.clamp(min=1), torch.zeros_like(deg))
+    warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+    mean = torch.sparse_coo_tensor(torch.stack([dst, src]), inv[dst], (n, n), check_invariants=False).coalesce().to_sparse_csr()
 
     def mean_agg(h: torch.Tensor) -> torch.Tensor:
-        out = torch.zeros_like(h).index_add_(0, dst, h[src])
-        return out * inv[:, None]
+        return torch.sparse.mm(mean, h)
 
     feats = {"X": x}
     l1 = mean_agg(x)
@@ -136,7 +143,7 @@ def entropy_normalized_probabilities(sqdist: np.ndarray, entropy: float) -> np.n
     return p.reshape(b, k, k)
 
 
-def distance_features(preds: dict[str, torch.Tensor], channels: tuple[str, ...], entropy: float, block: int = 65536) -> torch.Tensor:
+def distance_features(preds: dict[str, torch.Tensor], channels: tuple[str, ...], entropy: float, block: int = 8192) -> torch.Tensor:
     """The (N, K(K-1)) attention input: off-diagonal entropy-normalized probabilities between channel predictions."""
     stacked = torch.stack([preds[c] for c in channels], dim=1).float()  # (N, K, C)
     n, k, _ = stacked.shape
@@ -150,9 +157,18 @@ def distance_features(preds: dict[str, torch.Tensor], channels: tuple[str, ...],
     return out
 
 
-def fuse(preds: dict[str, torch.Tensor], dist: torch.Tensor, attention: AttentionMLP, ckpt: GraphAnyCheckpoint) -> tuple[torch.Tensor, torch.Tensor]:
-    """Fused logits (N, C) and the per-node channel weights (N, P)."""
+def fuse(preds: dict[str, torch.Tensor], dist: torch.Tensor, attention: AttentionMLP, ckpt: GraphAnyCheckpoint,
+         block: int = 8192) -> tuple[torch.Tensor, torch.Tensor]:
+    """Fused logits (N, C) and the per-node channel weights (N, P).
+
+    The scorer runs on near-equal row blocks of at most ``block`` rows (rows are
+    independent in eval mode; no block has a single row unless the graph does, so the
+    batch-norm rule sees what it would see on the whole graph).
+    """
     with torch.no_grad():
-        weights = torch.softmax(attention(dist) / ckpt.att_temperature, dim=-1)
-        stacked = torch.stack([preds[c] for c in ckpt.pred_channels], dim=1)
-        return (weights[:, :, None] * stacked).sum(dim=1), weights
+        parts = dist.tensor_split(max(1, -(-dist.shape[0] // block)))
+        weights = torch.cat([torch.softmax(attention(part) / ckpt.att_temperature, dim=-1) for part in parts])
+        fused = torch.zeros_like(preds[ckpt.pred_channels[0]])
+        for i, c in enumerate(ckpt.pred_channels):  # accumulated channel by channel: no (N, P, C) stack
+            fused.addcmul_(weights[:, i, None], preds[c])
+        return fused, weights
