@@ -11,12 +11,21 @@ medians are printed with ours/upstream ratios (targets: time <= 1.05x, memory
 <= 1.10x) and the agreement of the outputs: the frozen representations (RGVT,
 Node4All) and GraphAny's fused probabilities must match to float tolerance;
 trained heads start from different random draws on the two sides, so for them
-the chosen depth and validation accuracy are shown instead. Head training runs
-a fixed EPOCHS on both sides (patience = epochs) so that both do the same work.
+the chosen depth and the share of equal predicted classes are shown. Head
+training runs a fixed EPOCHS on both sides (patience = epochs) so that both do
+the same work.
+
+NodePFN's weights cannot be fetched offline and its cost does not depend on their
+values: its network (the released structure, random parameters shared by both
+sides) runs one in-context forward pass over the whole graph, training rows as
+context, against upstream's ``TransformerModel``; the logits must match.
+GraphPFN and G2T-FM are not compared: their upstream networks live in the LimiX
+and TabPFN packages (see the family READMEs).
 
 Upstream runs in its own virtual environment: NODEGROUND_UPSTREAM names a folder
-holding the checkouts ``GraphAny/``, ``graph-view-space/`` and ``node4all/``,
-each with its environment in ``.venv/``. Without it only our numbers print.
+holding the checkouts ``GraphAny/``, ``graph-view-space/``, ``node4all/`` and
+``NodePFN/``, each with its environment in ``.venv/``. Without it only our
+numbers print.
 
 Run: ``python -m tests.bench gfm``; BENCH_GFM_REPS (3), BENCH_GFM_EPOCHS (100),
 BENCH_GFM_NODES (20000), BENCH_GFM_FEATURES (16), BENCH_GFM_METHODS (all).
@@ -39,6 +48,8 @@ for extra in (ROOT, ROOT / "proto"):
 
 import numpy as np  # noqa: E402
 
+from methods.nodepfn.model import DEFAULT_ARCH as NODEPFN_ARCH  # noqa: E402
+
 REPS = int(os.environ.get("BENCH_GFM_REPS", 3))
 EPOCHS = int(os.environ.get("BENCH_GFM_EPOCHS", 100))
 NODES = int(os.environ.get("BENCH_GFM_NODES", 20_000))
@@ -46,7 +57,7 @@ FEATURES = int(os.environ.get("BENCH_GFM_FEATURES", 16))
 MAX_DEPTH = 8
 TIME_TARGET, MEMORY_TARGET = 1.05, 1.10
 AGREEMENT_ATOL = 1e-4  # frozen representations and GraphAny's probabilities: float32 round-off only
-UPSTREAM_DIRS = {"graphany": "GraphAny", "gvt": "graph-view-space", "node4all": "node4all"}
+UPSTREAM_DIRS = {"graphany": "GraphAny", "gvt": "graph-view-space", "node4all": "node4all", "nodepfn": "NodePFN"}
 HERE = Path(__file__).resolve().parent
 
 
@@ -92,7 +103,35 @@ def _job(work: Path) -> dict:
                             "att_temperature": ckpt.att_temperature, "entropy": ckpt.entropy, "n_mlp_layer": ckpt.n_mlp_layer},
         "gvt_weights": str(resolve_weights("gvt-seed42", "")[0]),
         "node4all_weights": str(resolve_weights("node4all-cgt", "")[0]),
+        "nodepfn_arch": NODEPFN_ARCH, "nodepfn_state": _nodepfn_state(work),
     }
+
+
+def _nodepfn_state(work: Path) -> str:
+    """NodePFN's released structure with the random parameters a random-init service would use."""
+    import torch
+
+    from methods.graphpfn.common import RANDOM_INIT_SEED
+    from methods.nodepfn.model import NodePFNNet
+
+    torch.manual_seed(RANDOM_INIT_SEED)
+    path = work / "nodepfn_random.pt"
+    torch.save(NodePFNNet(NODEPFN_ARCH).state_dict(), path)
+    return str(path)
+
+
+def _pfn_inputs(g, train: np.ndarray) -> dict[str, np.ndarray]:
+    """One in-context episode: training rows first as context, then every other node; features cut or
+    zero-padded to the network's input width; the graph re-indexed to that row order."""
+    n, width = g.num_nodes, NODEPFN_ARCH["num_features"]
+    order = np.concatenate([train, np.setdiff1d(np.arange(n), train)])
+    position = np.empty(n, dtype=np.int64)
+    position[order] = np.arange(n)
+    x = np.zeros((n, 1, width), dtype=np.float32)
+    cols = min(width, g.x.shape[1])
+    x[:, 0, :cols] = g.x[order, :cols]
+    y = np.where(g.y[order] >= 0, g.y[order], 0).astype(np.float32)[:, None]
+    return {"pfn_x": x, "pfn_y": y, "pfn_edge_index": position[g.edge_index], "pfn_ctx": np.array(len(train))}
 
 
 def upstream_python(method: str) -> tuple[Path, Path] | None:
@@ -126,12 +165,12 @@ def _run(side: str, method: str, graph_file: Path, work: Path) -> dict:
 
 def agreement(method: str, ours: dict, theirs: dict) -> str:
     o, t = ours["outputs"], theirs["outputs"]
-    key = {"graphany": "probs", "gvt": "representations", "node4all": "embedding"}[method]
+    key = {"graphany": "probs", "gvt": "representations", "node4all": "embedding", "nodepfn": "logits"}[method]
     diff = float(np.max(np.abs(o[key] - t[key]))) if o[key].shape == t[key].shape else float("inf")
     text = f"{key} max|diff| {diff:.1e} {'OK' if diff <= AGREEMENT_ATOL else 'DIFFER'}"
     if method == "gvt":
         text += f"; depth {ours['depth']} vs {theirs['depth']}"
-    if method != "graphany":
+    if method in ("gvt", "node4all"):
         text += f"; argmax agree {np.mean(o['probs'].argmax(1) == t['probs'].argmax(1)):.2f}"
     return text
 
@@ -139,7 +178,7 @@ def agreement(method: str, ours: dict, theirs: dict) -> str:
 def main() -> None:
     import torch
 
-    selected = os.environ.get("BENCH_GFM_METHODS", "graphany,gvt,node4all").split(",")
+    selected = os.environ.get("BENCH_GFM_METHODS", "graphany,gvt,node4all,nodepfn").split(",")
     threads = int(os.environ.get("NODEGROUND_THREADS", 1))
     print(f"CPU, {threads} thread(s), torch {torch.__version__}; fit+predict CPU time and peak-memory rise, "
           f"median of {REPS} alternating runs; head training {EPOCHS} epochs on both sides")
@@ -155,7 +194,7 @@ def main() -> None:
         for label, g, train, val, test in _graphs():
             graph_file = work / f"{label}.npz"
             np.savez(graph_file, x=g.x, edge_index=g.edge_index, y=g.y, train=train, val=val, test=test,
-                     job=json.dumps({**job, "num_classes": g.num_classes}))
+                     job=json.dumps({**job, "num_classes": g.num_classes}), **_pfn_inputs(g, train))
             print(f"\n{label}: {g.num_nodes} nodes, {g.edge_index.shape[1]} edges (with self-loops), {g.x.shape[1]} features, "
                   f"{g.num_classes} classes, {len(train)}/{len(val)}/{len(test)} split")
             for method in selected:

@@ -38,12 +38,35 @@ def configs(job: dict) -> dict[str, tuple[type, dict]]:
     }
 
 
+def nodepfn_network(arrays: dict, job: dict, out: Path) -> None:
+    """NodePFN's network alone (random parameters, official structure): one in-context forward pass."""
+    from methods.graphpfn.common import attention_chunk
+    from methods.nodepfn.model import NodePFNNet
+
+    x, y, edges = (torch.from_numpy(arrays[k]) for k in ("pfn_x", "pfn_y", "pfn_edge_index"))
+    n_ctx = int(arrays["pfn_ctx"])
+    arch = job["nodepfn_arch"]
+
+    def work():
+        net = NodePFNNet(arch)
+        net.load_state_dict(torch.load(job["nodepfn_state"], weights_only=True))
+        net.eval()
+        with torch.no_grad():
+            return net(x, y[:n_ctx], edges, attention_chunk(x.shape[0], n_ctx, x.shape[1], arch["nhead"]))
+
+    logits, stats = gfm_probe.measure(work)
+    np.savez(out / "outputs.npz", logits=logits.numpy())
+    gfm_probe.write_report(str(out / "report.json"), stats, {"torch": torch.__version__})
+
+
 def main() -> None:
     method_name, graph_path, out = gfm_probe.argv()
     gfm_probe.prepare(torch)
     with np.load(graph_path) as raw:
         arrays = {k: raw[k] for k in raw.files}
     job = json.loads(str(arrays.pop("job")))
+    if method_name == "nodepfn":
+        return nodepfn_network(arrays, job, out)
     visible = np.full(arrays["y"].shape[0], -1)
     for split in ("train", "val"):
         visible[arrays[split]] = arrays["y"][arrays[split]]

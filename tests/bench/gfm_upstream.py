@@ -258,7 +258,39 @@ def run_node4all(arrays: dict, job: dict, out: Path) -> dict:
     return {**stats, "val_acc": result["val"]}
 
 
-RUNNERS = {"graphany": run_graphany, "gvt": run_gvt, "node4all": run_node4all}
+def run_nodepfn(arrays: dict, job: dict, out: Path) -> dict:
+    """``TransformerModel`` built as ``load_model_only_inference`` builds it, on the same random parameters."""
+    sys.path.insert(0, str(ROOT / "nodepfn"))
+    import typing
+
+    import torch.nn.modules.transformer as torch_transformer
+
+    for name in ("Optional", "Tensor", "Module"):  # names torch <= 2.2 re-exported there; layer.py imports them from it
+        if not hasattr(torch_transformer, name):
+            NOTES.append(f"torch.nn.modules.transformer.{name} re-exported for layer.py (torch 2.2 had it; this torch does not)")
+            setattr(torch_transformer, name, {"Optional": typing.Optional, "Tensor": torch.Tensor, "Module": torch.nn.Module}[name])
+    import encoders
+    from transformer import TransformerModel
+
+    arch = job["nodepfn_arch"]
+    x, y, edges = (torch.from_numpy(arrays[k]) for k in ("pfn_x", "pfn_y", "pfn_edge_index"))
+    n_ctx = int(arrays["pfn_ctx"])
+
+    def work():
+        e, nhid = arch["emsize"], arch["emsize"] * arch["nhid_factor"]
+        model = TransformerModel(encoders.Linear(arch["num_features"], e, replace_nan_by_zero=True), arch["max_num_classes"], e,
+                                 arch["nhead"], nhid, arch["nlayers"], y_encoder=encoders.Linear(1, e), efficient_eval_masking=True)
+        model.load_state_dict(torch.load(job["nodepfn_state"], weights_only=True))
+        model.eval()
+        with torch.no_grad():
+            return model((None, x, y, edges), single_eval_pos=n_ctx)
+
+    logits, stats = gfm_probe.measure(work)
+    np.savez(out / "outputs.npz", logits=logits.numpy())
+    return stats
+
+
+RUNNERS = {"graphany": run_graphany, "gvt": run_gvt, "node4all": run_node4all, "nodepfn": run_nodepfn}
 
 
 def main() -> None:
