@@ -10,18 +10,21 @@ numpy, plus the standard-library probe beside it::
 graph, split and run settings our side gets (see ``bench_gfm``). What runs:
 
 * graphany: ``GraphDataset.prepare_prop_features_logits_and_dist_features``
-  (DGL mean aggregation, per-channel ``gelss`` least squares, the per-node
+  (mean aggregation, per-channel ``gelss`` least squares, the per-node
   scikit-learn perplexity search) and ``GraphAny.forward``, on the attention
-  weights of the released checkpoint.
+  weights of the released checkpoint. DGL has no build for current torch: its
+  four calls used here are stood in by PyG's scatter-mean (``_stand_in_dgl``).
 * gvt: ``HyperparameterTuner.tune_recurrent_depth`` (a frozen RGVT and a
   predictor trained at every depth 1..max_depth), with the adjacency built once
   as upstream's ``evaluate_dataset_stage`` does, then the chosen depth's softmax.
 * node4all: ``channel_inference_neighbor_sampling`` with its defaults (full
   graph, feature chunks of 1e6 tokens) and ``PredictorTrainer.train`` on an MLP
   predictor, then its softmax.
+* nodepfn: ``TransformerModel`` (GPS layers) built as ``load_model_only_inference``
+  builds it, one forward pass on the random parameters our side uses.
 
 Head training runs a fixed number of epochs on both sides (patience = epochs), so
-that the two do the same work; the frozen representations are compared exactly.
+that the two do the same work; the frozen representations are compared to float round-off.
 """
 
 from __future__ import annotations
