@@ -11,7 +11,7 @@ from methods.graphany.checkpoint import load_checkpoint
 from methods.graphany.model import build_attention, channel_features, distance_features, fuse, linear_gnn_predictions
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, Method
 from methods.sdk.method import graph_tensors
-from methods.gvt.frozen import resolve_weights
+from methods.gvt.frozen import adaptation_flags, resolve_weights
 from methods.sdk.wire import GraphBundle
 
 VERSION = "2026-12-01"
@@ -52,15 +52,15 @@ class GraphAny(Method):
         dist = distance_features(preds, ckpt.feat_channels, ckpt.entropy)
         ctx.check()
         fused, weights = fuse(preds, dist, attention, ckpt)
-        probs = torch.softmax(fused, dim=1).numpy().astype(np.float32)
-        ctx.info.update(info)
+        probs = torch.softmax(fused, dim=1)
+        ctx.info.update(info, **adaptation_flags(probs))
         ctx.info.update(
             checkpoint=str(config["checkpoint"]),
             features_cached=cached,
             adapt_seconds=time.perf_counter() - started,
             **{f"attention_{c}": float(w) for c, w in zip(ckpt.pred_channels, weights.mean(0).tolist())},
         )
-        return GraphAnyState(probs, attention)
+        return GraphAnyState(probs.numpy().astype(np.float32), attention)
 
     def predict(self, state: GraphAnyState, graph: GraphBundle) -> np.ndarray:
         return state.probs

@@ -37,8 +37,9 @@ def test_gvt_selects_depth_on_validation(weights, graph):
     state = m.fit(bundle, train, val, m.resolve_config({"max_depth": 3, **QUICK}), context)
     _assert_probs(m.predict(state, bundle))
     _assert_frozen(state.encoder, _checkpoint(weights, "gvt-seed42"))
-    accs = [context.info[f"val_acc_depth{d}"] for d in (1, 2, 3)]
-    assert context.info["depth"] == 1 + int(np.argmax(accs))
+    losses = [context.info[f"val_loss_depth{d}"] for d in (1, 2, 3)]
+    assert context.info["selection"] == "val_loss" and context.info["depth"] == 1 + int(np.argmin(losses))
+    assert context.info["best_val_loss"] == min(losses)
     assert context.info["weights_id"] == "gvt-seed42" and context.info["weights_official"] is True
     # a second fit on the same graph reuses the representations
     again = ctx()
