@@ -29,8 +29,8 @@ from methods.sdk.wire import make_bundle  # noqa: E402
 
 
 def configs(job: dict) -> dict[str, tuple[type, dict]]:
-    """Upstream's defaults, with head training fixed to ``epochs`` on both sides (patience = epochs)."""
-    epochs = {"max_epochs": int(job["epochs"]), "patience": int(job["epochs"])}
+    """Upstream's defaults and selection rule (validation accuracy), with head training fixed to ``epochs`` on both sides (patience = epochs)."""
+    epochs = {"max_epochs": int(job["epochs"]), "patience": int(job["epochs"]), "selection": "val_accuracy"}
     return {
         "graphany": (GraphAny, {"checkpoint": job["graphany_checkpoint"], "weights_file": job["graphany_weights"]}),
         "gvt": (RGVT, {"depth": 0, "max_depth": int(job["max_depth"]), "head": "mlp", "weights_file": job["gvt_weights"], **epochs}),
@@ -88,8 +88,9 @@ def main() -> None:
     elif method_name == "node4all":
         outputs["embedding"] = state.z.numpy()
     np.savez(out / "outputs.npz", **outputs)
-    extra = {"depth": ctx.info.get("depth"), "val_acc": {k.removeprefix("val_acc_depth"): v for k, v in ctx.info.items() if k.startswith("val_acc_depth")}
-             or ctx.info.get("val_accuracy_head"), "torch": torch.__version__}
+    extra = {"depth": ctx.info.get("depth"), "val_acc": {k.removeprefix("val_accuracy_depth"): v for k, v in ctx.info.items()
+                                                          if k.startswith("val_accuracy_depth")}
+             or ctx.info.get("best_val_accuracy"), "torch": torch.__version__}
     gfm_probe.write_report(str(out / "report.json"), stats, extra)
 
 
