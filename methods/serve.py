@@ -12,10 +12,12 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
 
 import torch
 
 from methods.families import load_families, method_classes
+from methods.sdk.health_file import HEALTH_FILE_ENV, loopback_address, start_health_file
 from methods.sdk.service import DEFAULT_GRAPH_CACHE_BYTES, DEFAULT_MAX_MODELS, DEFAULT_MAX_UPLOAD_BYTES, DEFAULT_UPLOAD_WAIT_SECONDS, MethodServicer, build_server
 
 READY_PREFIX = "NODEGROUND_LISTENING"
@@ -55,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     server.start()
     print(f"{READY_PREFIX} {port}", flush=True)
+    health_file = os.environ.get(HEALTH_FILE_ENV)
+    if health_file:  # set in the images, read by their HEALTHCHECK
+        start_health_file(loopback_address(args.host, port), Path(health_file))
 
     stopped = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -146,3 +146,17 @@ def test_export_and_show_workflow_refuse_bad_input_in_one_line(tmp_path):
     shown = runner.invoke(app, ["show", "--workflow", "--store", str(store)])
     assert shown.exit_code == 0 and "Workflow cost per cell" in shown.output and "10.250" in shown.output
     assert "Service warm-up" in shown.output and "3.500" in shown.output
+
+
+def test_methods_list_shows_every_family_and_method_from_the_manifests():
+    from methods.families import load_families
+
+    result = CliRunner().invoke(app, ["methods", "list"])
+    assert result.exit_code == 0, result.output
+    families = load_families()
+    assert f"in {len(families)} families" in result.output
+    lines = result.output.splitlines()
+    for family in families.values():
+        for method in family.methods:
+            assert any(f" {method} " in line and f" {family.name} " in line and f" {family.kind} " in line
+                       and family.image in line for line in lines), (method, result.output)
