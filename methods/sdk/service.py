@@ -201,18 +201,23 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
             context.abort(grpc.StatusCode.NOT_FOUND, f"no model with handle {request.model_handle!r} (released or never fitted)")
         with self._compute:
             try:
+                # The service's time is all it does for the call: the method's predict, the check
+                # and the encoding of the reply (a method whose fit precomputed everything still
+                # spends this), up to the first byte sent.
                 with ResourceProbe() as probe:
                     probs = model.method.predict(model.state, model.graph)
+                    shape = getattr(probs, "shape", None)
+                    if shape is None or len(shape) != 2 or shape[0] != model.graph.num_nodes or shape[1] < 1:
+                        raise ValueError(f"the method returned probabilities of shape {shape}; expected ({model.graph.num_nodes}, classes)")
+                    chunks = list(encode_probabilities(probs, pb.CallStats()))
             except (ResourceError, torch.cuda.OutOfMemoryError, MemoryError) as exc:
                 _free_gpu()
                 context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"predict: out of memory: {exc}")
             except Exception as exc:
                 log.exception("predict failed")
                 context.abort(grpc.StatusCode.INTERNAL, f"predict failed: {type(exc).__name__}: {exc}")
-        if probs.shape != (model.graph.num_nodes, probs.shape[1] if probs.ndim == 2 else -1):
-            context.abort(grpc.StatusCode.INTERNAL, f"method returned probabilities of shape {probs.shape}")
-        stats = pb.CallStats(seconds=probe.seconds, peak_rss_bytes=probe.peak_rss_bytes, peak_gpu_bytes=probe.peak_gpu_bytes)
-        yield from encode_probabilities(probs, stats)
+        chunks[-1].stats.CopyFrom(pb.CallStats(seconds=probe.seconds, peak_rss_bytes=probe.peak_rss_bytes, peak_gpu_bytes=probe.peak_gpu_bytes))
+        yield from chunks
 
     def Release(self, request: pb.ReleaseRequest, context: grpc.ServicerContext) -> pb.ReleaseResponse:
         with self._models_lock:
