@@ -109,8 +109,14 @@ images:
 			--build-arg BASE=$(BASE_TAG) . ; \
 	done
 
+# GFM weights are mounted from where `make weights` and `orchestrator weights` put them: the one
+# rule of methods/sdk/weights.py (stdlib only, so any python3 >= 3.11 can answer). Created first,
+# so that Docker does not create it root-owned and empty.
+WEIGHTS_DIR_CMD = $(if $(wildcard $(PYTHON)),$(PYTHON),python3) methods/sdk/weights.py
+
 up: images
-	$(COMPOSE) -p $(COMPOSE_PROJECT) $(COMPOSE_FILES) up -d --no-build --remove-orphans
+	w="$$($(WEIGHTS_DIR_CMD))" && mkdir -p "$$w" && \
+		NODEGROUND_WEIGHTS="$$w" $(COMPOSE) -p $(COMPOSE_PROJECT) $(COMPOSE_FILES) up -d --no-build --remove-orphans
 	@# Wait (UP_WAIT seconds, 0 = don't) until every service reports healthy, so an
 	@# `orchestrator run` started right after `make up` finds them serving.
 	@for i in $$(seq $(UP_WAIT)); do \
