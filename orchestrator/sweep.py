@@ -13,6 +13,14 @@ With ``parallel=1`` trials run strictly one after another. Every trial's
 seed is fixed by its split, so a parallel sweep stores the same records
 (keys, configurations, metrics) as a serial one.
 
+Outcomes: an environment failure (the service died, went silent under the client's
+health watchdog, or is not ready) is recorded ``unavailable``, which a rerun retries;
+a trial whose service was brought back is also run once more at once. A method failure
+(``failed``, ``oom``, ``timeout``, ``nonfinite``) is the trial's outcome and stays.
+Everything a service returns is validated inside the trial: a malformed reply makes
+that trial ``failed``, never the sweep abort. Before any trial, ``prepare`` refuses a
+plan that cannot run (a public split that does not exist, a service not ready).
+
 Warm-up: when a replica comes up (a start, a restart, a remote endpoint first
 dialled) it runs one tiny fit+predict per method on a small built-in graph;
 its start and warm-up seconds go to the store's ``services`` table, so
@@ -231,6 +239,8 @@ class Sweep:
     _specs: dict[str, MethodSpec] = field(default_factory=dict)
     _services: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)
     _warmup: tuple | None = None
+    _deferred: list[Replica] | None = None  # replicas that came up while describing: warmed once all are ready
+    _prepared: bool = False
     _host: str = ""
     timing: SweepTiming = field(default_factory=SweepTiming)
     _timing_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -251,6 +261,13 @@ class Sweep:
             self._specs[method] = hosted[method]
         return self._specs[method]
 
+    def prepare(self) -> None:
+        """All that can refuse the run, before its first trial: the plan's checks, then every method's service ready."""
+        if not self._prepared:
+            self.check_plan()
+            self.describe_all()
+            self._prepared = True
+
     def check_plan(self) -> None:
         """Plan-level checks, before any service starts or any trial runs: every public split asked for exists."""
         if PUBLIC not in self.plan.regimes:
@@ -268,19 +285,26 @@ class Sweep:
             raise SplitError(f"--regimes public: {'; '.join(problems)}")
 
     def describe_all(self) -> None:
-        """Describe every method before any trial (this starts and warms their first services).
+        """Describe every method before any trial (this starts their first services), then warm those up.
 
         ServiceNotReady names every method whose service cannot fit (weights missing), not
-        only the first, so that one fetch command covers them all.
+        only the first, so that one fetch command covers them all; it comes before any
+        warm-up, so a run that cannot start says so at once.
         """
         not_ready = []
-        for method in self.plan.methods:
-            try:
-                self.spec(method)
-            except ServiceNotReady as exc:
-                not_ready.append(exc)
+        self._deferred = []
+        try:
+            for method in self.plan.methods:
+                try:
+                    self.spec(method)
+                except ServiceNotReady as exc:
+                    not_ready.append(exc)
+        finally:
+            deferred, self._deferred = self._deferred, None
         if not_ready:
             raise ServiceNotReady.combine(not_ready)
+        for replica in deferred:
+            self._on_ready(replica)
 
     # ---- the plan ----------------------------------------------------------
 
@@ -327,9 +351,8 @@ class Sweep:
 
     def run(self) -> list[TrialRecord]:
         started = time.perf_counter()
-        self.check_plan()
+        self.prepare()
         done = self.store.done_keys(self.plan.time_limit)
-        self.describe_all()
         planned = self.planned_trials()
         todo = [t for t in planned if t.key not in done]
         self.progress.on_total(len(planned))
@@ -528,6 +551,9 @@ class Sweep:
 
     def _on_ready(self, replica: Replica) -> None:
         """Measure a fresh replica's warm-up (never raises: a failed warm-up is recorded, the sweep goes on)."""
+        if self._deferred is not None:
+            self._deferred.append(replica)
+            return
         service = ServiceRecord(
             endpoint=replica.endpoint,
             family=replica.family,

@@ -139,6 +139,7 @@ def open_sweep(plan: SweepPlan, store: Path, endpoint: list[str], services: str,
         try:
             sweep = Sweep(plan, run_store, directory, parallel=parallel, warmup="all" if warmup else "none")
             directory.check_remote()
+            sweep.prepare()  # refusals (plan, services not ready) before any progress is drawn
             yield sweep
         finally:
             directory.close()

@@ -1,6 +1,6 @@
 """A typed client for one method service endpoint, timing every call end to end.
 
-Every upload, fit and predict runs under a health watchdog: while the call is in flight
+Every call but Describe runs under a health watchdog: while the call is in flight
 the service's health is probed every ``WATCHDOG_INTERVAL_S``; after ``WATCHDOG_MISSES``
 probes in a row go unanswered (a stopped, hung or partitioned process) the call is
 cancelled and ``ServiceHung`` raised, so no call waits on a silent service forever,

@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-import torch
 
 from methods.families import Family
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, Method
@@ -27,6 +26,8 @@ from orchestrator.services.embedded import EmbeddedService, EmbeddedServices
 from orchestrator.store import Store
 from orchestrator.sweep import Progress, Sweep, SweepPlan
 from tests.integration.test_sweep_engine import FAMILY as ENGINE_FAMILY
+from tests.integration.test_sweep_engine import Sleepy
+from tests.integration.test_sweep_engine import one_torch_thread  # noqa: F401  (autouse: in-process services, one thread)
 
 MALFORMED = ("short", "classes", "huge-classes", "info", "stats")
 
@@ -74,14 +75,6 @@ class HostileServicer(MethodServicer):
 
 
 HOSTILE = Family("hostile", "nodeground/hostile", "tests.integration.test_sweep_faults", ("replies",))
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture
@@ -183,7 +176,7 @@ def test_a_silent_remote_service_gives_unavailable_rows_that_a_rerun_completes(t
 
 
 def test_a_timeout_is_retried_only_by_a_rerun_with_a_longer_time_limit(tmp_path):
-    servicer = MethodServicer("test", [c for c in _engine_methods() if c.name == "sleepy"])
+    servicer = MethodServicer("test", [Sleepy])
     server, port = build_server(servicer, "127.0.0.1:0")
     server.start()
     path = tmp_path / "r.sqlite"
@@ -205,8 +198,3 @@ def test_a_timeout_is_retried_only_by_a_rerun_with_a_longer_time_limit(tmp_path)
     finally:
         server.stop(0)
 
-
-def _engine_methods() -> list[type[Method]]:
-    from tests.integration import test_sweep_engine
-
-    return [test_sweep_engine.QuickMLP, test_sweep_engine.Modes, test_sweep_engine.Sleepy]
