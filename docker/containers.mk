@@ -187,6 +187,11 @@ COMPOSE_SERVICES = $(shell $(COMPOSE) -f docker/compose.yaml config --services 2
 UP_FAMILIES = $(filter $(COMPOSE_SERVICES),$(FAMILIES))
 PROJECT_FILTER = --filter label=com.docker.compose.project=$(COMPOSE_PROJECT)
 
+# GFM weights are mounted from where `make weights` and `orchestrator weights` put them: the one
+# rule of methods/sdk/weights.py (stdlib only, so any python3 >= 3.11 can answer). Created first,
+# so that Docker does not create it root-owned and empty.
+WEIGHTS_DIR_CMD = $(if $(wildcard $(PYTHON)),$(PYTHON),python3) methods/sdk/weights.py
+
 up: images $(if $(filter 1,$(GPU)),gpu-compose)
 	@for f in $(filter-out $(COMPOSE_SERVICES),$(FAMILIES)); do \
 		echo "note: $$f has no service in docker/compose.yaml (add one to start it with make up)" >&2; done
@@ -195,7 +200,8 @@ up: images $(if $(filter 1,$(GPU)),gpu-compose)
 		*) echo "SCALE=$$s: $${s%%=*} is not among the families started ($(UP_FAMILIES))" >&2; exit 2;; esac; \
 		case "$${s#*=}" in ''|*[!0-9]*) echo "SCALE=$$s: the replica count must be a number" >&2; exit 2;; esac; \
 	done
-	$(COMPOSE) -p $(COMPOSE_PROJECT) $(COMPOSE_FILES) up -d --no-build --remove-orphans \
+	w="$$($(WEIGHTS_DIR_CMD))" && mkdir -p "$$w" && \
+		NODEGROUND_WEIGHTS="$$w" $(COMPOSE) -p $(COMPOSE_PROJECT) $(COMPOSE_FILES) up -d --no-build --remove-orphans \
 		$(foreach s,$(SCALE),--scale $(s)) $(UP_FAMILIES)
 	@# Wait (UP_WAIT seconds, 0 = don't) until every service reports healthy, so an
 	@# `orchestrator run` started right after `make up` finds them serving.

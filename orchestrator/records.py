@@ -20,6 +20,11 @@ STATUS_OOM = "oom"  # the service ran out of memory (or refused a config that ca
 STATUS_NONFINITE = "nonfinite"  # probabilities or validation loss not finite
 STATUS_UNAVAILABLE = "unavailable"  # the service died or could not be reached
 STATUSES = (STATUS_OK, STATUS_FAILED, STATUS_TIMEOUT, STATUS_OOM, STATUS_NONFINITE, STATUS_UNAVAILABLE)
+# Environment failures (the service was down, hung or not ready) are not outcomes of the
+# method: a rerun retries them. Every other status is the trial's outcome and stays.
+RETRIED_STATUSES = (STATUS_UNAVAILABLE,)
+# Outcomes a sweep may end with and still exit 0: limits a configuration ran into.
+ACCEPTED_STATUSES = (STATUS_OK, STATUS_OOM, STATUS_TIMEOUT)
 
 TASK_BINARY = "binary"
 TASK_MULTICLASS = "multiclass"
@@ -68,6 +73,7 @@ class TrialRecord:
     status: str
     error: str | None = None
     endpoint: str | None = None
+    time_limit_s: float | None = None  # the limit per fit and per predict this trial ran under
     # service-side measurements (the method's own compute)
     fit_service_s: float | None = None
     fit_peak_rss_bytes: int | None = None

@@ -2,8 +2,10 @@
 
 Each record is written in its own transaction in WAL mode with full fsync, so
 that a ``kill -9`` at any moment leaves a readable file in which every trial
-is either wholly stored or absent. Rows of status ``unavailable`` (the service
-was down) are retried by a rerun; every other row counts as done.
+is either wholly stored or absent. Rows of an environment failure (status
+``unavailable``: the service was down, hung or not ready) are retried by a rerun,
+and so is a ``timeout`` stored under a smaller time limit than the rerun's; every
+other row is the trial's outcome and counts as done.
 
 A trial's key carries its dataset's content hash. When a dataset registered
 again under the same name (``datasets add --replace``) gets its first trial, the
@@ -37,7 +39,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from orchestrator.records import COLUMNS, STATUS_UNAVAILABLE, TrialRecord, current_key
+from orchestrator.records import COLUMNS, RETRIED_STATUSES, STATUS_TIMEOUT, TrialRecord, current_key
 
 _ORDER = "ORDER BY method, dataset, regime, split, trial_index"
 
@@ -149,9 +151,16 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def done_keys(self) -> set[str]:
-        rows = self._db.execute("SELECT trial_key FROM trials WHERE status != ?", (STATUS_UNAVAILABLE,))
-        return {key for (key,) in rows}
+    def done_keys(self, time_limit: float | None = None) -> set[str]:
+        """Keys a rerun skips: every stored outcome except environment failures and, given the rerun's
+        ``time_limit``, timeouts stored under a smaller limit (or an unrecorded one): a longer limit may finish them."""
+        marks = ", ".join("?" for _ in RETRIED_STATUSES)
+        query = f"SELECT trial_key FROM trials WHERE status NOT IN ({marks})"
+        params: list[object] = list(RETRIED_STATUSES)
+        if time_limit is not None:
+            query += " AND NOT (status = ? AND (time_limit_s IS NULL OR time_limit_s < ?))"
+            params += [STATUS_TIMEOUT, time_limit]
+        return {key for (key,) in self._db.execute(query, params)}
 
     def write(self, record: TrialRecord) -> None:
         """Store one trial in its own transaction; a rerun of the same key replaces it.

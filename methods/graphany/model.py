@@ -91,15 +91,15 @@ def channel_features(x: torch.Tensor, edge_index: torch.Tensor, needed: set[str]
     return {k: v for k, v in feats.items() if k in needed}
 
 
-def linear_gnn_predictions(feats: dict[str, torch.Tensor], train: torch.Tensor, y_train: torch.Tensor, num_classes: int) -> dict[str, torch.Tensor]:
-    """Per channel, the minimum-norm least-squares solution on the training nodes, applied to all nodes (on CPU: gelss)."""
+def least_squares(feats: dict[str, torch.Tensor], train: torch.Tensor, y_train: torch.Tensor, num_classes: int) -> dict[str, torch.Tensor]:
+    """Per channel, the minimum-norm least-squares solution on the training nodes (on CPU: gelss): the LinearGNN weights."""
     target = torch.nn.functional.one_hot(y_train.cpu(), num_classes).float()
-    preds = {}
-    for name, f in feats.items():
-        f_cpu = f.float().cpu()
-        w = torch.linalg.lstsq(f_cpu[train.cpu()], target, driver="gelss").solution
-        preds[name] = f_cpu @ w
-    return preds
+    return {name: torch.linalg.lstsq(f.float().cpu()[train.cpu()], target, driver="gelss").solution for name, f in feats.items()}
+
+
+def linear_gnn_predictions(feats: dict[str, torch.Tensor], solutions: dict[str, torch.Tensor], rows: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    """Each channel's LinearGNN applied to ``rows`` (all nodes when None)."""
+    return {name: (f.float().cpu() if rows is None else f.float().cpu()[rows]) @ solutions[name] for name, f in feats.items()}
 
 
 def entropy_normalized_probabilities(sqdist: np.ndarray, entropy: float) -> np.ndarray:

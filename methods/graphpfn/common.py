@@ -34,8 +34,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from methods.sdk.method import FitContext, ResourceError, available_memory_bytes
-from methods.sdk.weights import ResolvedWeights, WeightsError, load_weights_catalog, resolve, safe_torch_load  # noqa: F401 (re-exported for the PFN families)
+from methods.sdk.method import FitContext, Method, ResourceError, available_memory_bytes
+from methods.sdk.weights import ResolvedWeights, WeightsError, load_weights_catalog, resolve, safe_torch_load, weights_problems  # noqa: F401 (re-exported for the PFN families)
 
 BUDGET_ENV = "NODEGROUND_MEMORY_BUDGET_BYTES"
 RANDOM_ENV = "NODEGROUND_RANDOM_INIT_WEIGHTS"
@@ -137,6 +137,14 @@ def random_init_allowed() -> bool:
 def arch_overrides() -> dict[str, Any]:
     raw = os.environ.get(ARCH_ENV, "")
     return json.loads(raw) if raw else {}
+
+
+class FrozenGFM(Method):
+    """An in-context GFM whose ``weights`` may be absent as a whole when random init is allowed."""
+
+    @classmethod
+    def weights_problems(cls) -> dict[str, str]:
+        return weights_problems(cls.weights, allow_unverified=os.environ.get(UNVERIFIED_ENV, "") == "1", allow_missing=random_init_allowed())
 
 
 def resolve_optional(weights_id: str) -> ResolvedWeights | None:

@@ -83,6 +83,7 @@ class RGVT(Method):
         FloatParam("lr", 1e-4, 5e-2, log=True),
     )
     settings = (SELECTION,)
+    weights = tuple(f"gvt-seed{s}" for s in SEEDS)
 
     def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> GVTState:
         started = time.perf_counter()

@@ -65,6 +65,7 @@ class Node4All(Method):
         FloatParam("lr", 1e-4, 1e-2, log=True),
     )
     settings = (SELECTION,)
+    weights = ("node4all-cgt",)
 
     def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> Node4AllState:
         started = time.perf_counter()

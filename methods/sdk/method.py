@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from methods.sdk.space import Config, Param, validate_config
+from methods.sdk.weights import weights_problems
 from methods.sdk.wire import GraphBundle
 
 
@@ -95,10 +96,16 @@ class Method(ABC):
     default_config: ClassVar[Config]
     search_space: ClassVar[tuple[Param, ...]] = ()
     settings: ClassVar[tuple[Param, ...]] = ()  # keys a user may set, checked like the space's, never sampled by a sweep
+    weights: ClassVar[tuple[str, ...]] = ()  # catalog ids (methods/*/weights.toml) that some configuration reads
 
     @classmethod
     def resolve_config(cls, config: dict[str, Any]) -> Config:
         return validate_config(config, cls.default_config, cls.search_space + cls.settings)
+
+    @classmethod
+    def weights_problems(cls) -> dict[str, str]:
+        """Weights id -> why it cannot be used now; while any is listed the service is not healthy."""
+        return weights_problems(cls.weights)
 
     @abstractmethod
     def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> Any:

@@ -14,6 +14,12 @@ refused with RESOURCE_EXHAUSTED), graphs live in an LRU cache bounded in bytes a
 and fitted models in one bounded in count: a client that never calls Release
 loses its least recently used models (Predict on one answers NOT_FOUND), the
 service keeps its memory.
+
+Readiness: a method that reads pretrained weights (``Method.weights``) cannot fit
+until they verify. While any does not, gRPC health says NOT_SERVING, Describe lists
+why (``not_ready``) and such a fit is refused with FAILED_PRECONDITION. The check is
+repeated when health or Describe is asked and the last one is a few seconds old, so
+weights fetched after the service started make it healthy without a restart.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from methods.sdk.memory import available_ram_bytes
 from methods.sdk.method import FitContext, FitInterrupted, Method, ResourceError, pick_device
 from methods.sdk.probe import ResourceProbe
 from methods.sdk.space import ConfigError, config_from_proto, config_to_proto, param_to_proto, value_to_proto
+from methods.sdk.weights import WeightsError
 from methods.sdk.wire import MAX_MESSAGE_BYTES, BundleError, BundleTooLarge, GraphBundle, decode, encode_probabilities, held_bytes
 from nodeground.v1 import method_service_pb2 as pb
 from nodeground.v1 import method_service_pb2_grpc as pb_grpc
@@ -61,6 +68,8 @@ DEFAULT_UPLOAD_WAIT_SECONDS = 60.0  # how long an upload waits for a free slot
 DEFAULT_MAX_GRAPHS = 16
 DEFAULT_MAX_MODELS = 32  # fitted models held at once (the orchestrator holds one per trial in flight)
 CONTROL_THREADS = 4  # health, Describe, HasGraph, Release: never queued behind compute
+READINESS_POLL_S = 2.0  # how often a service that reads weights re-verifies them
+HEALTH_SERVICES = ("", "nodeground.v1.MethodService")
 _KINDS = {"supervised": pb.METHOD_KIND_SUPERVISED, "gfm": pb.METHOD_KIND_GFM}
 _REPORTED_LIBRARIES = ("torch", "torch_geometric", "numpy", "scipy", "grpcio", "protobuf")
 
@@ -254,6 +263,46 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         self.models = ModelCache(max_models)
         self.uploads = UploadGate(max_upload_bytes, max_uploads, upload_wait_seconds)
         self._compute = threading.Lock()
+        self._not_ready: list[pb.NotReady] = []
+        self._health: health.HealthServicer | None = None
+        self._readiness_lock = threading.Lock()
+        self._checked_at = float("-inf")
+
+    # ---- readiness ---------------------------------------------------------
+
+    def refresh_readiness(self) -> list[pb.NotReady]:
+        """The readiness, re-verified when the last check is older than READINESS_POLL_S."""
+        with self._readiness_lock:
+            if time.monotonic() - self._checked_at >= READINESS_POLL_S:
+                self.check_readiness()
+            return self._not_ready
+
+    def check_readiness(self) -> list[pb.NotReady]:
+        """Re-verify every method's weights; publish the result to health (NOT_SERVING while any is unusable)."""
+        self._checked_at = time.monotonic()
+        not_ready = [
+            pb.NotReady(method=name, weights_id=weights_id, reason=reason)
+            for name, method in self.methods.items()
+            for weights_id, reason in method.weights_problems().items()
+        ]
+        if [r.reason for r in not_ready] != [r.reason for r in self._not_ready]:
+            for item in not_ready:
+                log.warning("not ready: %s", item.reason)
+        self._not_ready = not_ready
+        if self._health is not None:
+            status = health_pb2.HealthCheckResponse.NOT_SERVING if not_ready else health_pb2.HealthCheckResponse.SERVING
+            for service in HEALTH_SERVICES:
+                self._health.set(service, status)
+        return not_ready
+
+    def publish_health(self, health_servicer: health.HealthServicer) -> None:
+        """Report readiness through ``health_servicer`` from now on (checked at once)."""
+        self._health = health_servicer
+        with self._readiness_lock:
+            self.check_readiness()
+
+    def _not_ready_for(self, method: str) -> list[pb.NotReady]:
+        return [r for r in self.refresh_readiness() if r.method == method]
 
     # ---- calls -------------------------------------------------------------
 
@@ -263,6 +312,7 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
             methods=[describe_method(m, self.family) for m in self.methods.values()],
             family=self.family,
             **device_fields(device),
+            not_ready=self.refresh_readiness(),
         )
 
     def HasGraph(self, request: pb.HasGraphRequest, context: grpc.ServicerContext) -> pb.HasGraphResponse:
@@ -301,6 +351,9 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         except ConfigError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{request.method}: {exc}")
         self._check_capabilities(method_cls, graph, context)
+        not_ready = self._not_ready_for(method_cls.name)
+        if not_ready:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"{request.method} is not ready: {'; '.join(r.reason for r in not_ready)}")
 
         deadline = time.monotonic() + request.time_limit_seconds if request.time_limit_seconds > 0 else None
         remaining = context.time_remaining()
@@ -324,6 +377,9 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
             except (ResourceError, torch.cuda.OutOfMemoryError, MemoryError) as exc:
                 _free_gpu()
                 context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{request.method}: out of memory: {exc}")
+            except WeightsError as exc:  # removed or altered since the last readiness check
+                self.check_readiness()
+                context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"{request.method} is not ready: {exc}")
             except (ConfigError, ValueError) as exc:
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{request.method}: {exc}")
             except Exception as exc:  # a method bug must come back as a failed trial, not a dead service
@@ -343,18 +399,23 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
             context.abort(grpc.StatusCode.NOT_FOUND, f"no model with handle {request.model_handle!r} (released, dropped past the held-model cap, or never fitted)")
         with self._compute:
             try:
+                # The service's time is all it does for the call: the method's predict, the check
+                # and the encoding of the reply (a method whose fit precomputed everything still
+                # spends this), up to the first byte sent.
                 with ResourceProbe() as probe:
                     probs = model.method.predict(model.state, model.graph)
+                    shape = getattr(probs, "shape", None)
+                    if shape is None or len(shape) != 2 or shape[0] != model.graph.num_nodes or shape[1] < 1:
+                        raise ValueError(f"the method returned probabilities of shape {shape}; expected ({model.graph.num_nodes}, classes)")
+                    chunks = list(encode_probabilities(probs, pb.CallStats()))
             except (ResourceError, torch.cuda.OutOfMemoryError, MemoryError) as exc:
                 _free_gpu()
                 context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"predict: out of memory: {exc}")
             except Exception as exc:
                 log.exception("predict failed")
                 context.abort(grpc.StatusCode.INTERNAL, f"predict failed: {type(exc).__name__}: {exc}")
-        if probs.shape != (model.graph.num_nodes, probs.shape[1] if probs.ndim == 2 else -1):
-            context.abort(grpc.StatusCode.INTERNAL, f"method returned probabilities of shape {probs.shape}")
-        stats = pb.CallStats(seconds=probe.seconds, peak_rss_bytes=probe.peak_rss_bytes, peak_gpu_bytes=probe.peak_gpu_bytes)
-        yield from encode_probabilities(probs, stats)
+        chunks[-1].stats.CopyFrom(pb.CallStats(seconds=probe.seconds, peak_rss_bytes=probe.peak_rss_bytes, peak_gpu_bytes=probe.peak_gpu_bytes))
+        yield from chunks
 
     def Release(self, request: pb.ReleaseRequest, context: grpc.ServicerContext) -> pb.ReleaseResponse:
         released = self.models.pop(request.model_handle) is not None
@@ -431,6 +492,18 @@ def _run_on(pool: futures.ThreadPoolExecutor, servicer: Any, *names: str) -> Non
         setattr(servicer, name, call)
 
 
+class ReadinessHealth(health.HealthServicer):
+    """Standard gRPC health whose answer re-verifies the service's readiness when it is stale."""
+
+    def __init__(self, servicer: MethodServicer) -> None:
+        super().__init__()
+        self._servicer = servicer
+
+    def Check(self, request: health_pb2.HealthCheckRequest, context: grpc.ServicerContext) -> health_pb2.HealthCheckResponse:
+        self._servicer.refresh_readiness()
+        return super().Check(request, context)
+
+
 def build_server(servicer: MethodServicer, address: str, max_workers: int = 8) -> tuple[grpc.Server, int]:
     """A server with the method service and standard health; returns it and the bound port."""
     options = [
@@ -439,7 +512,7 @@ def build_server(servicer: MethodServicer, address: str, max_workers: int = 8) -
     ]
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers), options=options)
     control = futures.ThreadPoolExecutor(max_workers=CONTROL_THREADS, thread_name_prefix="control")
-    health_servicer = health.HealthServicer()
+    health_servicer = ReadinessHealth(servicer)
     _run_on(control, servicer, "Describe", "HasGraph", "Release")
     _run_on(control, health_servicer, "Check", "List")
     pb_grpc.add_MethodServiceServicer_to_server(servicer, server)
@@ -447,7 +520,6 @@ def build_server(servicer: MethodServicer, address: str, max_workers: int = 8) -
     port = server.add_insecure_port(address)
     if port == 0:
         raise OSError(f"could not bind {address}")
-    health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
-    health_servicer.set("nodeground.v1.MethodService", health_pb2.HealthCheckResponse.SERVING)
+    servicer.publish_health(health_servicer)
     watch_parent()  # a service launched as a child (NODEGROUND_PARENT_PID set) exits with its launcher
     return server, port
