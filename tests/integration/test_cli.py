@@ -31,7 +31,7 @@ runner = CliRunner()
         (["--methods", "mlp", "--datasets", "synthetic-tiny", "--time-limit", "inf"], "--time-limit must be a number of seconds"),
         (["--methods", "mlp", "--datasets", "synthetic-tiny", "--time-limit", "-5"], "--time-limit must be a number of seconds"),
         (["--methods", "mlp", "--datasets", "synthetic-tiny", "--time-limit", "0"], "--time-limit must be a number of seconds"),
-        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--parallel", "99999999999"], "--parallel must be between 1 and 1024"),
+        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--parallel", "99999999999"], "--parallel must be between 0 (one per replica found) and 1024"),
         (["--methods", "mlp", "--datasets", "synthetic-tiny", "--regimes", "public"], "--regimes public: synthetic-tiny has no published split"),
         (["--methods", "mlp", "--datasets", "synthetic-tiny", "--splits", "0,x"], "--splits must be comma-separated integers"),
         (["--methods", "mlp", "--datasets", "synthetic-tiny", "--splits", "9"], "split index 9 is outside 0..4"),

@@ -53,7 +53,7 @@ class HostileServicer(MethodServicer):
 
     def Fit(self, request: pb.FitRequest, context: Any) -> pb.FitResponse:
         reply = super().Fit(request, context)
-        mode = self.models[reply.model_handle].state
+        mode = self.models.get(reply.model_handle).state
         if mode == "info":
             reply.info["epochs"].Clear()  # a value with no kind set
         if mode == "stats":
@@ -61,7 +61,7 @@ class HostileServicer(MethodServicer):
         return reply
 
     def Predict(self, request: pb.PredictRequest, context: Any):
-        model = self.models[request.model_handle]
+        model = self.models.get(request.model_handle)
         probs = model.method.predict(model.state, model.graph)
         stats = pb.CallStats(seconds=0.01)
         if model.state == "short":
