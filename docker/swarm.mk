@@ -31,7 +31,7 @@ swarm-init:
 
 swarm-up: install swarm-init images image-orchestrator
 	@mkdir -p .cache $(SWARM_WEIGHTS)
-	$(PYTHON) docker/stack.py --weights $(SWARM_WEIGHTS) \
+	$(PYTHON) docker/stack.py --weights $(SWARM_WEIGHTS) --prefix $(IMAGE_PREFIX) \
 		$(if $(SWARM_REPLICAS),--replicas $(SWARM_REPLICAS)) $(if $(SWARM_FAMILIES),--families $(SWARM_FAMILIES)) \
 		$(if $(filter 1,$(GPU)),--gpu) > .cache/stack.yaml
 	$(DOCKER) stack deploy -c .cache/stack.yaml $(SWARM_STACK)
