@@ -51,7 +51,7 @@ wheels: install
 	$(PYTHON) -m pip download --disable-pip-version-check --no-cache-dir -d $(WHEELHOUSE) \
 		--only-binary=:all: --implementation cp --python-version 3.11 --abi cp311 \
 		$(foreach p,$(WHEEL_PLATFORMS),--platform $(p)) \
-		$(WHEELS_PIP_ARGS) -r docker/requirements.txt
+		$(WHEELS_PIP_ARGS) -r docker/requirements.txt -r docker/requirements-orchestrator.txt
 	@ls $(WHEELHOUSE) | wc -l | xargs echo "wheels in $(WHEELHOUSE):"
 
 # Public default: python:3.11-slim from a registry, packages from PyPI

@@ -22,7 +22,7 @@ ORCHESTRATOR_IMAGE ?= $(IMAGE_PREFIX)/orchestrator:latest
 .PHONY: swarm-init swarm-up swarm-run swarm-down image-orchestrator
 
 image-orchestrator: images
-	$(DOCKER) build -f docker/orchestrator/Dockerfile -t $(ORCHESTRATOR_IMAGE) --build-arg BASE=$(BASE_TAG) .
+	$(DOCKER) build -f docker/orchestrator/Dockerfile -t $(ORCHESTRATOR_IMAGE) --build-arg BASE=$(BASE_TAG) --build-arg OFFLINE=$(OFFLINE) .
 
 swarm-init:
 	@if [ "$$($(DOCKER) info --format '{{.Swarm.LocalNodeState}}')" != active ]; then \

@@ -27,7 +27,8 @@ SWEEP = "--methods mlp,gcn --datasets synthetic-tiny --splits 0,1,2 --budget 3"
 
 
 def _make(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    return subprocess.run(["make", *args, f"SWARM_STACK={STACK}"], cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    offline = ["OFFLINE=1"] if (REPO / "wheelhouse").is_dir() else []  # the offline path: images from the wheelhouse
+    return subprocess.run(["make", *args, f"SWARM_STACK={STACK}", *offline], cwd=REPO, capture_output=True, text=True, timeout=timeout)
 
 
 def _count(store: Path) -> int:
