@@ -52,8 +52,11 @@ swarm-run:
 
 swarm-down:
 	-$(DOCKER) stack rm $(SWARM_STACK)
-	@for i in $$(seq 60); do \
-		if ! $(DOCKER) network inspect $(SWARM_NETWORK) >/dev/null 2>&1 && \
-		   [ -z "$$($(DOCKER) ps -aq --filter label=com.docker.stack.namespace=$(SWARM_STACK))" ]; then exit 0; fi; \
+	@# stack rm gives up on a network whose tasks are still stopping: remove it once they are gone.
+	@for i in $$(seq 90); do \
+		if [ -z "$$($(DOCKER) ps -aq --filter label=com.docker.stack.namespace=$(SWARM_STACK))" ]; then \
+			$(DOCKER) network rm $(SWARM_NETWORK) >/dev/null 2>&1 || true; \
+			if ! $(DOCKER) network inspect $(SWARM_NETWORK) >/dev/null 2>&1; then echo "stack $(SWARM_STACK) removed"; exit 0; fi; \
+		fi; \
 		sleep 1; \
-	done; echo "stack $(SWARM_STACK) still has containers or its network after 60 s" >&2; exit 1
+	done; echo "stack $(SWARM_STACK) still has containers or its network after 90 s" >&2; exit 1
