@@ -17,7 +17,7 @@ export NODEGROUND_MIRROR := $(abspath ../shared/mirror)
 endif
 endif
 
-.PHONY: install proto demo test test-slurm bench fidelity sweep-configs weights clean
+.PHONY: install proto demo test test-slurm bench gpu-check gpu-check-carry fidelity sweep-configs weights clean
 
 install: $(STAMP)
 
@@ -58,8 +58,35 @@ sweep-configs: $(STAMP)
 weights: $(STAMP)
 	$(VENV)/bin/orchestrator weights fetch $(WEIGHTS)
 
+# The GFM section reads official checkpoints like `make fidelity`; NODEGROUND_UPSTREAM adds upstream's side.
 bench: $(STAMP)
-	$(PYTHON) -m tests.bench
+	NODEGROUND_WEIGHTS=$${NODEGROUND_WEIGHTS:-$(NODEGROUND_MIRROR)} $(PYTHON) -m tests.bench
+
+# The GPU check (tests/bench/gpu_check.py) on any CUDA host, with or without Docker, using
+# the host's own torch (>= 2.3) and PyG: service vs plain-loop epoch times and peak GPU
+# memory, then a 17-method x 5-dataset sweep (under 8 minutes on one H200).
+#   make gpu-check                                   # the host's python3; installs $(GPU_CHECK_DIR)/wheels if there
+#   make gpu-check GPU_CHECK_PYTHON=$(PYTHON) GPU_CHECK_ARGS="--device cpu --small"   # the code path on CPU
+#   make gpu-check-carry [GPU_CHECK_PY=3.12]         # wheels + mirror files for a host with no network
+GPU_CHECK_PYTHON ?= python3
+GPU_CHECK_DIR ?= .cache/gpu-check
+GPU_CHECK_WHEELS ?= $(wildcard $(GPU_CHECK_DIR)/wheels)
+GPU_CHECK_ARGS ?=
+GPU_CHECK_PY ?= 3.12
+ifeq ($(NODEGROUND_MIRROR),)
+gpu-check: export NODEGROUND_MIRROR := $(if $(wildcard $(GPU_CHECK_DIR)/mirror/MANIFEST.tsv),$(abspath $(GPU_CHECK_DIR)/mirror))
+endif
+
+gpu-check:
+	$(GPU_CHECK_PYTHON) -m tests.bench.gpu_check $(if $(GPU_CHECK_WHEELS),--wheels $(GPU_CHECK_WHEELS)) $(GPU_CHECK_ARGS)
+
+gpu-check-carry: $(STAMP)
+	@test -n "$(NODEGROUND_MIRROR)" || { echo "set NODEGROUND_MIRROR: the check's datasets and GFM checkpoints come from it" >&2; exit 1; }
+	rm -rf $(GPU_CHECK_DIR)/wheels $(GPU_CHECK_DIR)/mirror && mkdir -p $(GPU_CHECK_DIR)
+	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: --implementation cp --python-version $(GPU_CHECK_PY) \
+		$(foreach p,$(CUDA_WHEEL_PLATFORMS),--platform $(p)) -d $(GPU_CHECK_DIR)/wheels -r tests/bench/gpu_check_requirements.txt
+	cp -r $(NODEGROUND_MIRROR) $(GPU_CHECK_DIR)/mirror
+	@du -sh $(GPU_CHECK_DIR)/wheels $(GPU_CHECK_DIR)/mirror
 
 clean:
 	rm -rf $(VENV) .pytest_cache .bench

@@ -4,9 +4,15 @@
 #   make images            base (public python:3.11-slim) if absent, then every family image
 #   make wheels base-offline images OFFLINE=1
 #                          offline path: wheelhouse + debootstrapped Debian base
-#   make up [GPU=1]        build what is missing, start the services (compose), wait for healthy
-#   make down              stop and remove them
-#   make test-docker       pytest -m docker tests/docker
+#   make up [GPU=1]        build what is missing, start every family's service (compose), wait for healthy
+#   make up FAMILIES="gnn graphany"          only these families
+#   make up SCALE="gnn=2 graph-transformer=2"  replicas per family (compose v1 and v2)
+#   make wheels images GPU=1 [OFFLINE=1]
+#                          the CUDA variant: wheelhouse-cuda/, nodeground/<family>:cuda
+#   make up GPU=1 [GPUS=0,1]  one replica of each family per GPU, each pinned to its device
+#   make down              stop and remove the project's containers and network
+#   make test-docker       pytest -m docker tests/docker (all but the user path)
+#   make test-user-path    the README's path end to end: up, weights, run, report, validate-images, down
 
 PYTHON ?= .venv/bin/python
 DOCKER ?= docker
@@ -31,36 +37,76 @@ ROOTFS_DIR ?= .cache/rootfs
 ROOTFS_TAR ?= $(ROOTFS_DIR)/$(DEBIAN_SUITE)-minbase.tar
 DEBOOTSTRAP_INCLUDE ?= python3,python3-venv,ca-certificates,libgomp1,passwd
 
-# Wheelhouse for the images: exactly docker/requirements.txt, for CPython 3.11
-# on manylinux x86_64 (Debian bookworm has glibc 2.36).
+# Wheelhouse for the images: exactly docker/requirements.txt (--no-deps: the file
+# is the full closure, and the base build's `pip check` fails if it is not),
+# for CPython 3.11 on manylinux x86_64 (Debian bookworm has glibc 2.36).
 WHEELHOUSE ?= wheelhouse
 WHEEL_PLATFORMS ?= manylinux_2_36_x86_64 manylinux_2_28_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64 linux_x86_64
 WHEELS_PIP_ARGS ?=
 
+# CUDA variant (GPU=1): PyPI's CUDA torch (docker/requirements-cuda.txt) in its own
+# wheelhouse and under its own tag, so CPU and CUDA images never mix.
+WHEELHOUSE_CUDA ?= wheelhouse-cuda
+TORCH_INDEX_CUDA ?= https://pypi.org/simple
+CUDA_WHEEL_PLATFORMS ?= $(WHEEL_PLATFORMS) manylinux_2_27_x86_64 manylinux_2_25_x86_64 manylinux_2_24_x86_64 \
+	manylinux_2_18_x86_64 manylinux_2_12_x86_64 manylinux2010_x86_64 manylinux_2_5_x86_64 manylinux1_x86_64
+CUDA_CONTEXT ?= .cache/cuda-base-context
+IMAGE_TAG = $(if $(filter 1,$(GPU)),cuda,latest)
+BASE_TAG_CUDA ?= $(IMAGE_PREFIX)/base:cuda
+IMAGE_BASE = $(if $(filter 1,$(GPU)),$(BASE_TAG_CUDA),$(BASE_TAG))
+# GPUS=0,1,... picks devices; GPU=1 alone means every GPU nvidia-smi lists.
+GPUS ?=
+ifneq ($(GPUS),)
+override GPU := 1
+endif
+
 COMPOSE_PROJECT ?= nodeground
 UP_WAIT ?= 120
-COMPOSE_FILES = -f docker/compose.yaml $(if $(filter 1,$(GPU)),-f docker/compose.gpu.yaml)
+COMPOSE_FILES = -f docker/compose.yaml $(if $(filter 1,$(GPU)),-f $(GPU_COMPOSE))
+GPU_COMPOSE ?= .cache/compose.gpu.yaml
+# Replicas per family, "family=N ...": passed as --scale family=N, which both
+# docker-compose v1 and docker compose v2 accept on `up`.
+SCALE ?=
+# compose.yaml names its images ${NODEGROUND_IMAGE_PREFIX}/<family>:latest.
+export NODEGROUND_IMAGE_PREFIX := $(IMAGE_PREFIX)
 # docker compose (v2 plugin) when present, else docker-compose (v1).
 COMPOSE ?= $(shell if $(DOCKER) compose version >/dev/null 2>&1; then echo "$(DOCKER) compose"; \
 	elif command -v docker-compose >/dev/null 2>&1; then echo docker-compose; else echo false; fi)
 
-.PHONY: wheels base base-offline base-os images up down test-docker
+.PHONY: wheels base base-offline base-os base-cuda images gpu-compose up down test-docker test-user-path
+
+# GPU=1: the CUDA closure (requirements.txt without its torch, plus requirements-cuda.txt)
+# into $(WHEELHOUSE_CUDA) (about 3 GB; not part of CI). The CPU closure is downloaded
+# --no-deps: requirements.txt is complete, and the base build's `pip check` says if not.
+WHEELS_DIR = $(if $(filter 1,$(GPU)),$(WHEELHOUSE_CUDA),$(WHEELHOUSE))
+WHEELS_REQUIREMENTS = $(if $(filter 1,$(GPU)),-r <(grep -v '^torch==' docker/requirements.txt) -r docker/requirements-cuda.txt,-r docker/requirements.txt -r docker/requirements-orchestrator.txt)
 
 wheels: install
-	@mkdir -p $(WHEELHOUSE)
-	$(PYTHON) -m pip download --disable-pip-version-check --no-cache-dir -d $(WHEELHOUSE) \
-		--only-binary=:all: --implementation cp --python-version 3.11 --abi cp311 \
-		$(foreach p,$(WHEEL_PLATFORMS),--platform $(p)) \
-		$(WHEELS_PIP_ARGS) -r docker/requirements.txt -r docker/requirements-orchestrator.txt
-	@ls $(WHEELHOUSE) | wc -l | xargs echo "wheels in $(WHEELHOUSE):"
+	@mkdir -p $(WHEELS_DIR)
+	$(PYTHON) -m pip download --disable-pip-version-check --no-cache-dir -d $(WHEELS_DIR) \
+		$(if $(filter 1,$(GPU)),,--no-deps) --only-binary=:all: --implementation cp --python-version 3.11 --abi cp311 \
+		$(foreach p,$(if $(filter 1,$(GPU)),$(CUDA_WHEEL_PLATFORMS),$(WHEEL_PLATFORMS)),--platform $(p)) \
+		$(WHEELS_PIP_ARGS) $(WHEELS_REQUIREMENTS)
+	@ls $(WHEELS_DIR) | wc -l | xargs echo "wheels in $(WHEELS_DIR):"
+
+# The base image's build context is its own: the Dockerfile, requirements.txt and,
+# offline, the wheelhouse, streamed as a tar, so that the repository-root context
+# of the family images (.dockerignore) never carries the wheels.
+# The classic builder keeps the wheel-installing stage as a dangling image
+# (~1.4 GB); it is labelled in the Dockerfile and removed after the build.
+# (A symlinked wheelhouse is followed: tar -h.)
+BUILD_STAGE_LABEL = nodeground.build-stage=base
+
+define build_base
+tar -chf - docker/base/Dockerfile docker/requirements.txt $(if $(filter 1,$(2)),$(WHEELHOUSE)) | $(DOCKER) build -f docker/base/Dockerfile -t $(BASE_TAG) \
+	--build-arg BASE_IMAGE=$(1) --build-arg OFFLINE=$(2) --build-arg TORCH_INDEX_URL=$(TORCH_INDEX) -
+$(DOCKER) image prune -f --filter label=$(BUILD_STAGE_LABEL) >/dev/null
+endef
 
 # Public default: python:3.11-slim from a registry, packages from PyPI
 # (or from ./wheelhouse with OFFLINE=1).
 base:
-	$(DOCKER) build -f docker/base/Dockerfile -t $(BASE_TAG) \
-		--build-arg BASE_IMAGE=$(PUBLIC_BASE_IMAGE) \
-		--build-arg OFFLINE=$(OFFLINE) \
-		--build-arg TORCH_INDEX_URL=$(TORCH_INDEX) .
+	$(call build_base,$(PUBLIC_BASE_IMAGE),$(OFFLINE))
 
 $(ROOTFS_TAR):
 	@mkdir -p $(ROOTFS_DIR)
@@ -91,39 +137,109 @@ base-os: $(ROOTFS_TAR)
 # Offline path: debootstrapped Debian + ./wheelhouse, no registry, no index.
 base-offline: base-os
 	@test -n "$$(ls $(WHEELHOUSE)/*.whl 2>/dev/null)" || { echo "no wheels in $(WHEELHOUSE)/: run 'make wheels' first" >&2; exit 1; }
-	$(DOCKER) build -f docker/base/Dockerfile -t $(BASE_TAG) \
-		--build-arg BASE_IMAGE=$(BASE_OS_TAG) \
-		--build-arg OFFLINE=1 .
+	$(call build_base,$(BASE_OS_TAG),1)
 
 # Base only if absent (OFFLINE=1 picks the offline base); family images are
 # always (re)built, which is a cache hit unless methods/ or proto/ changed.
 images:
-	@if $(DOCKER) image inspect $(BASE_TAG) >/dev/null 2>&1; then \
-		echo "$(BASE_TAG) present"; \
+	@if $(DOCKER) image inspect $(IMAGE_BASE) >/dev/null 2>&1; then \
+		echo "$(IMAGE_BASE) present"; \
 	else \
-		$(MAKE) --no-print-directory $(if $(filter 1,$(OFFLINE)),base-offline,base); \
+		$(MAKE) --no-print-directory $(if $(filter 1,$(GPU)),base-cuda,$(if $(filter 1,$(OFFLINE)),base-offline,base)); \
 	fi
 	@set -e; for f in $(FAMILIES); do \
-		echo "building $(IMAGE_PREFIX)/$$f"; \
-		$(DOCKER) build -f docker/$$f/Dockerfile -t $(IMAGE_PREFIX)/$$f:latest \
-			--build-arg BASE=$(BASE_TAG) . ; \
+		if [ "$(GPU)" = 1 ] && pin=$$($(CUDA_PIN_OF) $$f); then \
+			echo "skipping $(IMAGE_PREFIX)/$$f:cuda: its manifest pins torch $$pin, not the torch of $(BASE_TAG_CUDA)"; continue; \
+		fi; \
+		echo "building $(IMAGE_PREFIX)/$$f:$(IMAGE_TAG)"; \
+		$(DOCKER) build -f docker/$$f/Dockerfile -t $(IMAGE_PREFIX)/$$f:$(IMAGE_TAG) \
+			--build-arg BASE=$(IMAGE_BASE) . ; \
 	done
 
-up: images
-	$(COMPOSE) -p $(COMPOSE_PROJECT) $(COMPOSE_FILES) up -d --no-build --remove-orphans
+# A family whose manifest says `torch = "..."` pins its own torch: prints it (exit 0), else exit 1.
+CUDA_PIN_OF = f() { m=$$(grep -l "^family *= *\"$$1\"" methods/*/manifest.toml | head -1); \
+	sed -n 's/^torch *= *"\(.*\)".*/\1/p' $$m | grep .; }; f
+
+# nodeground/base:cuda: the same Dockerfile with PyPI's CUDA torch. Offline, the build
+# context is a folder holding only the requirements and hard links to $(WHEELHOUSE_CUDA)
+# (the repository root would send its CPU wheelhouse, and a CUDA one there would go
+# into every CPU build's context).
+base-cuda:
+ifeq ($(OFFLINE),1)
+	@test -n "$$(ls $(WHEELHOUSE_CUDA)/*.whl 2>/dev/null)" || { echo "no wheels in $(WHEELHOUSE_CUDA)/: run 'make wheels GPU=1' first" >&2; exit 1; }
+	@$(MAKE) --no-print-directory base-os
+	rm -rf $(CUDA_CONTEXT) && mkdir -p $(CUDA_CONTEXT)/docker $(CUDA_CONTEXT)/wheelhouse
+	cp docker/requirements.txt docker/requirements-cuda.txt $(CUDA_CONTEXT)/docker/
+	cp -l $(WHEELHOUSE_CUDA)/*.whl $(CUDA_CONTEXT)/wheelhouse/ 2>/dev/null || cp $(WHEELHOUSE_CUDA)/*.whl $(CUDA_CONTEXT)/wheelhouse/
+	$(DOCKER) build -f docker/base/Dockerfile -t $(BASE_TAG_CUDA) \
+		--build-arg BASE_IMAGE=$(BASE_OS_TAG) --build-arg OFFLINE=1 \
+		--build-arg TORCH_REQUIREMENTS=docker/requirements-cuda.txt $(CUDA_CONTEXT)
+	rm -rf $(CUDA_CONTEXT)
+else
+	$(DOCKER) build -f docker/base/Dockerfile -t $(BASE_TAG_CUDA) \
+		--build-arg BASE_IMAGE=$(PUBLIC_BASE_IMAGE) --build-arg OFFLINE=0 \
+		--build-arg TORCH_INDEX_URL=$(TORCH_INDEX_CUDA) \
+		--build-arg TORCH_REQUIREMENTS=docker/requirements-cuda.txt .
+endif
+
+# The families `make up` starts: FAMILIES that have a service in compose.yaml.
+COMPOSE_SERVICES = $(shell $(COMPOSE) -f docker/compose.yaml config --services 2>/dev/null)
+UP_FAMILIES = $(filter $(COMPOSE_SERVICES),$(FAMILIES))
+PROJECT_FILTER = --filter label=com.docker.compose.project=$(COMPOSE_PROJECT)
+
+# GFM weights are mounted from where `make weights` and `orchestrator weights` put them: the one
+# rule of methods/sdk/weights.py (stdlib only, so any python3 >= 3.11 can answer). Created first,
+# so that Docker does not create it root-owned and empty.
+WEIGHTS_DIR_CMD = $(if $(wildcard $(PYTHON)),$(PYTHON),python3) methods/sdk/weights.py
+
+up: images $(if $(filter 1,$(GPU)),gpu-compose)
+	@for f in $(filter-out $(COMPOSE_SERVICES),$(FAMILIES)); do \
+		echo "note: $$f has no service in docker/compose.yaml (add one to start it with make up)" >&2; done
+	@for s in $(SCALE); do \
+		case " $(UP_FAMILIES) " in *" $${s%%=*} "*) ;; \
+		*) echo "SCALE=$$s: $${s%%=*} is not among the families started ($(UP_FAMILIES))" >&2; exit 2;; esac; \
+		case "$${s#*=}" in ''|*[!0-9]*) echo "SCALE=$$s: the replica count must be a number" >&2; exit 2;; esac; \
+	done
+	w="$$($(WEIGHTS_DIR_CMD))" && mkdir -p "$$w" && \
+		NODEGROUND_WEIGHTS="$$w" $(COMPOSE) -p $(COMPOSE_PROJECT) $(COMPOSE_FILES) up -d --no-build --remove-orphans \
+		$(foreach s,$(SCALE),--scale $(s)) $(UP_FAMILIES)
 	@# Wait (UP_WAIT seconds, 0 = don't) until every service reports healthy, so an
 	@# `orchestrator run` started right after `make up` finds them serving.
 	@for i in $$(seq $(UP_WAIT)); do \
-		st=$$($(DOCKER) ps -q --filter label=com.docker.compose.project=$(COMPOSE_PROJECT) --filter label=nodeground.family \
-			| xargs -r $(DOCKER) inspect -f '{{if .State.Health}}{{.State.Health.Status}}{{else}}healthy{{end}}'); \
-		if [ -n "$$st" ] && ! echo "$$st" | grep -qv '^healthy$$'; then echo "services healthy after $${i}s"; break; fi; \
-		if [ $$i = $(UP_WAIT) ]; then echo "services not healthy after $(UP_WAIT)s: $$st" >&2; exit 1; fi; \
+		st=$$($(DOCKER) ps -q $(PROJECT_FILTER) --filter label=nodeground.family \
+			| xargs -r $(DOCKER) inspect -f '{{.Name}} {{if .State.Health}}{{.State.Health.Status}}{{else}}healthy{{end}}'); \
+		if [ -n "$$st" ] && ! echo "$$st" | grep -qv ' healthy$$'; then echo "services healthy after $${i}s"; break; fi; \
+		if [ $$i = $(UP_WAIT) ]; then echo "services not healthy after $(UP_WAIT)s:" >&2; echo "$$st" | grep -v ' healthy$$' >&2; exit 1; fi; \
 		sleep 1; \
 	done
 	$(COMPOSE) -p $(COMPOSE_PROJECT) $(COMPOSE_FILES) ps
 
+# The GPU override for the GPUs found (GPUS=... picks them), or :cuda images on CPU when none is.
+gpu-compose: install
+	@$(PYTHON) -m orchestrator.services.gpus --compose docker/compose.yaml --gpus "$(GPUS)" --out $(GPU_COMPOSE)
+
+# Compose removes the containers, then the network; Docker 20.10 can keep a stale
+# endpoint on the network after its container is gone, and compose then fails.
+# So whatever of this project is left afterwards is removed here, and `down`
+# fails only if something still remains.
 down:
-	$(COMPOSE) -p $(COMPOSE_PROJECT) $(COMPOSE_FILES) down --remove-orphans
+	@$(COMPOSE) -p $(COMPOSE_PROJECT) $(COMPOSE_FILES) down --remove-orphans || \
+		echo "compose down failed; removing what is left of project $(COMPOSE_PROJECT)" >&2
+	@left=$$($(DOCKER) ps -aq $(PROJECT_FILTER)); \
+	if [ -n "$$left" ]; then $(DOCKER) rm -f $$left >/dev/null; fi; \
+	for n in $$($(DOCKER) network ls -q $(PROJECT_FILTER)); do \
+		for e in $$($(DOCKER) network inspect -f '{{range .Containers}}{{.Name}} {{end}}' $$n); do \
+			echo "disconnecting stale endpoint $$e from network $$n" >&2; \
+			$(DOCKER) network disconnect -f $$n $$e || true; \
+		done; \
+		$(DOCKER) network rm $$n >/dev/null; \
+	done; \
+	left="$$($(DOCKER) ps -aq $(PROJECT_FILTER))$$($(DOCKER) network ls -q $(PROJECT_FILTER))"; \
+	if [ -n "$$left" ]; then echo "project $(COMPOSE_PROJECT) still has containers or networks: $$left" >&2; exit 1; fi
 
 test-docker: install
-	$(PYTHON) -m pytest -m docker tests/docker
+	$(PYTHON) -m pytest -m docker tests/docker --ignore=tests/docker/test_user_path.py
+
+# Needs the images (`make images`, `make image-centroid`) and the offline mirror.
+test-user-path: install
+	$(PYTHON) -m pytest -m docker tests/docker/test_user_path.py -s

@@ -21,8 +21,12 @@ ORCHESTRATOR_IMAGE ?= $(IMAGE_PREFIX)/orchestrator:latest
 
 .PHONY: swarm-init swarm-up swarm-run swarm-down image-orchestrator
 
+# Its own tar context (the family images' context leaves the wheelhouse out); offline it carries
+# the wheelhouse, whose orchestrator wheels `make wheels` fetches.
 image-orchestrator: images
-	$(DOCKER) build -f docker/orchestrator/Dockerfile -t $(ORCHESTRATOR_IMAGE) --build-arg BASE=$(BASE_TAG) --build-arg OFFLINE=$(OFFLINE) .
+	tar -chf - --exclude=__pycache__ --exclude='*.pyc' docker/orchestrator/Dockerfile docker/requirements-orchestrator.txt \
+		pyproject.toml README.md proto methods orchestrator datasets $(if $(filter 1,$(OFFLINE)),$(WHEELHOUSE)) \
+		| $(DOCKER) build -f docker/orchestrator/Dockerfile -t $(ORCHESTRATOR_IMAGE) --build-arg BASE=$(BASE_TAG) --build-arg OFFLINE=$(OFFLINE) -
 
 swarm-init:
 	@if [ "$$($(DOCKER) info --format '{{.Swarm.LocalNodeState}}')" != active ]; then \

@@ -20,13 +20,20 @@ class Family:
     image: str
     module: str
     methods: tuple[str, ...]
+    # A GFM family's pretraining graphs (catalog names; empty: synthetic data only). Its results
+    # on these graphs are not held out, and the report replaces them (pretraining-overlap audit).
+    # None: a family that trains from scratch on each task declares nothing.
+    pretraining_graphs: tuple[str, ...] | None = None
+    kind: str = "supervised"  # or "gfm"; every method of the family has it
 
 
 def load_families(root: Path = ROOT) -> dict[str, Family]:
     families = {}
     for manifest in sorted(root.glob("*/manifest.toml")):
         data = tomllib.loads(manifest.read_text())
-        family = Family(data["family"], data["image"], data["module"], tuple(data["methods"]))
+        graphs = data.get("pretraining_graphs")
+        family = Family(data["family"], data["image"], data["module"], tuple(data["methods"]),
+                        None if graphs is None else tuple(graphs), data.get("kind", "supervised"))
         families[family.name] = family
     return families
 
@@ -45,4 +52,7 @@ def method_classes(family: Family) -> list:
     names = tuple(m.name for m in classes)
     if names != family.methods:
         raise RuntimeError(f"family {family.name}: manifest lists {family.methods} but {family.module} defines {names}")
+    kinds = {m.name: m.kind for m in classes if m.kind != family.kind}
+    if kinds:
+        raise RuntimeError(f"family {family.name}: manifest says kind {family.kind!r} but {family.module} has {kinds}")
     return classes

@@ -12,11 +12,13 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
 
 import torch
 
 from methods.families import load_families, method_classes
-from methods.sdk.service import DEFAULT_GRAPH_CACHE_BYTES, MethodServicer, build_server
+from methods.sdk.health_file import HEALTH_FILE_ENV, loopback_address, start_health_file
+from methods.sdk.service import DEFAULT_GRAPH_CACHE_BYTES, DEFAULT_MAX_MODELS, DEFAULT_MAX_UPLOAD_BYTES, DEFAULT_UPLOAD_WAIT_SECONDS, MethodServicer, build_server
 
 READY_PREFIX = "NODEGROUND_LISTENING"
 
@@ -27,6 +29,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (0.0.0.0 in containers)")
     parser.add_argument("--port", type=int, default=50051, help="port to bind; 0 picks a free one")
     parser.add_argument("--graph-cache-bytes", type=int, default=int(os.environ.get("NODEGROUND_GRAPH_CACHE_BYTES", DEFAULT_GRAPH_CACHE_BYTES)))
+    parser.add_argument("--max-upload-bytes", type=int, default=int(os.environ.get("NODEGROUND_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES)),
+                        help="largest graph accepted (tensors plus its N x C prediction); the memory available bounds it too")
+    parser.add_argument("--upload-wait-seconds", type=float, default=float(os.environ.get("NODEGROUND_UPLOAD_WAIT_SECONDS", DEFAULT_UPLOAD_WAIT_SECONDS)),
+                        help="how long an upload waits for one of the concurrent upload slots before RESOURCE_EXHAUSTED")
+    parser.add_argument("--max-models", type=int, default=int(os.environ.get("NODEGROUND_MAX_MODELS", DEFAULT_MAX_MODELS)),
+                        help="fitted models held without Release before the least recently used is dropped")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
 
@@ -38,7 +46,10 @@ def main(argv: list[str] | None = None) -> int:
     if threads:
         torch.set_num_threads(int(threads))
     family = families[args.family]
-    servicer = MethodServicer(family.name, method_classes(family), graph_cache_bytes=args.graph_cache_bytes)
+    servicer = MethodServicer(
+        family.name, method_classes(family), graph_cache_bytes=args.graph_cache_bytes, max_upload_bytes=args.max_upload_bytes, max_models=args.max_models,
+        upload_wait_seconds=args.upload_wait_seconds,
+    )
     try:
         server, port = build_server(servicer, f"{args.host}:{args.port}")
     except OSError as exc:
@@ -46,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     server.start()
     print(f"{READY_PREFIX} {port}", flush=True)
+    health_file = os.environ.get(HEALTH_FILE_ENV)
+    if health_file:  # set in the images, read by their HEALTHCHECK
+        start_health_file(loopback_address(args.host, port), Path(health_file))
 
     stopped = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -2,7 +2,7 @@
 
 MLP and GCN, each through its gRPC service, on a synthetic graph and on the real Texas web graph
 (heterophilous: the MLP wins there), under both label regimes, with the default configuration
-plus two sampled ones per cell, two trials at a time on two service replicas: the benchmark's
+plus one sampled configuration per cell, two trials at a time on two service replicas: the benchmark's
 whole loop in about a minute on a two-core laptop.
 """
 
@@ -27,7 +27,7 @@ def main() -> int:
         "--datasets", "synthetic-tiny,texas",
         "--regimes", "10/10/80,50/25/25",
         "--splits", "0",
-        "--budget", "3",
+        "--budget", "2",
         "--parallel", "2",
         "--store", str(STORE),
     ]  # fmt: skip

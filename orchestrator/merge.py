@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator.records import COLUMNS, STATUS_UNAVAILABLE
+from orchestrator.records import COLUMNS, STATUS_UNAVAILABLE, current_key
 from orchestrator.store import SERVICE_COLUMNS, Store, read_trials
 
 RESULT_COLUMNS: tuple[str, ...] = (
@@ -75,7 +75,11 @@ def _rows(path: Path, table: str, columns: tuple[str, ...]) -> list[dict[str, An
             return []
         db.row_factory = sqlite3.Row
         picked = [c for c in columns if c in present]
-        return [{c: row[c] if c in present else None for c in columns} for row in db.execute(f"SELECT {', '.join(picked)} FROM {table}")]
+        rows = [{c: row[c] if c in present else None for c in columns} for row in db.execute(f"SELECT {', '.join(picked)} FROM {table}")]
+    if table == "trials":  # a store from before keys carried the dataset hash merges under today's keys
+        for row in rows:
+            row["trial_key"] = current_key(row["trial_key"], row.get("dataset_hash"))
+    return rows
 
 
 def merge_stores(into: Path, sources: list[Path], on_conflict: str = "refuse") -> MergeReport:

@@ -20,6 +20,11 @@ STATUS_OOM = "oom"  # the service ran out of memory (or refused a config that ca
 STATUS_NONFINITE = "nonfinite"  # probabilities or validation loss not finite
 STATUS_UNAVAILABLE = "unavailable"  # the service died or could not be reached
 STATUSES = (STATUS_OK, STATUS_FAILED, STATUS_TIMEOUT, STATUS_OOM, STATUS_NONFINITE, STATUS_UNAVAILABLE)
+# Environment failures (the service was down, hung or not ready) are not outcomes of the
+# method: a rerun retries them. Every other status is the trial's outcome and stays.
+RETRIED_STATUSES = (STATUS_UNAVAILABLE,)
+# Outcomes a sweep may end with and still exit 0: limits a configuration ran into.
+ACCEPTED_STATUSES = (STATUS_OK, STATUS_OOM, STATUS_TIMEOUT)
 
 TASK_BINARY = "binary"
 TASK_MULTICLASS = "multiclass"
@@ -31,9 +36,18 @@ def config_hash(config: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def trial_key(method: str, method_version: str, dataset: str, regime: str, split: int, cfg_hash: str) -> str:
-    """The identity of a trial: rerunning a sweep skips every key already stored."""
-    return f"{method}@{method_version}|{dataset}|{regime}|{split}|{cfg_hash}"
+def trial_key(method: str, method_version: str, dataset: str, regime: str, split: int, cfg_hash: str, dataset_hash: str) -> str:
+    """The identity of a trial: rerunning a sweep skips every key already stored.
+
+    The dataset's content hash is part of it, so a dataset registered again under
+    the same name with other content is run again rather than served stale.
+    """
+    return f"{method}@{method_version}|{dataset}|{regime}|{split}|{cfg_hash}|{dataset_hash}"
+
+
+def current_key(key: str, dataset_hash: str | None) -> str:
+    """A stored key in today's form: one written before keys carried the content hash gains the hash its row recorded."""
+    return f"{key}|{dataset_hash}" if dataset_hash and key.count("|") == 4 else key
 
 
 @dataclass
@@ -59,6 +73,7 @@ class TrialRecord:
     status: str
     error: str | None = None
     endpoint: str | None = None
+    time_limit_s: float | None = None  # the limit per fit and per predict this trial ran under
     # service-side measurements (the method's own compute)
     fit_service_s: float | None = None
     fit_peak_rss_bytes: int | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 from rich.table import Table
 
-from orchestrator.records import STATUS_OK
+from orchestrator.records import ACCEPTED_STATUSES, RETRIED_STATUSES, STATUS_OK, TrialRecord
 
 CELL = ["method", "dataset", "regime", "split"]
 
@@ -43,6 +43,34 @@ def results_table(selected: pd.DataFrame) -> Table:
             row.primary_metric if chosen else "no ok trial",
             f"{row.test_primary:.4f}" if chosen else "-",
         )
+    return table
+
+
+SUMMARY_ROWS = 20  # a failure summary fits one screen
+
+
+def failures(records: list[TrialRecord]) -> pd.DataFrame:
+    """Trials that ended other than ok/oom/timeout, grouped: method, dataset, status, first error line, count."""
+    rows = [
+        (r.method, r.dataset, r.status, (r.error or "").strip().splitlines()[0] if (r.error or "").strip() else "")
+        for r in records
+        if r.status not in ACCEPTED_STATUSES
+    ]
+    frame = pd.DataFrame(rows, columns=["method", "dataset", "status", "error"])
+    grouped = frame.groupby(["method", "dataset", "status", "error"], sort=False).size().reset_index(name="count")
+    return grouped.sort_values("count", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def failures_table(grouped: pd.DataFrame) -> Table:
+    total = int(grouped["count"].sum())
+    table = Table(title=f"{total} trial(s) of this run did not succeed (unavailable ones are retried by a rerun; the others are stored outcomes)")
+    for column in ("method", "dataset", "status", "count", "first error line"):
+        table.add_column(column, justify="right" if column == "count" else "left", overflow="fold")
+    for row in grouped.head(SUMMARY_ROWS).itertuples(index=False):
+        status = f"{row.status} (retried)" if row.status in RETRIED_STATUSES else row.status
+        table.add_row(row.method, row.dataset, status, str(row.count), row.error[:160])
+    if len(grouped) > SUMMARY_ROWS:
+        table.caption = f"... and {len(grouped) - SUMMARY_ROWS} more groups (orchestrator export lists every trial)"
     return table
 
 

@@ -2,8 +2,21 @@
 
 Each record is written in its own transaction in WAL mode with full fsync, so
 that a ``kill -9`` at any moment leaves a readable file in which every trial
-is either wholly stored or absent. Rows of status ``unavailable`` (the service
-was down) are retried by a rerun; every other row counts as done.
+is either wholly stored or absent. Rows of an environment failure (status
+``unavailable``: the service was down, hung or not ready) are retried by a rerun,
+and so is a ``timeout`` stored under a smaller time limit than the rerun's; every
+other row is the trial's outcome and counts as done.
+
+A trial's key carries its dataset's content hash. When a dataset registered
+again under the same name (``datasets add --replace``) gets its first trial, the
+rows of its earlier content move to ``superseded_trials``: kept, never lost, but
+no longer read by ``show``/``export``/``report``, which so never mix two graphs.
+
+One orchestrator writes a store at a time: a sweep claims it (an exclusive
+``flock`` on ``<store>.lock``, released by the kernel when the process ends, even
+by ``kill -9``) and a second one is refused with who holds it. Readers
+(``show``/``export``/``report``) never claim and open the store read-only, also
+on a read-only file system or directory.
 
 ``services`` holds warm-up that belongs to no method's workflow: the seconds a
 service process took to start and import (embedded services only) and the time
@@ -15,14 +28,18 @@ never charged for it.
 from __future__ import annotations
 
 import dataclasses
+import fcntl
+import os
+import socket
 import sqlite3
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from orchestrator.records import COLUMNS, STATUS_UNAVAILABLE, TrialRecord
+from orchestrator.records import COLUMNS, RETRIED_STATUSES, STATUS_TIMEOUT, TrialRecord, current_key
 
 _ORDER = "ORDER BY method, dataset, regime, split, trial_index"
 
@@ -50,11 +67,11 @@ def _sql_type(annotation: str) -> str:
     return "REAL" if "float" in annotation else "INTEGER" if ("int" in annotation or "bool" in annotation) else "TEXT"
 
 
-def _schema() -> str:
+def _schema(table: str = "trials") -> str:
     cols = []
     for name, annotation in TrialRecord.__annotations__.items():
-        cols.append(f"{name} {_sql_type(str(annotation))}{' PRIMARY KEY' if name == 'trial_key' else ''}")
-    return f"CREATE TABLE IF NOT EXISTS trials ({', '.join(cols)})"
+        cols.append(f"{name} {_sql_type(str(annotation))}{' PRIMARY KEY' if name == 'trial_key' and table == 'trials' else ''}")
+    return f"CREATE TABLE IF NOT EXISTS {table} ({', '.join(cols)})"
 
 
 def _services_schema() -> str:
@@ -62,8 +79,13 @@ def _services_schema() -> str:
     return f"CREATE TABLE IF NOT EXISTS services (id INTEGER PRIMARY KEY AUTOINCREMENT, {', '.join(cols)})"
 
 
+class StoreBusy(RuntimeError):
+    """Another orchestrator is writing this store."""
+
+
 class Store:
     def __init__(self, path: Path) -> None:
+        self._claim: int | None = None
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -71,22 +93,57 @@ class Store:
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute(_schema())
         self._db.execute("CREATE INDEX IF NOT EXISTS trials_cell ON trials (method, dataset, regime, split)")
+        self._db.execute(_schema("superseded_trials"))
         self._db.execute(_services_schema())
         self._add_missing_columns()
+        self._db.execute("CREATE INDEX IF NOT EXISTS trials_content ON trials (dataset, dataset_hash)")
+        self._upgrade_keys()
         placeholders = ", ".join("?" for _ in COLUMNS)
         self._insert = f"INSERT OR REPLACE INTO trials ({', '.join(COLUMNS)}) VALUES ({placeholders})"
         self._service_insert = f"INSERT INTO services ({', '.join(SERVICE_COLUMNS)}) VALUES ({', '.join('?' for _ in SERVICE_COLUMNS)})"
 
     def _add_missing_columns(self) -> None:
         """A store written by an older version gains columns added since (as NULL)."""
-        for table, annotations in (("trials", TrialRecord.__annotations__), ("services", ServiceRecord.__annotations__)):
+        tables = (("trials", TrialRecord.__annotations__), ("superseded_trials", TrialRecord.__annotations__), ("services", ServiceRecord.__annotations__))
+        for table, annotations in tables:
             present = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
             for name, annotation in annotations.items():
                 if name not in present:
                     self._db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {_sql_type(str(annotation))}")
 
+    def _upgrade_keys(self) -> None:
+        """Keys written before they carried the dataset's content hash gain the hash their row recorded.
+
+        So a rerun over an old store skips exactly the trials whose dataset is
+        unchanged and runs again those whose dataset was registered anew.
+        """
+        self._db.create_function("current_key", 2, current_key, deterministic=True)
+        self._db.execute("UPDATE OR IGNORE trials SET trial_key = current_key(trial_key, dataset_hash) WHERE trial_key != current_key(trial_key, dataset_hash)")
+
+    def claim(self) -> None:
+        """Become this store's only writer for as long as it is open; StoreBusy names the current one."""
+        if self._claim is not None:
+            return
+        lock = self.path.with_name(self.path.name + ".lock")
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 512, 0).decode(errors="replace").strip() or "another process"
+            os.close(fd)
+            raise StoreBusy(
+                f"{self.path} is being written by another orchestrator ({holder}); wait for it to finish, "
+                "or give this run its own --store (two writers would compute every trial twice)"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
+        self._claim = fd
+
     def close(self) -> None:
         self._db.close()
+        if self._claim is not None:
+            os.close(self._claim)  # releases the flock
+            self._claim = None
 
     def __enter__(self) -> Store:
         return self
@@ -94,13 +151,33 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def done_keys(self) -> set[str]:
-        rows = self._db.execute("SELECT trial_key FROM trials WHERE status != ?", (STATUS_UNAVAILABLE,))
-        return {key for (key,) in rows}
+    def done_keys(self, time_limit: float | None = None) -> set[str]:
+        """Keys a rerun skips: every stored outcome except environment failures and, given the rerun's
+        ``time_limit``, timeouts stored under a smaller limit (or an unrecorded one): a longer limit may finish them."""
+        marks = ", ".join("?" for _ in RETRIED_STATUSES)
+        query = f"SELECT trial_key FROM trials WHERE status NOT IN ({marks})"
+        params: list[object] = list(RETRIED_STATUSES)
+        if time_limit is not None:
+            query += " AND NOT (status = ? AND (time_limit_s IS NULL OR time_limit_s < ?))"
+            params += [STATUS_TIMEOUT, time_limit]
+        return {key for (key,) in self._db.execute(query, params)}
 
     def write(self, record: TrialRecord) -> None:
-        """Store one trial in its own (autocommit) transaction; a rerun of the same key replaces it."""
+        """Store one trial in its own transaction; a rerun of the same key replaces it.
+
+        Rows of the same dataset name with another content hash move to ``superseded_trials`` first.
+        """
         row = record.as_row()
+        stale = "FROM trials WHERE dataset = ? AND dataset_hash IS NOT ? AND dataset_hash IS NOT NULL"
+        args = (record.dataset, record.dataset_hash)
+        if record.dataset_hash and self._db.execute(f"SELECT 1 {stale} LIMIT 1", args).fetchone():
+            columns = ", ".join(COLUMNS)
+            with self._db:  # one transaction: moved and written together, or neither
+                self._db.execute("BEGIN IMMEDIATE")
+                self._db.execute(f"INSERT INTO superseded_trials ({columns}) SELECT {columns} {stale}", args)
+                self._db.execute(f"DELETE {stale}", args)
+                self._db.execute(self._insert, [row[c] for c in COLUMNS])
+            return
         self._db.execute(self._insert, [row[c] for c in COLUMNS])
 
     def write_many(self, records: Iterable[TrialRecord]) -> None:
@@ -129,15 +206,40 @@ class Store:
         return pd.read_sql("SELECT * FROM services ORDER BY id", self._db)
 
 
+def connect_read_only(path: Path) -> sqlite3.Connection:
+    """A read-only connection to a store, also where SQLite cannot create WAL's ``-shm`` file.
+
+    A read-only file system or directory makes ``mode=ro`` fail on a WAL store
+    ("unable to open database file"); it is then opened ``immutable``, which reads
+    the database file without locks (what a writer left in an uncheckpointed
+    ``-wal`` beside it, after a crash, is not seen: nothing could have written it back).
+    """
+    uri = Path(path).resolve().as_uri()
+    db = None
+    try:
+        db = sqlite3.connect(f"{uri}?mode=ro", uri=True)
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return db
+    except sqlite3.OperationalError:
+        if db is not None:
+            db.close()
+        return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True)
+
+
 def _read(path: Path, query: str) -> pd.DataFrame:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no run store at {path}")
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
-        try:
-            return pd.read_sql(query, db)
-        except (pd.errors.DatabaseError, sqlite3.DatabaseError) as exc:
-            raise ValueError(f"{path} is not a NodeGround run store: {exc}") from None
+    try:
+        db = connect_read_only(path)
+    except sqlite3.DatabaseError as exc:
+        raise ValueError(f"{path} is not a NodeGround run store: {exc}") from None
+    try:
+        return pd.read_sql(query, db)
+    except (pd.errors.DatabaseError, sqlite3.DatabaseError) as exc:
+        raise ValueError(f"{path} is not a NodeGround run store: {exc}") from None
+    finally:
+        db.close()
 
 
 def read_trials(path: Path) -> pd.DataFrame:

@@ -13,6 +13,14 @@ With ``parallel=1`` trials run strictly one after another. Every trial's
 seed is fixed by its split, so a parallel sweep stores the same records
 (keys, configurations, metrics) as a serial one.
 
+Outcomes: an environment failure (the service died, went silent under the client's
+health watchdog, or is not ready) is recorded ``unavailable``, which a rerun retries;
+a trial whose service was brought back is also run once more at once. A method failure
+(``failed``, ``oom``, ``timeout``, ``nonfinite``) is the trial's outcome and stays.
+Everything a service returns is validated inside the trial: a malformed reply makes
+that trial ``failed``, never the sweep abort. Before any trial, ``prepare`` refuses a
+plan that cannot run (a public split that does not exist, a service not ready).
+
 Warm-up: when a replica comes up (a start, a restart, a remote endpoint first
 dialled) it runs one tiny fit+predict per method on a small built-in graph;
 its start and warm-up seconds go to the store's ``services`` table, so
@@ -33,15 +41,17 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import Any
 
 import grpc
 import numpy as np
 
-from methods.sdk.wire import GraphBundle, make_bundle
+from methods.sdk.wire import BundleError, GraphBundle, make_bundle
+from nodeground.v1 import method_service_pb2 as pb
 from orchestrator import __version__
 from orchestrator.data.graph import Graph
-from orchestrator.data.registry import load_dataset
-from orchestrator.data.splits import Split, graph_split
+from orchestrator.data.registry import dataset_hash, load_dataset
+from orchestrator.data.splits import PUBLIC, Split, SplitError, graph_split
 from orchestrator.metrics import evaluate, primary_metric_name, probabilities_ok
 from orchestrator.records import (
     STATUS_FAILED,
@@ -55,7 +65,7 @@ from orchestrator.records import (
     trial_key,
 )
 from orchestrator.sampling import config_sequence, sequence_key
-from orchestrator.services.client import MethodClient, MethodSpec, Replica, ServiceUnavailable
+from orchestrator.services.client import MethodClient, MethodSpec, Replica, ServiceNotReady, ServiceUnavailable
 from orchestrator.store import ServiceRecord, Store
 
 PROVENANCE_PREFIX = "weights_"  # fit info keys copied into extra_json (weights_id, weights_sha256, weights_official)
@@ -65,7 +75,15 @@ _STATUS_BY_CODE = {
     grpc.StatusCode.RESOURCE_EXHAUSTED: STATUS_OOM,
     grpc.StatusCode.UNAVAILABLE: STATUS_UNAVAILABLE,
     grpc.StatusCode.CANCELLED: STATUS_UNAVAILABLE,
+    grpc.StatusCode.FAILED_PRECONDITION: STATUS_UNAVAILABLE,  # the service is not ready (weights): fixed outside the method
 }
+UNAVAILABLE_RETRIES = 1  # a trial whose service went down and was brought back is run again this many times
+DEFAULT_TIME_LIMIT_S = 3600.0  # per fit and per predict, unless the plan says otherwise
+MAX_TIME_LIMIT_S = 7 * 24 * 3600.0
+
+
+class ReplyError(ValueError):
+    """A service's reply cannot be used: malformed, or not the shape the trial asked for."""
 
 WARMUP_EPOCHS = 2  # a warm-up fit caps ``max_epochs`` (when the method has it) at this
 WARMUP_TIME_LIMIT_S = 120.0
@@ -79,7 +97,7 @@ class SweepPlan:
     regimes: tuple[str, ...]
     splits: tuple[int, ...]
     budget: int
-    time_limit: float | None = None
+    time_limit: float = DEFAULT_TIME_LIMIT_S  # seconds, per fit and per predict (see README, "Time limits")
     shard: tuple[int, int] = (0, 1)  # (index, count): run only this slice of the plan's cells (shard_of)
 
 
@@ -221,7 +239,10 @@ class Sweep:
     _specs: dict[str, MethodSpec] = field(default_factory=dict)
     _services: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)
     _warmup: tuple | None = None
+    _deferred: list[Replica] | None = None  # replicas that came up while describing: warmed once all are ready
+    _prepared: bool = False
     _host: str = ""
+    _devices: dict[str, dict[str, str]] = field(default_factory=dict)  # endpoint -> the device its service describes
     timing: SweepTiming = field(default_factory=SweepTiming)
     _timing_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -241,6 +262,51 @@ class Sweep:
             self._specs[method] = hosted[method]
         return self._specs[method]
 
+    def prepare(self) -> None:
+        """All that can refuse the run, before its first trial: the plan's checks, then every method's service ready."""
+        if not self._prepared:
+            self.check_plan()
+            self.describe_all()
+            self._prepared = True
+
+    def check_plan(self) -> None:
+        """Plan-level checks, before any service starts or any trial runs: every public split asked for exists."""
+        if PUBLIC not in self.plan.regimes:
+            return
+        problems = []
+        for name in self.plan.datasets:
+            graph = load_dataset(name)
+            for index in self.plan.splits:
+                try:
+                    graph_split(graph, PUBLIC, index)
+                except SplitError as exc:
+                    problems.append(str(exc))
+                    break
+        if problems:
+            raise SplitError(f"--regimes public: {'; '.join(problems)}")
+
+    def describe_all(self) -> None:
+        """Describe every method before any trial (this starts their first services), then warm those up.
+
+        ServiceNotReady names every method whose service cannot fit (weights missing), not
+        only the first, so that one fetch command covers them all; it comes before any
+        warm-up, so a run that cannot start says so at once.
+        """
+        not_ready = []
+        self._deferred = []
+        try:
+            for method in self.plan.methods:
+                try:
+                    self.spec(method)
+                except ServiceNotReady as exc:
+                    not_ready.append(exc)
+        finally:
+            deferred, self._deferred = self._deferred, None
+        if not_ready:
+            raise ServiceNotReady.combine(not_ready)
+        for replica in deferred:
+            self._on_ready(replica)
+
     # ---- the plan ----------------------------------------------------------
 
     def planned_trials(self) -> list[PlannedTrial]:
@@ -255,13 +321,14 @@ class Sweep:
         """Every trial of the plan (all shards) in execution order."""
         out = []
         for d in self.plan.datasets:
+            content = dataset_hash(d)
             for r in self.plan.regimes:
                 for s in self.plan.splits:
                     for m in self.plan.methods:
                         spec = self.spec(m)
                         configs = config_sequence(spec.default_config, spec.search_space, sequence_key(m, d, r, s), self.plan.budget)
                         for index, config in enumerate(configs):
-                            key = trial_key(m, spec.version, d, r, s, config_hash(config))
+                            key = trial_key(m, spec.version, d, r, s, config_hash(config), content)
                             out.append(PlannedTrial(m, d, r, s, index, config, key))
         return out
 
@@ -286,9 +353,9 @@ class Sweep:
 
     def run(self) -> list[TrialRecord]:
         started = time.perf_counter()
-        done = self.store.done_keys()
-        for method in self.plan.methods:
-            self.spec(method)  # describe every method first (this also starts and warms their first services)
+        self.store.claim()  # one writer per store: a second orchestrator is refused, not run twice
+        self.prepare()
+        done = self.store.done_keys(self.plan.time_limit)
         planned = self.planned_trials()
         todo = [t for t in planned if t.key not in done]
         self.progress.on_total(len(planned))
@@ -345,32 +412,60 @@ class Sweep:
                 self.timing.job_s += time.perf_counter() - started
 
     def _run_trial(self, job: _Job) -> TrialRecord:
+        """Run one trial; one whose service went down (and came back) is run again, at most ``UNAVAILABLE_RETRIES`` times."""
+        for _ in range(UNAVAILABLE_RETRIES):
+            record, recovered = self._attempt(job)
+            if record.status != STATUS_UNAVAILABLE or not recovered:
+                return record
+        return self._attempt(job)[0]
+
+    def _attempt(self, job: _Job) -> tuple[TrialRecord, bool]:
+        """One try of a trial: its record, and whether its replica was recovered after going down (worth a retry)."""
         record = self._new_record(job)
+        recovered = False
         try:
             replica = self.directory.acquire(job.trial.method)
         except ServiceUnavailable as exc:
             record.status, record.error, record.finished_at = STATUS_UNAVAILABLE, str(exc), _now()
-            return record
+            return record, False
         try:
             record.endpoint = replica.endpoint
+            record.host_json = self._host_json(replica)
             record.started_at = _now()
             self._execute(replica.client, job, record)
         except grpc.RpcError as exc:
             record.status = _STATUS_BY_CODE.get(exc.code(), STATUS_FAILED)
             record.error = f"{exc.code().name}: {exc.details()}"
-            if record.status == STATUS_UNAVAILABLE:
-                self.directory.recover(replica)
-            elif record.status == STATUS_TIMEOUT and replica.source == "embedded" and _client_deadline(exc):
-                # The service did not stop at its own limit (a method that never checks its deadline):
-                # it may still be computing, so start a fresh one rather than queue behind it.
-                self.directory.recover(replica)
+            if record.status == STATUS_UNAVAILABLE and exc.code() != grpc.StatusCode.FAILED_PRECONDITION:
+                recovered = self.directory.recover(replica)
+            elif _client_deadline(exc):
+                if not replica.client.responsive():  # not the method: the service went silent
+                    record.status = STATUS_UNAVAILABLE
+                    record.error = f"the service at {replica.endpoint} stopped answering (no reply within the time limit, no health answer)"
+                    recovered = self.directory.recover(replica)
+                elif replica.source == "embedded":
+                    # The service did not stop at its own limit (a method that never checks its deadline):
+                    # it may still be computing, so start a fresh one rather than queue behind it.
+                    self.directory.recover(replica)
         except ServiceUnavailable as exc:
             record.status, record.error = STATUS_UNAVAILABLE, str(exc)
-            self.directory.recover(replica)
+            recovered = self.directory.recover(replica)
+        except ReplyError as exc:
+            record.status, record.error = STATUS_FAILED, f"malformed reply: {exc}"
         finally:
             self.directory.release(replica)
         record.finished_at = _now()
-        return record
+        return record, recovered
+
+    def _host_json(self, replica: Replica) -> str:
+        """This host's facts plus the device of the service that runs the trial (asked once per endpoint)."""
+        known = self._devices.get(replica.endpoint)
+        if known is None:
+            try:
+                known = self._devices[replica.endpoint] = replica.client.device()
+            except grpc.RpcError:
+                return self._host  # the trial's own calls will record what is wrong with the service
+        return json.dumps({**json.loads(self._host), **known}, sort_keys=True)
 
     def _new_record(self, job: _Job) -> TrialRecord:
         trial, graph, spec = job.trial, job.graph, self.spec(job.trial.method)
@@ -392,6 +487,7 @@ class Sweep:
             config_hash=config_hash(trial.config),
             seed=job.split.index,
             status=STATUS_OK,
+            time_limit_s=self.plan.time_limit,
             host_json=self._host,
             started_at=_now(),
         )
@@ -408,19 +504,32 @@ class Sweep:
             client.ensure_graph(bundle)  # the service evicted or lost the graph: upload again, once
             fit = client.fit(method, bundle.graph_hash, split.train, split.val, config, split.index, self.plan.time_limit)
         reply = fit.value
+        _check_stats(reply.stats, "fit")
         record.fit_e2e_s = fit.e2e_seconds
         record.fit_service_s = reply.stats.seconds
         record.fit_peak_rss_bytes = reply.stats.peak_rss_bytes
         record.fit_peak_gpu_bytes = reply.stats.peak_gpu_bytes
-        info = {k: getattr(v, v.WhichOneof("kind")) for k, v in reply.info.items()}
+        info = _fit_info(reply)
         record.fit_info_json = json.dumps(info, sort_keys=True)
         provenance = {k: v for k, v in info.items() if k.startswith(PROVENANCE_PREFIX)}
         if provenance:  # which pretrained weights produced this result, and whether they are the official file
             record.extra_json = json.dumps(provenance, sort_keys=True)
+        if not reply.model_handle:
+            raise ReplyError("the fit returned no model handle")
         try:
-            predicted = client.predict(reply.model_handle, graph.num_nodes, timeout=self.plan.time_limit)
-        finally:
-            client.release(reply.model_handle)
+            predicted = client.predict(reply.model_handle, graph.num_nodes, graph.num_classes, timeout=self.plan.time_limit)
+        except ServiceUnavailable:
+            raise  # gone or hung: it holds nothing worth releasing, and would not answer
+        except BaseException as exc:
+            try:  # free the model, but report what went wrong with the predict
+                client.release(reply.model_handle)
+            except (grpc.RpcError, ServiceUnavailable):
+                pass
+            if isinstance(exc, BundleError):
+                raise ReplyError(str(exc)) from None
+            raise
+        client.release(reply.model_handle)
+        _check_stats(predicted.stats, "predict")
         record.predict_e2e_s = predicted.e2e_seconds
         record.predict_service_s = predicted.stats.seconds
         record.predict_peak_rss_bytes = predicted.stats.peak_rss_bytes
@@ -456,6 +565,9 @@ class Sweep:
 
     def _on_ready(self, replica: Replica) -> None:
         """Measure a fresh replica's warm-up (never raises: a failed warm-up is recorded, the sweep goes on)."""
+        if self._deferred is not None:
+            self._deferred.append(replica)
+            return
         service = ServiceRecord(
             endpoint=replica.endpoint,
             family=replica.family,
@@ -495,9 +607,29 @@ class Sweep:
                         client.release(fit.value.model_handle)
                 except grpc.RpcError as exc:
                     errors.append(f"{method}: {exc.code().name}: {exc.details()}")
+                except (BundleError, ServiceUnavailable) as exc:
+                    errors.append(f"{method}: {exc}")
         except grpc.RpcError as exc:
             errors.append(f"{exc.code().name}: {exc.details()}")
+        except ServiceUnavailable as exc:
+            errors.append(str(exc))
         return time.perf_counter() - started, ",".join(methods), "; ".join(errors) or None
+
+
+def _check_stats(stats: pb.CallStats, call: str) -> None:
+    if not (np.isfinite(stats.seconds) and stats.seconds >= 0 and stats.peak_rss_bytes >= 0 and stats.peak_gpu_bytes >= 0):
+        raise ReplyError(f"{call} stats are not a finite, non-negative time and memory: {stats.seconds!r} s, {stats.peak_rss_bytes} / {stats.peak_gpu_bytes} bytes")
+
+
+def _fit_info(reply: pb.FitResponse) -> dict[str, Any]:
+    """The fit's ``info`` map as plain values; ReplyError on a value that carries none."""
+    info = {}
+    for key, value in reply.info.items():
+        kind = value.WhichOneof("kind")
+        if kind is None:
+            raise ReplyError(f"fit info {key!r} carries no value")
+        info[key] = getattr(value, kind)
+    return info
 
 
 def _client_deadline(exc: grpc.RpcError) -> bool:

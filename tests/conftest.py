@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import psutil
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,3 +56,24 @@ def tiny_graph(n: int = 60, classes: int = 3, features: int = 5, seed: int = 0) 
     ring = np.stack([np.arange(n), (np.arange(n) + 1) % n])
     chords = np.stack([np.arange(0, n, 2), (np.arange(0, n, 2) + classes) % n])
     return x, np.concatenate([ring, chords], axis=1), y
+
+
+@contextlib.contextmanager
+def served(family: str, *flags: str, **env: str) -> Iterator[tuple[psutil.Process, str]]:
+    """A real service process for ``family`` on a free loopback port (one torch thread): its process and endpoint."""
+    from methods.serve import READY_PREFIX
+    from orchestrator.services.client import MethodClient
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "methods.serve", "--family", family, "--port", "0", *flags],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env={**os.environ, "NODEGROUND_THREADS": "1", **env},
+    )  # fmt: skip
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith(READY_PREFIX), f"service did not start: {line!r}"
+        endpoint = f"127.0.0.1:{line.split()[1]}"
+        MethodClient(endpoint).wait_healthy(30)
+        yield psutil.Process(proc.pid), endpoint
+    finally:
+        proc.terminate()
+        proc.wait(10)

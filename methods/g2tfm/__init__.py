@@ -30,6 +30,7 @@ from sklearn.preprocessing import QuantileTransformer, StandardScaler
 
 from methods.g2tfm.model import DEFAULT_PEARL, DEFAULT_TABPFN, G2TNet, load_tabpfn_state
 from methods.graphpfn.common import (
+    FrozenGFM,
     attention_chunk,
     edges_without_self_loops,
     finish_probs,
@@ -40,7 +41,7 @@ from methods.graphpfn.common import (
     require_memory,
     safe_torch_load,
 )
-from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, Method
+from methods.sdk import Capabilities, ChoiceParam, Config, FitContext
 from methods.sdk.method import seed_everything
 from methods.sdk.wire import GraphBundle
 
@@ -73,7 +74,7 @@ class G2TState:
     device: torch.device
 
 
-class G2TFM(Method):
+class G2TFM(FrozenGFM):
     name = "g2tfm"
     version = "2026-06-01"
     kind = "gfm"
@@ -85,10 +86,11 @@ class G2TFM(Method):
         ChoiceParam("nfa", (True, False)),
         ChoiceParam("pearl", (True, False)),
     )
+    weights = (TABPFN_ID, PEARL_ID)
 
     def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> G2TState:
         seed_everything(ctx.seed)
-        frozen = load_frozen("g2tfm", (TABPFN_ID, PEARL_ID), G2TNet, {**DEFAULT_TABPFN, **DEFAULT_PEARL}, _load_state, ctx.device)
+        frozen = load_frozen("g2tfm", self.weights, G2TNet, {**DEFAULT_TABPFN, **DEFAULT_PEARL}, _load_state, ctx.device)
         report_weights(ctx, frozen)
         arch = frozen.config
         if graph.num_classes > arch["n_out"]:

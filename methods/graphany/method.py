@@ -7,11 +7,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from methods.graphany.checkpoint import load_checkpoint
-from methods.graphany.model import build_attention, channel_features, distance_features, fuse, linear_gnn_predictions
+from methods.graphany.checkpoint import GraphAnyCheckpoint, load_checkpoint
+from methods.graphany.model import build_attention, channel_features, distance_features, fuse, least_squares, linear_gnn_predictions
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, Method
 from methods.sdk.method import graph_tensors
-from methods.gvt.frozen import resolve_weights
+from methods.gvt.frozen import adaptation_flags, resolve_weights
 from methods.sdk.wire import GraphBundle
 
 VERSION = "2026-12-01"
@@ -20,8 +20,10 @@ CHECKPOINTS = ("arxiv", "cora", "product", "wisconsin")
 
 @dataclass
 class GraphAnyState:
-    probs: np.ndarray
-    attention: torch.nn.Module  # the frozen pretrained scorer (kept for inspection)
+    ckpt: GraphAnyCheckpoint
+    attention: torch.nn.Module  # the frozen pretrained scorer
+    feats: dict[str, torch.Tensor]  # the channel features of the graph (shared with its cache)
+    solutions: dict[str, torch.Tensor]  # per channel, the least-squares weights fitted on the training nodes
 
 
 class GraphAny(Method):
@@ -33,8 +35,10 @@ class GraphAny(Method):
     capabilities = Capabilities(uses_gpu=False)
     default_config: Config = {"checkpoint": "arxiv", "weights_file": ""}
     search_space = (ChoiceParam("checkpoint", CHECKPOINTS),)
+    weights = tuple(f"graphany-{c}" for c in CHECKPOINTS)
 
     def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> GraphAnyState:
+        """Adaptation: the LinearGNN channels solved on the training nodes (inference over all nodes is predict's)."""
         started = time.perf_counter()
         path, info = resolve_weights(f"graphany-{config['checkpoint']}", str(config["weights_file"]))
         ckpt = load_checkpoint(path)
@@ -47,20 +51,26 @@ class GraphAny(Method):
             graph.cache[key] = channel_features(data.x, data.edge_index, set(ckpt.feat_channels) | set(ckpt.pred_channels))
         feats = graph.cache[key]
         train_t = torch.as_tensor(train, dtype=torch.long)
-        preds = linear_gnn_predictions(feats, train_t, data.y[train_t], graph.num_classes)
+        solutions = least_squares(feats, train_t, data.y[train_t], graph.num_classes)
         ctx.check()
-        dist = distance_features(preds, ckpt.feat_channels, ckpt.entropy)
-        ctx.check()
-        fused, weights = fuse(preds, dist, attention, ckpt)
-        probs = torch.softmax(fused, dim=1).numpy().astype(np.float32)
-        ctx.info.update(info)
+        state = GraphAnyState(ckpt, attention, feats, solutions)
+        fused, weights = self._fuse(state, torch.as_tensor(val, dtype=torch.long))
+        ctx.info.update(info, **adaptation_flags(torch.softmax(fused, dim=1)))  # over validation nodes
         ctx.info.update(
             checkpoint=str(config["checkpoint"]),
             features_cached=cached,
             adapt_seconds=time.perf_counter() - started,
-            **{f"attention_{c}": float(w) for c, w in zip(ckpt.pred_channels, weights.mean(0).tolist())},
+            **{f"attention_{c}": float(w) for c, w in zip(ckpt.pred_channels, weights.mean(0).tolist())},  # over validation nodes
         )
-        return GraphAnyState(probs, attention)
+        return state
 
     def predict(self, state: GraphAnyState, graph: GraphBundle) -> np.ndarray:
-        return state.probs
+        fused, _ = self._fuse(state, None)
+        return torch.softmax(fused, dim=1).numpy().astype(np.float32)
+
+    @staticmethod
+    def _fuse(state: GraphAnyState, rows: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Fused logits and per-node channel weights of ``rows`` (all nodes when None)."""
+        preds = linear_gnn_predictions(state.feats, state.solutions, rows)
+        dist = distance_features(preds, state.ckpt.feat_channels, state.ckpt.entropy)
+        return fuse(preds, dist, state.attention, state.ckpt)

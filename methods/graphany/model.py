@@ -15,6 +15,8 @@ with cross-entropy); the service returns its softmax.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import torch
 from torch import nn
@@ -58,17 +60,22 @@ def build_attention(ckpt: GraphAnyCheckpoint) -> AttentionMLP:
 
 
 def channel_features(x: torch.Tensor, edge_index: torch.Tensor, needed: set[str]) -> dict[str, torch.Tensor]:
-    """X, L1, L2, H1, H2 on the graph without self-loops (mean over neighbours; 0 for isolated nodes)."""
+    """X, L1, L2, H1, H2 on the graph without self-loops (mean over neighbours; 0 for isolated nodes).
+
+    The mean is one sparse product with D^-1 A (CSR), so no per-edge copy of the
+    features is ever made.
+    """
     n = x.shape[0]
     src, dst = edge_index
     keep = src != dst
     src, dst = src[keep], dst[keep]
     deg = torch.zeros(n, dtype=x.dtype, device=x.device).index_add_(0, dst, torch.ones_like(dst, dtype=x.dtype))
     inv = torch.where(deg > 0, 1.0 / deg.clamp(min=1), torch.zeros_like(deg))
+    warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+    mean = torch.sparse_coo_tensor(torch.stack([dst, src]), inv[dst], (n, n), check_invariants=False).coalesce().to_sparse_csr()
 
     def mean_agg(h: torch.Tensor) -> torch.Tensor:
-        out = torch.zeros_like(h).index_add_(0, dst, h[src])
-        return out * inv[:, None]
+        return torch.sparse.mm(mean, h)
 
     feats = {"X": x}
     l1 = mean_agg(x)
@@ -84,15 +91,15 @@ def channel_features(x: torch.Tensor, edge_index: torch.Tensor, needed: set[str]
     return {k: v for k, v in feats.items() if k in needed}
 
 
-def linear_gnn_predictions(feats: dict[str, torch.Tensor], train: torch.Tensor, y_train: torch.Tensor, num_classes: int) -> dict[str, torch.Tensor]:
-    """Per channel, the minimum-norm least-squares solution on the training nodes, applied to all nodes (on CPU: gelss)."""
+def least_squares(feats: dict[str, torch.Tensor], train: torch.Tensor, y_train: torch.Tensor, num_classes: int) -> dict[str, torch.Tensor]:
+    """Per channel, the minimum-norm least-squares solution on the training nodes (on CPU: gelss): the LinearGNN weights."""
     target = torch.nn.functional.one_hot(y_train.cpu(), num_classes).float()
-    preds = {}
-    for name, f in feats.items():
-        f_cpu = f.float().cpu()
-        w = torch.linalg.lstsq(f_cpu[train.cpu()], target, driver="gelss").solution
-        preds[name] = f_cpu @ w
-    return preds
+    return {name: torch.linalg.lstsq(f.float().cpu()[train.cpu()], target, driver="gelss").solution for name, f in feats.items()}
+
+
+def linear_gnn_predictions(feats: dict[str, torch.Tensor], solutions: dict[str, torch.Tensor], rows: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    """Each channel's LinearGNN applied to ``rows`` (all nodes when None)."""
+    return {name: (f.float().cpu() if rows is None else f.float().cpu()[rows]) @ solutions[name] for name, f in feats.items()}
 
 
 def entropy_normalized_probabilities(sqdist: np.ndarray, entropy: float) -> np.ndarray:
@@ -136,7 +143,7 @@ def entropy_normalized_probabilities(sqdist: np.ndarray, entropy: float) -> np.n
     return p.reshape(b, k, k)
 
 
-def distance_features(preds: dict[str, torch.Tensor], channels: tuple[str, ...], entropy: float, block: int = 65536) -> torch.Tensor:
+def distance_features(preds: dict[str, torch.Tensor], channels: tuple[str, ...], entropy: float, block: int = 8192) -> torch.Tensor:
     """The (N, K(K-1)) attention input: off-diagonal entropy-normalized probabilities between channel predictions."""
     stacked = torch.stack([preds[c] for c in channels], dim=1).float()  # (N, K, C)
     n, k, _ = stacked.shape
@@ -150,9 +157,18 @@ def distance_features(preds: dict[str, torch.Tensor], channels: tuple[str, ...],
     return out
 
 
-def fuse(preds: dict[str, torch.Tensor], dist: torch.Tensor, attention: AttentionMLP, ckpt: GraphAnyCheckpoint) -> tuple[torch.Tensor, torch.Tensor]:
-    """Fused logits (N, C) and the per-node channel weights (N, P)."""
+def fuse(preds: dict[str, torch.Tensor], dist: torch.Tensor, attention: AttentionMLP, ckpt: GraphAnyCheckpoint,
+         block: int = 8192) -> tuple[torch.Tensor, torch.Tensor]:
+    """Fused logits (N, C) and the per-node channel weights (N, P).
+
+    The scorer runs on near-equal row blocks of at most ``block`` rows (rows are
+    independent in eval mode; no block has a single row unless the graph does, so the
+    batch-norm rule sees what it would see on the whole graph).
+    """
     with torch.no_grad():
-        weights = torch.softmax(attention(dist) / ckpt.att_temperature, dim=-1)
-        stacked = torch.stack([preds[c] for c in ckpt.pred_channels], dim=1)
-        return (weights[:, :, None] * stacked).sum(dim=1), weights
+        parts = dist.tensor_split(max(1, -(-dist.shape[0] // block)))
+        weights = torch.cat([torch.softmax(attention(part) / ckpt.att_temperature, dim=-1) for part in parts])
+        fused = torch.zeros_like(preds[ckpt.pred_channels[0]])
+        for i, c in enumerate(ckpt.pred_channels):  # accumulated channel by channel: no (N, P, C) stack
+            fused.addcmul_(weights[:, i, None], preds[c])
+        return fused, weights

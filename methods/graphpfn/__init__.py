@@ -29,6 +29,7 @@ from sklearn.decomposition import PCA
 from sklearn.preprocessing import QuantileTransformer, StandardScaler
 
 from methods.graphpfn.common import (
+    FrozenGFM,
     attention_chunk,
     edges_without_self_loops,
     finish_probs,
@@ -47,7 +48,7 @@ from methods.graphpfn.model import (
     load_limix_state,
     min_ecoc_members,
 )
-from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, Method
+from methods.sdk import Capabilities, ChoiceParam, Config, FitContext
 from methods.sdk.method import seed_everything
 from methods.sdk.wire import GraphBundle
 
@@ -88,7 +89,7 @@ class GraphPFNState:
     chunk_edges: int
 
 
-class GraphPFN(Method):
+class GraphPFN(FrozenGFM):
     name = "graphpfn"
     version = "2026-06-01"
     kind = "gfm"
@@ -100,12 +101,13 @@ class GraphPFN(Method):
         ChoiceParam("d_pca", (0, 16, 32, 64, 128)),
         ChoiceParam("feature_transform", ("standard", "quantile-normal")),
     )
+    weights = (LIMIX_ID, ADAPTERS_ID)
 
     def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> GraphPFNState:
         seed_everything(ctx.seed)
         n_classes = graph.num_classes
         members_n = int(config["ensemble_size"])
-        frozen = load_frozen("graphpfn", (LIMIX_ID, ADAPTERS_ID), GraphPFNNet, DEFAULT_ARCH, _load_state, ctx.device)
+        frozen = load_frozen("graphpfn", self.weights, GraphPFNNet, DEFAULT_ARCH, _load_state, ctx.device)
         report_weights(ctx, frozen)
         arch = {**frozen.config, "n_random_features": int(config["n_random_features"])}
         frozen.module.arch.update(n_random_features=arch["n_random_features"])

@@ -34,8 +34,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from methods.sdk.method import FitContext, ResourceError, available_memory_bytes
-from methods.sdk.weights import ResolvedWeights, WeightsError, load_weights_catalog, resolve
+from methods.sdk.method import FitContext, Method, ResourceError, available_memory_bytes
+from methods.sdk.weights import ResolvedWeights, WeightsError, load_weights_catalog, resolve, safe_torch_load, weights_problems  # noqa: F401 (re-exported for the PFN families)
 
 BUDGET_ENV = "NODEGROUND_MEMORY_BUDGET_BYTES"
 RANDOM_ENV = "NODEGROUND_RANDOM_INIT_WEIGHTS"
@@ -139,6 +139,14 @@ def arch_overrides() -> dict[str, Any]:
     return json.loads(raw) if raw else {}
 
 
+class FrozenGFM(Method):
+    """An in-context GFM whose ``weights`` may be absent as a whole when random init is allowed."""
+
+    @classmethod
+    def weights_problems(cls) -> dict[str, str]:
+        return weights_problems(cls.weights, allow_unverified=os.environ.get(UNVERIFIED_ENV, "") == "1", allow_missing=random_init_allowed())
+
+
 def resolve_optional(weights_id: str) -> ResolvedWeights | None:
     """The verified weights file, or None when it is absent (and random init is allowed)."""
     catalog = load_weights_catalog()
@@ -214,14 +222,6 @@ def report_weights(ctx: FitContext, frozen: Frozen) -> None:
     ctx.info["weights_sha256"] = frozen.sha256
     ctx.info["weights_official"] = frozen.official
     ctx.info["weights_load_seconds"] = round(frozen.load_seconds, 4)
-
-
-def safe_torch_load(path) -> Any:
-    """torch.load without executing pickled code (tensors, dicts, lists, numbers, strings only)."""
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # pickle.UnpicklingError and friends
-        raise WeightsError(f"{path}: cannot be loaded safely (weights_only): {type(exc).__name__}: {exc}") from exc
 
 
 # ---- graph helpers -----------------------------------------------------------------

@@ -1,7 +1,8 @@
-"""Shared by the frozen-encoder GFM families (GraphAny, RGVT, Node4All): weights provenance and head training.
+"""Shared by the frozen-encoder GFM families (GraphAny, RGVT, Node4All): weights provenance, head training, flags.
 
-Kept in one place so that the three report weights the same way and train heads
-with the same loop; each family states its own defaults.
+Kept in one place so that the three report weights the same way, train heads
+with the SDK's epoch loop and flag degenerate fits alike; each family states
+its own defaults.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from methods.sdk import Config, FitContext
+from methods.sdk import ChoiceParam, Config, FitContext
+from methods.sdk.method import SELECTION_RULES, EpochSelection, train_epochs
 from methods.sdk.weights import WeightsError, file_sha256, load_weights_catalog, resolve
 
 
@@ -32,41 +34,39 @@ def resolve_weights(weights_id: str, override: str) -> tuple[Path, dict[str, Any
     return resolved.path, {"weights_id": entry.id, "weights_sha256": resolved.sha256, "weights_official": resolved.official}
 
 
-def train_head(head: nn.Module, z: torch.Tensor, y: torch.Tensor, train: torch.Tensor, val: torch.Tensor, config: Config,
-               ctx: FitContext) -> tuple[float, float, int, int]:
-    """Full-batch Adam; keep the epoch with the best validation accuracy (upstream) or loss; patience in epochs.
+SELECTION = ChoiceParam("selection", SELECTION_RULES)  # a setting, not searched: sweeps keep val_loss
+CONSTANT_SPREAD = 1e-6  # probabilities that differ by less than this over all nodes are constant
 
-    Returns (best validation accuracy, its validation loss, best epoch, epochs run). Only the
-    training rows are pushed through the head for the update and only the validation rows for
-    the check, which gives the same numbers as upstream's full-graph passes at a fraction of the cost.
+
+def train_head(head: nn.Module, z: torch.Tensor, y: torch.Tensor, train: torch.Tensor, val: torch.Tensor, config: Config,
+               ctx: FitContext) -> EpochSelection:
+    """Full-batch Adam on the frozen representations; the SDK's epoch loop under ``config["selection"]``.
+
+    ``val_loss`` is NodeGround's protocol; ``val_accuracy`` is upstream's (RGVT,
+    Node4All). Only the training rows are pushed through the head for the update
+    and only the validation rows for the check, which gives the same numbers as
+    upstream's full-graph passes at a fraction of the cost.
     """
     opt = torch.optim.Adam(head.parameters(), lr=float(config["lr"]), weight_decay=float(config["weight_decay"]))
-    z_train, y_train, z_val, y_val = z[train], y[train], z[val], y[val]
-    by_loss = config["early_stop"] == "val_loss"
-    best = (-1.0, float("inf"), -1)
-    best_state, waited, epochs = None, 0, 0
-    for epoch in range(int(config["max_epochs"])):
-        if epoch % 10 == 0:
-            ctx.check()
-        head.train()
-        opt.zero_grad(set_to_none=True)
-        loss = nn.functional.cross_entropy(head(z_train), y_train)
-        loss.backward()
-        opt.step()
-        head.eval()
-        with torch.no_grad():
-            out = head(z_val)
-            acc = float((out.argmax(1) == y_val).float().mean())
-            vloss = float(nn.functional.cross_entropy(out, y_val))
-        epochs = epoch + 1
-        improved = vloss < best[1] if by_loss else acc > best[0]
-        if improved:
-            best, waited = (acc, vloss, epoch), 0
-            best_state = {k: v.detach().clone() for k, v in head.state_dict().items()}
-        else:
-            waited += 1
-            if waited >= int(config["patience"]):
-                break
-    if best_state is not None:
-        head.load_state_dict(best_state)
-    return best[0], best[1], best[2], epochs
+    z_train, z_val = z[train], z[val]
+    return train_epochs(head, opt, lambda: head(z_train), lambda: head(z_val), y[train], y[val], config, ctx,
+                        rule=str(config["selection"]))
+
+
+def head_probabilities(head: nn.Module, z: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():
+        return torch.softmax(head.eval()(z), dim=1)
+
+
+def adaptation_flags(probs: torch.Tensor, best_epoch: int | None = None) -> dict[str, bool]:
+    """What a fit reports about a degenerate result, so that no table hides it.
+
+    ``untrained_head``: the kept head had one update at most (best epoch 0, or
+    none). ``constant_probabilities``: every node gets the same probabilities,
+    so rankings and AUROC carry no information.
+    """
+    spread = float((probs.max(0).values - probs.min(0).values).max()) if probs.shape[0] else 0.0
+    flags = {"constant_probabilities": spread < CONSTANT_SPREAD}
+    if best_epoch is not None:
+        flags["untrained_head"] = best_epoch <= 0
+    return flags

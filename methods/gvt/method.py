@@ -1,4 +1,9 @@
-"""The RGVT method as a service hosts it: frozen view transformation, trained head, depth chosen on validation."""
+"""The RGVT method as a service hosts it: frozen view transformation, trained head, depth chosen on validation.
+
+Head epochs and recurrent depth are chosen by one rule, ``selection``: the
+validation cross-entropy (NodeGround's protocol, the default) or upstream's
+validation accuracy, which on an imbalanced binary task keeps an untrained head.
+"""
 
 from __future__ import annotations
 
@@ -13,16 +18,16 @@ from torch import nn
 from methods.gvt.model import GraphViewTransformation, recurrent_representations
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, FloatParam, IntParam, Method
 from methods.sdk.method import graph_tensors, seed_everything
-from methods.gvt.frozen import resolve_weights, train_head
-from methods.sdk.weights import WeightsError
+from methods.gvt.frozen import SELECTION, adaptation_flags, head_probabilities, resolve_weights, train_head
+from methods.sdk.weights import WeightsError, safe_torch_load
 from methods.sdk.wire import GraphBundle
 
-VERSION = "2026-12-01"
+VERSION = "2026-12-02"
 SEEDS = (0, 42, 123, 2026, 9999)
 
 
 def load_state_dict(path: Path) -> dict[str, torch.Tensor]:
-    state = torch.load(path, map_location="cpu", weights_only=True)
+    state = safe_torch_load(path)
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise WeightsError(f"{path.name} is not a plain state dict")
     return state
@@ -59,7 +64,7 @@ class RGVT(Method):
     )
     capabilities = Capabilities(uses_gpu=True)
     default_config: Config = {
-        "depth": 0,  # 0: train a head at every depth 1..max_depth and keep the best on validation (upstream)
+        "depth": 0,  # 0: train a head at every depth 1..max_depth and keep the best under ``selection`` (upstream)
         "max_depth": 8,
         "head": "mlp",
         "checkpoint_seed": 42,
@@ -68,7 +73,7 @@ class RGVT(Method):
         "hidden": 128,
         "max_epochs": 2500,
         "patience": 200,
-        "early_stop": "val_acc",
+        "selection": "val_loss",  # or "val_accuracy": upstream's rule, for epochs and depth alike
         "weights_file": "",
     }
     search_space = (
@@ -77,6 +82,8 @@ class RGVT(Method):
         ChoiceParam("checkpoint_seed", SEEDS),
         FloatParam("lr", 1e-4, 5e-2, log=True),
     )
+    settings = (SELECTION,)
+    weights = tuple(f"gvt-seed{s}" for s in SEEDS)
 
     def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> GVTState:
         started = time.perf_counter()
@@ -102,17 +109,16 @@ class RGVT(Method):
         for d in depths:
             seed_everything(ctx.seed)
             head = Head(graph.features.shape[1], graph.num_classes, str(config["head"]), int(config["hidden"])).to(ctx.device)
-            acc, vloss, best_epoch, epochs = train_head(head, cached[d - 1], data.y, train_t, val_t, config, ctx)
-            results.append((d, acc, vloss, best_epoch, epochs, head))
-        by_loss = config["early_stop"] == "val_loss"
-        # first best, as upstream's max() over depths 1..L
-        chosen = min(results, key=lambda r: (r[2], r[0])) if by_loss else max(results, key=lambda r: (r[1], -r[0]))
-        d, acc, vloss, best_epoch, epochs, head = chosen
-        ctx.info.update(info)
-        ctx.info.update(depth=d, val_accuracy_head=acc, best_epoch=best_epoch, epochs=epochs, adapt_seconds=time.perf_counter() - started,
-                        **{f"val_acc_depth{r[0]}": r[1] for r in results})
+            results.append((d, train_head(head, cached[d - 1], data.y, train_t, val_t, config, ctx), head))
+        # the depth whose head scores best under the same rule; the shallowest on ties, as upstream's max() over 1..L
+        rule = str(config["selection"])
+        d, selected, head = min(results, key=lambda r: (r[1].score(rule), r[0]))
+        ctx.info.update(info, depth=d, selection=rule, **selected.info())
+        ctx.info.update(adaptation_flags(head_probabilities(head, cached[d - 1]), selected.best_epoch))
+        for r in results:
+            ctx.info.update({f"val_loss_depth{r[0]}": r[1].val_loss, f"val_accuracy_depth{r[0]}": r[1].val_accuracy})
+        ctx.info["adapt_seconds"] = time.perf_counter() - started
         return GVTState(head=head.eval(), z=cached[d - 1], encoder=gvt)
 
     def predict(self, state: GVTState, graph: GraphBundle) -> np.ndarray:
-        with torch.no_grad():
-            return torch.softmax(state.head(state.z), dim=1).float().cpu().numpy()
+        return head_probabilities(state.head, state.z).float().cpu().numpy()

@@ -9,14 +9,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from methods.gvt.frozen import resolve_weights, train_head
+from methods.gvt.frozen import SELECTION, adaptation_flags, head_probabilities, resolve_weights, train_head
 from methods.gvt.method import load_state_dict
 from methods.node4all.model import CGTEncoder, encode
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, FloatParam, Method
 from methods.sdk.method import graph_tensors, seed_everything
 from methods.sdk.wire import GraphBundle
 
-VERSION = "2026-12-01"
+VERSION = "2026-12-02"
 
 
 class Head(nn.Module):
@@ -55,7 +55,7 @@ class Node4All(Method):
         "weight_decay": 0.0,
         "max_epochs": 2500,
         "patience": 200,
-        "early_stop": "val_acc",
+        "selection": "val_loss",  # or "val_accuracy": upstream's rule, which keeps an untrained head on imbalanced binary tasks
         "weights_file": "",
     }
     search_space = (
@@ -64,6 +64,8 @@ class Node4All(Method):
         FloatParam("dropout", 0.0, 0.8),
         FloatParam("lr", 1e-4, 1e-2, log=True),
     )
+    settings = (SELECTION,)
+    weights = ("node4all-cgt",)
 
     def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> Node4AllState:
         started = time.perf_counter()
@@ -82,11 +84,10 @@ class Node4All(Method):
         head = Head(z.shape[1], graph.num_classes, str(config["head"]), int(config["hidden"]), float(config["dropout"])).to(ctx.device)
         train_t = torch.as_tensor(train, dtype=torch.long, device=ctx.device)
         val_t = torch.as_tensor(val, dtype=torch.long, device=ctx.device)
-        acc, _, best_epoch, epochs = train_head(head, z, data.y, train_t, val_t, config, ctx)
-        ctx.info.update(info)
-        ctx.info.update(val_accuracy_head=acc, best_epoch=best_epoch, epochs=epochs, adapt_seconds=time.perf_counter() - started)
+        selected = train_head(head, z, data.y, train_t, val_t, config, ctx)
+        ctx.info.update(info, selection=str(config["selection"]), **selected.info())
+        ctx.info.update(adaptation_flags(head_probabilities(head, z), selected.best_epoch), adapt_seconds=time.perf_counter() - started)
         return Node4AllState(head=head.eval(), z=z, encoder=encoder)
 
     def predict(self, state: Node4AllState, graph: GraphBundle) -> np.ndarray:
-        with torch.no_grad():
-            return torch.softmax(state.head(state.z), dim=1).float().cpu().numpy()
+        return head_probabilities(state.head, state.z).float().cpu().numpy()

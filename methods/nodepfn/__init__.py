@@ -29,6 +29,7 @@ from sklearn.decomposition import TruncatedSVD
 from sklearn.preprocessing import PowerTransformer
 
 from methods.graphpfn.common import (
+    FrozenGFM,
     attention_chunk,
     edges_without_self_loops,
     finish_probs,
@@ -40,7 +41,7 @@ from methods.graphpfn.common import (
     memory_budget_bytes,
 )
 from methods.nodepfn.model import DEFAULT_ARCH, NodePFNNet, arch_from_config
-from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, IntParam, Method, ResourceError
+from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, IntParam, ResourceError
 from methods.sdk.method import seed_everything
 from methods.sdk.wire import GraphBundle
 
@@ -74,7 +75,7 @@ class NodePFNState:
     n_ctx: int
 
 
-class NodePFN(Method):
+class NodePFN(FrozenGFM):
     name = "nodepfn"
     version = "2026-06-01"
     kind = "gfm"
@@ -86,10 +87,11 @@ class NodePFN(Method):
         ChoiceParam("n_components", (5, 10, 15, 20, 30, 50, 75, 100)),
         ChoiceParam("n_ensemble", (1, 2, 4, 8, 16, 32)),
     )
+    weights = (WEIGHTS_ID,)
 
     def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> NodePFNState:
         seed_everything(ctx.seed)
-        frozen = load_frozen("nodepfn", (WEIGHTS_ID,), NodePFNNet, DEFAULT_ARCH, _load_state, ctx.device)
+        frozen = load_frozen("nodepfn", self.weights, NodePFNNet, DEFAULT_ARCH, _load_state, ctx.device)
         report_weights(ctx, frozen)
         arch = frozen.config
         if graph.num_classes > arch["max_num_classes"]:

@@ -10,6 +10,7 @@ search space and writes ``build_model``.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import time
@@ -23,6 +24,7 @@ import torch
 from torch import nn
 
 from methods.sdk.space import Config, Param, validate_config
+from methods.sdk.weights import weights_problems
 from methods.sdk.wire import GraphBundle
 
 
@@ -93,10 +95,17 @@ class Method(ABC):
     capabilities: ClassVar[Capabilities] = Capabilities()
     default_config: ClassVar[Config]
     search_space: ClassVar[tuple[Param, ...]] = ()
+    settings: ClassVar[tuple[Param, ...]] = ()  # keys a user may set, checked like the space's, never sampled by a sweep
+    weights: ClassVar[tuple[str, ...]] = ()  # catalog ids (methods/*/weights.toml) that some configuration reads
 
     @classmethod
     def resolve_config(cls, config: dict[str, Any]) -> Config:
-        return validate_config(config, cls.default_config, cls.search_space)
+        return validate_config(config, cls.default_config, cls.search_space + cls.settings)
+
+    @classmethod
+    def weights_problems(cls) -> dict[str, str]:
+        """Weights id -> why it cannot be used now; while any is listed the service is not healthy."""
+        return weights_problems(cls.weights)
 
     @abstractmethod
     def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> Any:
@@ -183,6 +192,92 @@ def edge_message_bytes(graph: GraphBundle, width: int, layers: int, heads: int =
     return FLOAT_BYTES * edges * (width * (floats_per_unit * layers + 3) + 10 * heads * layers)
 
 
+SELECTION_RULES = ("val_loss", "val_accuracy")
+
+
+def task_loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Binary cross-entropy for one logit per node, cross-entropy for one logit per class.
+
+    On a binary task a two-logit softmax head's cross-entropy is the binary
+    cross-entropy of its class-1 probability, so every head is judged on the same scale.
+    """
+    if logits.ndim == 1:
+        return nn.functional.binary_cross_entropy_with_logits(logits, y.to(logits.dtype))
+    return nn.functional.cross_entropy(logits, y)
+
+
+def task_accuracy(logits: torch.Tensor, y: torch.Tensor) -> float:
+    predicted = (logits > 0).long() if logits.ndim == 1 else logits.argmax(1)
+    return float((predicted == y).float().mean())
+
+
+@dataclass(frozen=True)
+class EpochSelection:
+    """The epoch ``train_epochs`` kept (0 = after the first update) and its validation scores."""
+
+    best_epoch: int
+    epochs: int
+    val_loss: float
+    val_accuracy: float
+
+    def score(self, rule: str) -> float:
+        """Lower is better under ``rule``: the validation loss, or minus the validation accuracy."""
+        return self.val_loss if rule == "val_loss" else -self.val_accuracy
+
+    def info(self) -> dict[str, Any]:
+        return {"epochs": self.epochs, "best_epoch": self.best_epoch, "best_val_loss": self.val_loss,
+                "best_val_accuracy": self.val_accuracy}
+
+
+def train_epochs(model: nn.Module, optimizer: torch.optim.Optimizer, train_logits: Callable[[], torch.Tensor],
+                 val_logits: Callable[[], torch.Tensor], y_train: torch.Tensor, y_val: torch.Tensor, config: Config,
+                 ctx: FitContext, rule: str = "val_loss") -> EpochSelection:
+    """Full-batch training that keeps the best epoch on validation; the one loop every trained model uses.
+
+    ``rule`` ``val_loss`` (NodeGround's protocol) keeps the epoch with the lowest
+    validation cross-entropy (``task_loss``); ``val_accuracy`` keeps the first
+    epoch with the highest validation accuracy, the rule several GFM papers use,
+    which on an imbalanced binary task can never beat the majority class and so
+    keeps an untrained model. Patience (``config["patience"]``) counts epochs
+    without improvement under the same rule; the kept state is restored at the end.
+
+    A model may define ``set_epoch(epoch) -> bool``, called before every epoch:
+    when it returns True (the model changed its function, e.g. a warm-up phase
+    ended) selection and patience start afresh. Its ``min_epochs`` attribute, if
+    set, keeps early stopping from ending training before that many epochs.
+    """
+    if rule not in SELECTION_RULES:
+        raise ValueError(f"selection rule must be one of {list(SELECTION_RULES)}, got {rule!r}")
+    set_epoch = getattr(model, "set_epoch", None)
+    best = EpochSelection(-1, 0, float("inf"), -1.0)
+    best_state: dict[str, torch.Tensor] | None = None
+    waited = epochs = 0
+    for epoch in range(int(config["max_epochs"])):
+        ctx.check()
+        if set_epoch is not None and set_epoch(epoch):
+            best, best_state, waited = EpochSelection(-1, 0, float("inf"), -1.0), None, 0
+        model.train()
+        optimizer.zero_grad(set_to_none=True)
+        task_loss(train_logits(), y_train).backward()
+        optimizer.step()
+        model.eval()
+        with torch.no_grad():
+            out = val_logits()
+            val_loss, val_acc = float(task_loss(out, y_val)), task_accuracy(out, y_val)
+        epochs = epoch + 1
+        candidate = EpochSelection(epoch, 0, val_loss, val_acc)
+        if candidate.score(rule) < best.score(rule):
+            best, waited = candidate, 0
+            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        else:
+            waited += 1
+            if waited >= int(config["patience"]) and epochs >= getattr(model, "min_epochs", 0):
+                break
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    return dataclasses.replace(best, epochs=epochs)
+
+
 class TorchNodeClassifier(Method):
     """Full-batch training with early stopping on validation loss and best-epoch restore.
 
@@ -201,11 +296,8 @@ class TorchNodeClassifier(Method):
     - ``check_resources(graph, config, device)``: raise ``ResourceError`` with
       an estimate when the configuration cannot fit, before anything is built.
 
-    A model may define ``set_epoch(epoch) -> bool``; it is called before every
-    epoch, and when it returns True (the model changed its function, e.g. a
-    warm-up phase ended) checkpoint selection and patience start afresh. A
-    model's ``min_epochs`` attribute, if set, keeps early stopping from ending
-    training before that many epochs (e.g. before a warm-up phase is over).
+    Epochs run in ``train_epochs`` under the ``val_loss`` rule; a model's
+    ``set_epoch`` and ``min_epochs`` hooks are described there.
     """
 
     @abstractmethod
@@ -235,36 +327,13 @@ class TorchNodeClassifier(Method):
         )
         train_t = torch.as_tensor(train, dtype=torch.long, device=ctx.device)
         val_t = torch.as_tensor(val, dtype=torch.long, device=ctx.device)
-        loss_fn = _loss(binary)
-        y_train, y_val = _targets(data.y[train_t], binary), _targets(data.y[val_t], binary)
-        set_epoch = getattr(model, "set_epoch", None)
+        y_train, y_val = data.y[train_t], data.y[val_t]
 
-        best_loss, best_epoch, best_state, waited = float("inf"), -1, None, 0
-        epochs = 0
-        for epoch in range(int(config["max_epochs"])):
-            ctx.check()
-            if set_epoch is not None and set_epoch(epoch):
-                best_loss, best_epoch, best_state, waited = float("inf"), -1, None, 0
-            model.train()
-            optimizer.zero_grad(set_to_none=True)
-            out = model(*inputs)
-            loss = loss_fn(_head(out, binary)[train_t], y_train)
-            loss.backward()
-            optimizer.step()
-            model.eval()
-            with torch.no_grad():
-                val_loss = float(loss_fn(_head(model(*inputs), binary)[val_t], y_val))
-            epochs = epoch + 1
-            if val_loss < best_loss:
-                best_loss, best_epoch, waited = val_loss, epoch, 0
-                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-            else:
-                waited += 1
-                if waited >= int(config["patience"]) and epochs >= getattr(model, "min_epochs", 0):
-                    break
-        if best_state is not None:
-            model.load_state_dict(best_state)
-        ctx.info.update(epochs=epochs, best_epoch=best_epoch, best_val_loss=best_loss)
+        def logits(nodes: torch.Tensor) -> torch.Tensor:
+            return _head(model(*inputs), binary)[nodes]
+
+        selected = train_epochs(model, optimizer, lambda: logits(train_t), lambda: logits(val_t), y_train, y_val, config, ctx)
+        ctx.info.update(selected.info())
         return TrainedModel(module=model, device=ctx.device, binary=binary, config=dict(config))
 
     def predict(self, state: TrainedModel, graph: GraphBundle) -> np.ndarray:
@@ -280,13 +349,5 @@ class TorchNodeClassifier(Method):
         return probs.float().cpu().numpy()
 
 
-def _loss(binary: bool) -> nn.Module:
-    return nn.BCEWithLogitsLoss() if binary else nn.CrossEntropyLoss()
-
-
 def _head(out: torch.Tensor, binary: bool) -> torch.Tensor:
     return out.reshape(-1) if binary else out
-
-
-def _targets(y: torch.Tensor, binary: bool) -> torch.Tensor:
-    return y.float() if binary else y

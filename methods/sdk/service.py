@@ -2,20 +2,41 @@
 
 Compute calls (upload decoding, fit, predict) run one at a time under a lock,
 so that the time and memory each reports belong to that call alone; Describe,
-HasGraph, Release and health stay responsive meanwhile. Graphs are kept in an
-LRU cache bounded in bytes; models until released.
+HasGraph, Release and health run on their own small thread pool, so they answer
+even while every compute thread is taken (by long fits or by idle upload streams).
+
+What a client can make the service hold is bounded: an upload is admitted from
+its header alone (its tensors plus one N x C prediction must fit under
+``max_upload_bytes`` and under the memory available, cgroup-aware, net of the
+uploads in flight), at most ``max_uploads`` stream at once (one more waits up to
+``upload_wait_seconds`` for a slot, as orchestrators sharing a service do, then is
+refused with RESOURCE_EXHAUSTED), graphs live in an LRU cache bounded in bytes and in count,
+and fitted models in one bounded in count: a client that never calls Release
+loses its least recently used models (Predict on one answers NOT_FOUND), the
+service keeps its memory.
+
+Readiness: a method that reads pretrained weights (``Method.weights``) cannot fit
+until they verify. While any does not, gRPC health says NOT_SERVING, Describe lists
+why (``not_ready``) and such a fit is refused with FAILED_PRECONDITION. The check is
+repeated when health or Describe is asked and the last one is a few seconds old, so
+weights fetched after the service started make it healthy without a restart.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import functools
 import logging
+import re
 import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent import futures
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -24,25 +45,41 @@ import torch
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from methods.sdk.lifeline import watch_parent
+from methods.sdk.memory import available_ram_bytes
 from methods.sdk.method import FitContext, FitInterrupted, Method, ResourceError, pick_device
 from methods.sdk.probe import ResourceProbe
 from methods.sdk.space import ConfigError, config_from_proto, config_to_proto, param_to_proto, value_to_proto
-from methods.sdk.wire import MAX_MESSAGE_BYTES, BundleError, GraphBundle, decode, encode_probabilities
+from methods.sdk.weights import WeightsError
+from methods.sdk.wire import MAX_MESSAGE_BYTES, BundleError, BundleTooLarge, GraphBundle, decode, encode_probabilities, held_bytes
 from nodeground.v1 import method_service_pb2 as pb
 from nodeground.v1 import method_service_pb2_grpc as pb_grpc
 
 log = logging.getLogger("nodeground.service")
 
+
+class _Model:
+    def __init__(self, method: Method, state: Any, graph: GraphBundle) -> None:
+        self.method, self.state, self.graph = method, state, graph
+
 DEFAULT_GRAPH_CACHE_BYTES = 8 << 30
+DEFAULT_MAX_UPLOAD_BYTES = 8 << 30  # one graph's tensors plus its N x C prediction
+DEFAULT_MAX_UPLOADS = 2  # concurrent upload streams
+DEFAULT_UPLOAD_WAIT_SECONDS = 60.0  # how long an upload waits for a free slot
+DEFAULT_MAX_GRAPHS = 16
+DEFAULT_MAX_MODELS = 32  # fitted models held at once (the orchestrator holds one per trial in flight)
+CONTROL_THREADS = 4  # health, Describe, HasGraph, Release: never queued behind compute
+READINESS_POLL_S = 2.0  # how often a service that reads weights re-verifies them
+HEALTH_SERVICES = ("", "nodeground.v1.MethodService")
 _KINDS = {"supervised": pb.METHOD_KIND_SUPERVISED, "gfm": pb.METHOD_KIND_GFM}
 _REPORTED_LIBRARIES = ("torch", "torch_geometric", "numpy", "scipy", "grpcio", "protobuf")
 
 
 class GraphCache:
-    """Graphs by content hash, least recently used evicted first once over the byte budget."""
+    """Graphs by content hash, least recently used evicted first once over the byte or count budget."""
 
-    def __init__(self, max_bytes: int) -> None:
+    def __init__(self, max_bytes: int, max_graphs: int = DEFAULT_MAX_GRAPHS) -> None:
         self._max = max_bytes
+        self._max_graphs = max_graphs
         self._graphs: OrderedDict[str, GraphBundle] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -58,13 +95,90 @@ class GraphCache:
             self._graphs[graph.graph_hash] = graph
             self._graphs.move_to_end(graph.graph_hash)
             total = sum(g.nbytes for g in self._graphs.values())
-            while total > self._max and len(self._graphs) > 1:
+            while (total > self._max or len(self._graphs) > self._max_graphs) and len(self._graphs) > 1:
                 _, evicted = self._graphs.popitem(last=False)
                 total -= evicted.nbytes
 
     def __contains__(self, graph_hash: str) -> bool:
         with self._lock:
             return graph_hash in self._graphs
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._graphs)
+
+
+class ModelCache:
+    """Fitted models by handle; past ``max_models`` the least recently used is dropped (a client that never Releases)."""
+
+    def __init__(self, max_models: int) -> None:
+        self._max = max(1, max_models)
+        self._models: OrderedDict[str, _Model] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def put(self, handle: str, model: _Model) -> None:
+        with self._lock:
+            self._models[handle] = model
+            while len(self._models) > self._max:
+                evicted, _ = self._models.popitem(last=False)
+                log.warning("dropped model %s: more than %d held without Release", evicted, self._max)
+
+    def get(self, handle: str) -> _Model | None:
+        with self._lock:
+            model = self._models.get(handle)
+            if model is not None:
+                self._models.move_to_end(handle)
+            return model
+
+    def pop(self, handle: str) -> _Model | None:
+        with self._lock:
+            return self._models.pop(handle, None)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._models)
+
+
+class UploadGate:
+    """Admits upload streams: at most ``max_uploads`` at once, each only if its declared size fits now."""
+
+    def __init__(self, max_bytes: int, max_uploads: int, wait_seconds: float = DEFAULT_UPLOAD_WAIT_SECONDS) -> None:
+        self.max_bytes = max_bytes
+        self._slots = threading.BoundedSemaphore(max(1, max_uploads))
+        self._max_uploads = max(1, max_uploads)
+        self._wait = wait_seconds
+        self._reserved = 0
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def slot(self) -> Iterator[Callable[[pb.GraphHeader], None]]:
+        """A stream slot (BundleTooLarge when none frees up in time); yields the ``admit`` check for its header.
+
+        Waiting holds a compute thread, never a control one: health still answers.
+        """
+        if not self._slots.acquire(timeout=self._wait):
+            raise BundleTooLarge(f"{self._max_uploads} uploads were streaming for {self._wait:g} s; retry when one has finished")
+        reserved = 0
+
+        def admit(header: pb.GraphHeader) -> None:
+            nonlocal reserved
+            need = held_bytes(header)
+            with self._lock:
+                room = min(self.max_bytes, available_ram_bytes() - self._reserved)
+                if need > room:
+                    raise BundleTooLarge(
+                        f"the graph needs {need / 2**20:.1f} MiB (tensors plus an N x C prediction); this service can take "
+                        f"{max(0, room) / 2**20:.1f} MiB now (limit {self.max_bytes / 2**20:.0f} MiB, less memory available and uploads in flight)"
+                    )
+                self._reserved += need
+                reserved = need
+
+        try:
+            yield admit
+        finally:
+            with self._lock:
+                self._reserved -= reserved
+            self._slots.release()
 
 
 def library_versions() -> dict[str, str]:
@@ -75,6 +189,35 @@ def library_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return versions
+
+
+def nvidia_driver_version(proc_version: Path = Path("/proc/driver/nvidia/version"), nvml: str = "libnvidia-ml.so.1") -> str:
+    """The NVIDIA driver's version, from NVML (mapped into GPU containers), else the kernel module; "" if neither."""
+    try:
+        library = ctypes.CDLL(nvml)
+        if library.nvmlInit_v2() == 0:
+            buffer = ctypes.create_string_buffer(96)
+            ok = library.nvmlSystemGetDriverVersion(buffer, len(buffer)) == 0
+            library.nvmlShutdown()
+            if ok and buffer.value:
+                return buffer.value.decode()
+    except (OSError, AttributeError):
+        pass
+    try:
+        match = re.search(r"Kernel Module\s+(?:for \S+\s+)?([\d.]+)", proc_version.read_text())
+        return match.group(1) if match else ""
+    except OSError:
+        return ""
+
+
+@functools.lru_cache(maxsize=8)  # the driver is asked once per device, not on every Describe
+def device_fields(device: torch.device) -> dict[str, str]:
+    """DescribeResponse's device fields: what the records name as the hardware and CUDA stack of a trial."""
+    fields = {"device": str(device), "cuda_version": torch.version.cuda or ""}
+    if device.type == "cuda":
+        fields["device_name"] = torch.cuda.get_device_name(device)
+        fields["driver_version"] = nvidia_driver_version()
+    return fields
 
 
 def describe_method(method: type[Method], family: str) -> pb.MethodInfo:
@@ -100,21 +243,66 @@ def describe_method(method: type[Method], family: str) -> pb.MethodInfo:
     )
 
 
-class _Model:
-    def __init__(self, method: Method, state: Any, graph: GraphBundle) -> None:
-        self.method, self.state, self.graph = method, state, graph
-
-
 class MethodServicer(pb_grpc.MethodServiceServicer):
     """Implements nodeground.v1.MethodService for a set of ``Method`` classes."""
 
-    def __init__(self, family: str, methods: Sequence[type[Method]], graph_cache_bytes: int = DEFAULT_GRAPH_CACHE_BYTES) -> None:
+    def __init__(
+        self,
+        family: str,
+        methods: Sequence[type[Method]],
+        graph_cache_bytes: int = DEFAULT_GRAPH_CACHE_BYTES,
+        max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES,
+        max_uploads: int = DEFAULT_MAX_UPLOADS,
+        upload_wait_seconds: float = DEFAULT_UPLOAD_WAIT_SECONDS,
+        max_graphs: int = DEFAULT_MAX_GRAPHS,
+        max_models: int = DEFAULT_MAX_MODELS,
+    ) -> None:
         self.family = family
         self.methods = {m.name: m for m in methods}
-        self.graphs = GraphCache(graph_cache_bytes)
-        self.models: dict[str, _Model] = {}
+        self.graphs = GraphCache(graph_cache_bytes, max_graphs)
+        self.models = ModelCache(max_models)
+        self.uploads = UploadGate(max_upload_bytes, max_uploads, upload_wait_seconds)
         self._compute = threading.Lock()
-        self._models_lock = threading.Lock()
+        self._not_ready: list[pb.NotReady] = []
+        self._health: health.HealthServicer | None = None
+        self._readiness_lock = threading.Lock()
+        self._checked_at = float("-inf")
+
+    # ---- readiness ---------------------------------------------------------
+
+    def refresh_readiness(self) -> list[pb.NotReady]:
+        """The readiness, re-verified when the last check is older than READINESS_POLL_S."""
+        with self._readiness_lock:
+            if time.monotonic() - self._checked_at >= READINESS_POLL_S:
+                self.check_readiness()
+            return self._not_ready
+
+    def check_readiness(self) -> list[pb.NotReady]:
+        """Re-verify every method's weights; publish the result to health (NOT_SERVING while any is unusable)."""
+        self._checked_at = time.monotonic()
+        not_ready = [
+            pb.NotReady(method=name, weights_id=weights_id, reason=reason)
+            for name, method in self.methods.items()
+            for weights_id, reason in method.weights_problems().items()
+        ]
+        if [r.reason for r in not_ready] != [r.reason for r in self._not_ready]:
+            for item in not_ready:
+                log.warning("not ready: %s", item.reason)
+        self._not_ready = not_ready
+        if self._health is not None:
+            status = health_pb2.HealthCheckResponse.NOT_SERVING if not_ready else health_pb2.HealthCheckResponse.SERVING
+            for service in HEALTH_SERVICES:
+                self._health.set(service, status)
+        return not_ready
+
+    def publish_health(self, health_servicer: health.HealthServicer) -> None:
+        """Report readiness through ``health_servicer`` from now on (checked at once)."""
+        self._health = health_servicer
+        with self._readiness_lock:
+            self.check_readiness()
+
+    def _not_ready_for(self, method: str) -> list[pb.NotReady]:
+        return [r for r in self.refresh_readiness() if r.method == method]
 
     # ---- calls -------------------------------------------------------------
 
@@ -123,7 +311,8 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         return pb.DescribeResponse(
             methods=[describe_method(m, self.family) for m in self.methods.values()],
             family=self.family,
-            device=str(device),
+            **device_fields(device),
+            not_ready=self.refresh_readiness(),
         )
 
     def HasGraph(self, request: pb.HasGraphRequest, context: grpc.ServicerContext) -> pb.HasGraphResponse:
@@ -139,7 +328,10 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
                 pass
             return pb.UploadGraphResponse(graph_hash=first.header.graph_hash, already_held=True)
         try:
-            bundle = decode(_prepend(first, request_iterator))
+            with self.uploads.slot() as admit:
+                bundle = decode(_prepend(first, request_iterator), admit)
+        except BundleTooLarge as exc:
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"graph upload refused: {exc}")
         except BundleError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad graph upload: {exc}")
         self.graphs.put(bundle)
@@ -152,11 +344,16 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"graph {request.graph_hash} is not held; upload it first")
         train = _node_set("train_nodes", request.train_nodes, graph, context)
         val = _node_set("val_nodes", request.val_nodes, graph, context)
+        if np.intersect1d(train, val).size:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "train_nodes and val_nodes overlap; validation must be held out")
         try:
             config = method_cls.resolve_config(config_from_proto(request.config))
         except ConfigError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{request.method}: {exc}")
         self._check_capabilities(method_cls, graph, context)
+        not_ready = self._not_ready_for(method_cls.name)
+        if not_ready:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"{request.method} is not ready: {'; '.join(r.reason for r in not_ready)}")
 
         deadline = time.monotonic() + request.time_limit_seconds if request.time_limit_seconds > 0 else None
         remaining = context.time_remaining()
@@ -180,14 +377,16 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
             except (ResourceError, torch.cuda.OutOfMemoryError, MemoryError) as exc:
                 _free_gpu()
                 context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{request.method}: out of memory: {exc}")
+            except WeightsError as exc:  # removed or altered since the last readiness check
+                self.check_readiness()
+                context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"{request.method} is not ready: {exc}")
             except (ConfigError, ValueError) as exc:
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{request.method}: {exc}")
             except Exception as exc:  # a method bug must come back as a failed trial, not a dead service
                 log.exception("fit failed")
                 context.abort(grpc.StatusCode.INTERNAL, f"{request.method} failed: {type(exc).__name__}: {exc}")
         handle = uuid.uuid4().hex
-        with self._models_lock:
-            self.models[handle] = _Model(method, state, graph)
+        self.models.put(handle, _Model(method, state, graph))
         return pb.FitResponse(
             model_handle=handle,
             stats=pb.CallStats(seconds=probe.seconds, peak_rss_bytes=probe.peak_rss_bytes, peak_gpu_bytes=probe.peak_gpu_bytes),
@@ -195,28 +394,31 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         )
 
     def Predict(self, request: pb.PredictRequest, context: grpc.ServicerContext) -> Iterator[pb.PredictChunk]:
-        with self._models_lock:
-            model = self.models.get(request.model_handle)
+        model = self.models.get(request.model_handle)
         if model is None:
-            context.abort(grpc.StatusCode.NOT_FOUND, f"no model with handle {request.model_handle!r} (released or never fitted)")
+            context.abort(grpc.StatusCode.NOT_FOUND, f"no model with handle {request.model_handle!r} (released, dropped past the held-model cap, or never fitted)")
         with self._compute:
             try:
+                # The service's time is all it does for the call: the method's predict, the check
+                # and the encoding of the reply (a method whose fit precomputed everything still
+                # spends this), up to the first byte sent.
                 with ResourceProbe() as probe:
                     probs = model.method.predict(model.state, model.graph)
+                    shape = getattr(probs, "shape", None)
+                    if shape is None or len(shape) != 2 or shape[0] != model.graph.num_nodes or shape[1] < 1:
+                        raise ValueError(f"the method returned probabilities of shape {shape}; expected ({model.graph.num_nodes}, classes)")
+                    chunks = list(encode_probabilities(probs, pb.CallStats()))
             except (ResourceError, torch.cuda.OutOfMemoryError, MemoryError) as exc:
                 _free_gpu()
                 context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"predict: out of memory: {exc}")
             except Exception as exc:
                 log.exception("predict failed")
                 context.abort(grpc.StatusCode.INTERNAL, f"predict failed: {type(exc).__name__}: {exc}")
-        if probs.shape != (model.graph.num_nodes, probs.shape[1] if probs.ndim == 2 else -1):
-            context.abort(grpc.StatusCode.INTERNAL, f"method returned probabilities of shape {probs.shape}")
-        stats = pb.CallStats(seconds=probe.seconds, peak_rss_bytes=probe.peak_rss_bytes, peak_gpu_bytes=probe.peak_gpu_bytes)
-        yield from encode_probabilities(probs, stats)
+        chunks[-1].stats.CopyFrom(pb.CallStats(seconds=probe.seconds, peak_rss_bytes=probe.peak_rss_bytes, peak_gpu_bytes=probe.peak_gpu_bytes))
+        yield from chunks
 
     def Release(self, request: pb.ReleaseRequest, context: grpc.ServicerContext) -> pb.ReleaseResponse:
-        with self._models_lock:
-            released = self.models.pop(request.model_handle, None) is not None
+        released = self.models.pop(request.model_handle) is not None
         if released:
             _free_gpu()
         return pb.ReleaseResponse(released=released)
@@ -275,6 +477,33 @@ def _free_gpu() -> None:
         torch.cuda.empty_cache()
 
 
+def _run_on(pool: futures.ThreadPoolExecutor, servicer: Any, *names: str) -> None:
+    """Serve these unary calls of ``servicer`` from ``pool`` instead of the server's shared one.
+
+    grpc's server takes a per-method pool from the handler's ``experimental_thread_pool``.
+    """
+    for name in names:
+        bound = getattr(servicer, name)
+
+        def call(request: Any, context: grpc.ServicerContext, _bound: Callable[..., Any] = bound) -> Any:
+            return _bound(request, context)
+
+        call.experimental_thread_pool = pool  # type: ignore[attr-defined]
+        setattr(servicer, name, call)
+
+
+class ReadinessHealth(health.HealthServicer):
+    """Standard gRPC health whose answer re-verifies the service's readiness when it is stale."""
+
+    def __init__(self, servicer: MethodServicer) -> None:
+        super().__init__()
+        self._servicer = servicer
+
+    def Check(self, request: health_pb2.HealthCheckRequest, context: grpc.ServicerContext) -> health_pb2.HealthCheckResponse:
+        self._servicer.refresh_readiness()
+        return super().Check(request, context)
+
+
 def build_server(servicer: MethodServicer, address: str, max_workers: int = 8) -> tuple[grpc.Server, int]:
     """A server with the method service and standard health; returns it and the bound port."""
     options = [
@@ -282,13 +511,15 @@ def build_server(servicer: MethodServicer, address: str, max_workers: int = 8) -
         ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
     ]
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers), options=options)
+    control = futures.ThreadPoolExecutor(max_workers=CONTROL_THREADS, thread_name_prefix="control")
+    health_servicer = ReadinessHealth(servicer)
+    _run_on(control, servicer, "Describe", "HasGraph", "Release")
+    _run_on(control, health_servicer, "Check", "List")
     pb_grpc.add_MethodServiceServicer_to_server(servicer, server)
-    health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     port = server.add_insecure_port(address)
     if port == 0:
         raise OSError(f"could not bind {address}")
-    health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
-    health_servicer.set("nodeground.v1.MethodService", health_pb2.HealthCheckResponse.SERVING)
+    servicer.publish_health(health_servicer)
     watch_parent()  # a service launched as a child (NODEGROUND_PARENT_PID set) exits with its launcher
     return server, port

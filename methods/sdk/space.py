@@ -76,7 +76,9 @@ def validate_config(config: dict[str, Any], defaults: Config, space: tuple[Param
     """Merge ``config`` over ``defaults`` and check every value.
 
     Keys in the search space are checked against their domain; keys only in the
-    defaults must keep the default's type. Unknown keys are refused.
+    defaults must keep the default's type, be finite, and keep its sign (a
+    positive default such as ``max_epochs`` stays positive, a non-negative one
+    non-negative). Unknown keys are refused.
     """
     by_name = {p.name: p for p in space}
     merged: Config = dict(defaults)
@@ -84,7 +86,7 @@ def validate_config(config: dict[str, Any], defaults: Config, space: tuple[Param
         if key in by_name:
             merged[key] = by_name[key].check(value)
         elif key in defaults:
-            merged[key] = _same_type(key, defaults[key], value)
+            merged[key] = _same_sign(key, defaults[key], _same_type(key, defaults[key], value))
         else:
             known = sorted(set(defaults) | set(by_name))
             raise ConfigError(f"unknown config key {key!r}; known keys: {', '.join(known)}")
@@ -102,6 +104,18 @@ def _same_type(key: str, default: ConfigValue, value: Any) -> ConfigValue:
         return int(value)
     if type(default) is not type(value):
         raise ConfigError(f"{key} must be {type(default).__name__}, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _same_sign(key: str, default: ConfigValue, value: ConfigValue) -> ConfigValue:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    if not math.isfinite(value):
+        raise ConfigError(f"{key}={value} is not a finite number")
+    if default > 0 and value <= 0:  # type: ignore[operator]
+        raise ConfigError(f"{key}={value} must be positive (default {default})")
+    if default >= 0 and value < 0:  # type: ignore[operator]
+        raise ConfigError(f"{key}={value} must not be negative (default {default})")
     return value
 
 

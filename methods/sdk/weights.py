@@ -16,6 +16,7 @@ import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 METHODS_ROOT = Path(__file__).resolve().parents[1]
@@ -61,6 +62,7 @@ def load_weights_catalog(root: Path = METHODS_ROOT) -> dict[str, WeightsEntry]:
 
 
 def weights_dir() -> Path:
+    """Where weights live: the one rule that `orchestrator weights`, `make weights`, `make up` and the services use."""
     explicit = os.environ.get("NODEGROUND_WEIGHTS")
     if explicit:
         return Path(explicit)
@@ -112,3 +114,45 @@ def resolve(entry: WeightsEntry, root: Path | None = None, allow_unverified: boo
     if digest != entry.sha256:
         raise WeightsError(f"weights {entry.id} at {path} fail verification: sha256 {digest}, catalog says {entry.sha256}")
     return ResolvedWeights(entry, path, digest, official=True)
+
+
+def safe_torch_load(path: Path) -> Any:
+    """``torch.load`` that never runs pickled code (tensors, dicts, lists, numbers, strings only).
+
+    A checkpoint is a stranger's file even when its sha256 matches the catalog:
+    the hash pins the bytes, it does not vouch for them. The error is one line.
+    """
+    import torch
+
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # pickle.UnpicklingError and friends; torch's message spans many lines
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        reason = next((line for line in lines if "global" in line.lower()), lines[0] if lines else "")
+        raise WeightsError(f"{Path(path).name}: cannot be loaded without running code it carries: {type(exc).__name__}: {reason}") from None
+
+
+def weights_problems(ids: tuple[str, ...], allow_unverified: bool = False, allow_missing: bool = False) -> dict[str, str]:
+    """Why each of ``ids`` cannot be used now (empty: all verify). Cheap after the first call per file.
+
+    ``allow_missing`` accepts a set of files that is absent as a whole (a method that
+    can run without them, e.g. with random-init weights), never a partial set.
+    """
+    catalog = load_weights_catalog()
+    unknown = [i for i in ids if i not in catalog]
+    if unknown:
+        return {i: f"weights id {i!r} is not in any methods/*/weights.toml" for i in unknown}
+    root = weights_dir()
+    if allow_missing and not any((root / catalog[i].relative_path).is_file() for i in ids):
+        return {}
+    problems: dict[str, str] = {}
+    for weights_id in ids:
+        try:
+            resolve(catalog[weights_id], root, allow_unverified=allow_unverified)
+        except WeightsError as exc:
+            problems[weights_id] = str(exc)
+    return problems
+
+
+if __name__ == "__main__":  # `python methods/sdk/weights.py`: print the weights directory (used by `make up`)
+    print(weights_dir())

@@ -10,7 +10,8 @@ so a corrupted or truncated upload is refused rather than trained on.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,10 @@ _DTYPES = {"float32": np.dtype("<f4"), "int64": np.dtype("<i8")}
 
 class BundleError(ValueError):
     """A graph bundle is malformed (shapes, dtypes, ranges or hash)."""
+
+
+class BundleTooLarge(BundleError):
+    """An upload declares more than the receiver will hold; refused before any byte is allocated."""
 
 
 @dataclass
@@ -128,8 +133,18 @@ def encode(bundle: GraphBundle, chunk_bytes: int = CHUNK_BYTES) -> Iterator[pb.G
         yield pb.GraphChunk(header=header)
 
 
-def decode(chunks: Iterator[pb.GraphChunk]) -> GraphBundle:
-    """Assemble an upload stream into a bundle, checking sizes, shapes and the hash."""
+def held_bytes(header: pb.GraphHeader) -> int:
+    """What receiving ``header``'s graph commits a service to: its tensors plus one N x C float32 prediction."""
+    return int(header.total_bytes) + int(header.num_nodes) * int(header.num_classes) * 4
+
+
+def decode(chunks: Iterator[pb.GraphChunk], admit: Callable[[pb.GraphHeader], None] | None = None) -> GraphBundle:
+    """Assemble an upload stream into a bundle, checking sizes, shapes and the hash.
+
+    The header is checked first (``admit`` may refuse it, raising BundleTooLarge,
+    from its declared sizes alone); the buffer then grows with the bytes that
+    actually arrive, so a header that lies about its size costs nothing.
+    """
     iterator = iter(chunks)
     try:
         first = next(iterator)
@@ -145,22 +160,26 @@ def decode(chunks: Iterator[pb.GraphChunk]) -> GraphBundle:
     for spec, (name, dtype, ndim) in zip(header.tensors, TENSOR_ORDER):
         if spec.dtype != dtype or len(spec.shape) != ndim or any(d < 0 for d in spec.shape):
             raise BundleError(f"tensor {name}: expected {dtype} with {ndim} dims, got {spec.dtype} {list(spec.shape)}")
-        size = int(np.prod(spec.shape)) * _DTYPES[dtype].itemsize
+        size = math.prod(int(d) for d in spec.shape) * _DTYPES[dtype].itemsize  # exact: np.prod wraps around
         if spec.nbytes != size or spec.offset != expected:
             raise BundleError(f"tensor {name}: offset/nbytes {spec.offset}/{spec.nbytes} disagree with its shape")
         expected += size
     if header.total_bytes != expected:
         raise BundleError(f"total_bytes {header.total_bytes} != sum of tensor sizes {expected}")
-    buffer = bytearray(expected)
-    filled = 0
+    n = header.tensors[0].shape[0]
+    if header.num_nodes != n:
+        raise BundleError(f"num_nodes {header.num_nodes} disagrees with the features' {n} rows")
+    if not 2 <= header.num_classes <= max(2, n):
+        raise BundleError(f"num_classes must lie in [2, num_nodes = {n}], got {header.num_classes}")
+    if admit is not None:
+        admit(header)
+    buffer = bytearray()
     for chunk in _chain(first, iterator):
-        end = filled + len(chunk.data)
-        if end > expected:
+        if len(buffer) + len(chunk.data) > expected:
             raise BundleError(f"upload carries more than the announced {expected} bytes")
-        buffer[filled:end] = chunk.data
-        filled = end
-    if filled != expected:
-        raise BundleError(f"upload ended after {filled} of {expected} bytes")
+        buffer += chunk.data
+    if len(buffer) != expected:
+        raise BundleError(f"upload ended after {len(buffer)} of {expected} bytes")
     arrays = [
         np.frombuffer(buffer, dtype=_DTYPES[s.dtype], count=int(np.prod(s.shape)), offset=s.offset).reshape(tuple(s.shape))
         for s in header.tensors

@@ -5,7 +5,8 @@ Rules (SPEC §3 "Aggregation"):
 - Only built-in views are imputed; a user submission (``origin`` "user:<id>") never is, so its
   holes stay holes and every aggregation handles it on the datasets it covers.
 - A missing (view, dataset, regime, split) result is replaced by the matched reference result
-  (``GCN-Default`` on the same dataset, regime and split): its metrics *and* its costs. The row is
+  (the default configuration of ``views.REFERENCE_METHOD``, GCN, found by ``views.reference_view``,
+  on the same dataset, regime and split): its metrics *and* its costs. The row is
   flagged ``imputed=True``. A dataset counts as imputed for a view if any of its partitions is.
 - Cohorts: ``all`` = all datasets, with imputation (the designated comparison of the main
   leaderboard); ``complete`` = datasets on which every built-in view has native results on every
@@ -17,26 +18,31 @@ from __future__ import annotations
 
 import pandas as pd
 
-IMPUTE_REFERENCE = "GCN-Default"
+from orchestrator.analysis.views import reference_view
+
 COHORTS = ("all", "complete", "near_complete")
 COHORT_TITLES = {
-    "all": "All datasets, built-in gaps imputed with GCN-Default",
+    "all": "All datasets, built-in gaps imputed with gcn-Default",
     "complete": "Complete-case datasets only (no imputation)",
     "near_complete": "Near-complete methods only (no imputation)",
 }
 
-_IDENTITY = ["view", "method", "variant", "k", "kind", "origin"]
+_IDENTITY = ["view", "method", "method_name", "variant", "k", "kind", "origin"]
 
 
 def is_user(origin: pd.Series) -> pd.Series:
     return origin.astype(str).str.startswith("user:")
 
 
-def impute(results: pd.DataFrame, reference: str = IMPUTE_REFERENCE) -> pd.DataFrame:
-    """Fill built-in views' missing partitions with the matched ``reference`` result, flagged."""
+def impute(results: pd.DataFrame, reference: str | None = None) -> pd.DataFrame:
+    """Fill built-in views' missing partitions with the matched ``reference`` view's result, flagged.
+
+    ``reference`` defaults to ``reference_view(results)`` (GCN's default configuration).
+    """
     results = results.copy()
     results["imputed"] = results.get("imputed", False)
     out = [results]
+    reference = reference or reference_view(results)
     ref = results[(results["view"] == reference) & ~results["imputed"]]
     if ref.empty:
         return results
@@ -93,7 +99,7 @@ def _complete_datasets(native: pd.DataFrame, views: pd.Index, regime: str) -> li
 def cohorts(
     results: pd.DataFrame,
     near_complete_min: float = 0.9,
-    reference: str = IMPUTE_REFERENCE,
+    reference: str | None = None,
 ) -> dict[str, pd.DataFrame]:
     """The three analysis cohorts as result tables (see the module docstring)."""
     native = results[~results.get("imputed", pd.Series(False, index=results.index)).astype(bool)]

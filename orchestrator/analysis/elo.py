@@ -25,7 +25,6 @@ from bencheval.evaluator import BenchmarkEvaluator
 SCALE = 400
 INIT_RATING = 1000.0
 BOOTSTRAP_ROUNDS = 200
-DEFAULT_ANCHOR = "GCN-Default"
 
 
 def partition_errors(results: pd.DataFrame, metric: str = "score") -> pd.DataFrame:
@@ -121,7 +120,7 @@ def _bootstrap_from_battles(b: pd.DataFrame, views: pd.Index, rounds: int, seed:
 
 def elo_ratings(
     results: pd.DataFrame,
-    anchor: str | None = DEFAULT_ANCHOR,
+    anchor: str | None = None,
     anchor_rating: float = INIT_RATING,
     rounds: int = BOOTSTRAP_ROUNDS,
     seed: int = 0,
@@ -130,8 +129,9 @@ def elo_ratings(
     """Elo per view with a 95% dataset-bootstrap interval, for one regime's results.
 
     Returns columns view, elo, lower, upper, datasets, anchored (bool), path ("ranks" when
-    bencheval's complete-schedule path ran, "battles" otherwise). An anchor that is absent
-    leaves ratings centred on ``anchor_rating``.
+    bencheval's complete-schedule path ran, "battles" otherwise). ``anchor`` is a view (the report
+    passes ``views.reference_view``); no anchor, or one that is absent, leaves ratings centred on
+    ``anchor_rating``.
     """
     # The fits are tiny and repeated; a multi-threaded BLAS spends far longer spinning than computing.
     with threadpool_limits(limits=1, user_api="blas"):

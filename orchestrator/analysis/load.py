@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from orchestrator.records import COLUMNS
+from orchestrator.store import connect_read_only
 
 # Identity and selection columns every analysis needs.
 REQUIRED_COLUMNS: tuple[str, ...] = (
@@ -38,6 +39,8 @@ OPTIONAL_COLUMNS: tuple[str, ...] = (
     "fit_peak_gpu_bytes",
     "predict_peak_rss_bytes",
     "predict_peak_gpu_bytes",
+    "val_accuracy",
+    "val_auroc",
     "test_accuracy",
     "test_macro_f1",
     "test_cross_entropy",
@@ -82,7 +85,7 @@ def _concat_typed(chunks: list[pd.DataFrame]) -> pd.DataFrame:
 
 def _read_sqlite(path: Path) -> pd.DataFrame:
     try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        con = connect_read_only(path)
     except sqlite3.Error as exc:  # pragma: no cover - depends on the file system
         raise AnalysisInputError(f"cannot open store {path}: {exc}") from None
     try:

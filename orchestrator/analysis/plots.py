@@ -121,3 +121,57 @@ def heatmap(mat: pd.DataFrame, path: Path, title: str, cbar: str, fmt: str = "{:
     fig.colorbar(im, ax=ax, label=cbar, fraction=0.04, pad=0.02)
     ax.set_title(title, fontsize=9)
     _save(fig, path, mat.index, mat.columns)
+
+
+def elo_panels(df: pd.DataFrame, path: Path, title: str, panel: str) -> None:
+    """Elo bars with intervals, one panel per value of ``panel`` (e.g. task type)."""
+    groups = list(df.groupby(panel, sort=True))
+    n = max(len(groups), 1)
+    rows = max((len(g) for _, g in groups), default=1)
+    fig, axes = plt.subplots(1, n, figsize=(5.2 * n, 0.22 * rows + 1.4), squeeze=False)
+    labels = []
+    for ax, (name, g) in zip(axes[0], groups):
+        d = g.sort_values("elo")
+        y = np.arange(len(d))
+        colors = [KIND_COLORS.get(v, "#555") for v in d.get("variant", pd.Series("tuned", index=d.index))]
+        ax.barh(y, d["elo"] - d["elo"].min() + 20, left=d["elo"].min() - 20, color=colors, alpha=0.8)
+        xerr = [(d["elo"] - d["lower"]).clip(lower=0), (d["upper"] - d["elo"]).clip(lower=0)]
+        ax.errorbar(d["elo"], y, xerr=xerr, fmt="none", ecolor="k", lw=0.8)
+        ax.set_yticks(y, d["view"], fontsize=7)
+        ax.set_xlabel("Elo (95% dataset-bootstrap interval)")
+        ax.set_title(str(name), fontsize=8)
+        labels += list(d["view"])
+    fig.suptitle(title, fontsize=9)
+    fig.subplots_adjust(wspace=0.45)
+    _save(fig, path, labels)
+
+
+def lines(df: pd.DataFrame, path: Path, title: str, x: str, y: str, group: str, xlabel: str, ylabel: str,
+          log_x: bool = True, hline: float | None = None) -> None:
+    """One line per ``group`` of ``y`` against ``x`` (budget curves of the tuning views)."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for name, g in df.groupby(group, sort=True):
+        g = g.sort_values(x)
+        ax.plot(g[x], g[y], marker=".", lw=1, label=str(name))
+    if hline is not None:
+        ax.axhline(hline, color="k", lw=0.8, ls="--")
+    if log_x:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=6, ncol=2)
+    _save(fig, path, bottom_labels=["x" * 4])
+
+
+def paired_bars(df: pd.DataFrame, path: Path, title: str, label: str, a: str, b: str, a_name: str, b_name: str) -> None:
+    """Two bars per row: ``a`` beside ``b`` (an omitted result beside what replaced it)."""
+    fig, ax = plt.subplots(figsize=(7, 0.3 * len(df) + 1.4))
+    y = np.arange(len(df))
+    ax.barh(y - 0.2, df[a], height=0.4, color=KIND_COLORS["gfm"], label=a_name)
+    ax.barh(y + 0.2, df[b], height=0.4, color=KIND_COLORS["default"], label=b_name)
+    ax.set_yticks(y, df[label], fontsize=7)
+    ax.set_xlabel("test score (primary metric)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    _save(fig, path, df[label])

@@ -19,15 +19,25 @@ from threadpoolctl import threadpool_limits
 
 from orchestrator.analysis import cohorts as co
 from orchestrator.analysis import elo as elo_mod
+from orchestrator.analysis import findings as fi
+from orchestrator.analysis import overlap as ov
 from orchestrator.analysis import pareto as pa
 from orchestrator.analysis import ranking as rk
+from orchestrator.analysis import sensitivity as se
 from orchestrator.analysis import subgroups as sg
-from orchestrator.analysis.views import build_results
+from orchestrator.analysis import tuning as tu
+from orchestrator.analysis.load import AnalysisInputError
+from orchestrator.analysis.views import REFERENCE_METHOD, below_chance, build_results, reference_view
 from orchestrator.analysis.workflow import BUDGETS, FULL, workflow_costs
 
 
 def slug(regime: str) -> str:
     return regime.replace("/", "-")
+
+
+def figure_path(stem: str, regime: str) -> str:
+    """Where a per-regime figure lives in the site (relative to its pages)."""
+    return f"figures/{stem}_{slug(regime)}.png"
 
 
 @dataclass
@@ -38,9 +48,11 @@ class Analysis:
     regimes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    anchor: str | None = None  # the view fixed at 1000 Elo
+    reference: str | None = None  # the view whose results fill missing built-in ones (GCN-Default)
 
 
-def _leaderboard(regime_res: pd.DataFrame, regime_pts: pd.DataFrame, anchor: str, rounds: int,
+def _leaderboard(regime_res: pd.DataFrame, anchor: str | None, rounds: int,
                  best_err: pd.Series, ref_time: pd.Series, ref_mem: pd.Series, cov: pd.DataFrame) -> dict[str, pd.DataFrame]:
     elo = elo_mod.elo_ratings(regime_res, anchor=anchor, rounds=rounds)
     mr = rk.mean_rank(regime_res)
@@ -48,8 +60,7 @@ def _leaderboard(regime_res: pd.DataFrame, regime_pts: pd.DataFrame, anchor: str
     tests = rk.pairwise_tests(regime_res)
     sig = rk.significant_record(tests)
     t_time = pa.tradeoff(regime_res, pa.TIME, best_err, ref_time)
-    t_mem = pa.tradeoff(regime_res, pa.MEMORY, best_err, cheapest_mem := ref_mem)
-    del cheapest_mem
+    t_mem = pa.tradeoff(regime_res, pa.MEMORY, best_err, ref_mem)
     ident = regime_res.drop_duplicates("view").set_index("view")[["kind", "variant", "origin"]]
     lb = elo.merge(mr.drop(columns=["datasets"]), on="view", how="left")
     lb = lb.merge(rk.mean_winrate(wm).rename_axis("view").reset_index(), on="view", how="left")
@@ -65,22 +76,30 @@ def _leaderboard(regime_res: pd.DataFrame, regime_pts: pd.DataFrame, anchor: str
 def compute_analysis(
     trials: pd.DataFrame,
     dataset_stats: pd.DataFrame | None = None,
-    anchor: str = elo_mod.DEFAULT_ANCHOR,
+    anchor: str | None = None,
     rounds: int = elo_mod.BOOTSTRAP_ROUNDS,
     near_complete_min: float = 0.9,
+    compute_stats: bool = True,
 ) -> Analysis:
     """Every table of the report. BLAS runs single-threaded here: the fits are tiny (tens of
-    parameters, thousands of times) and a multi-threaded BLAS spins far longer than it computes."""
+    parameters, thousands of times) and a multi-threaded BLAS spins far longer than it computes.
+
+    ``anchor`` names the method whose default configuration is fixed at 1000 Elo (default: the
+    reference method, GCN); a named method without results is an AnalysisInputError.
+    ``dataset_stats`` overrides the statistics the report computes itself for the datasets it can
+    load offline (``compute_stats``).
+    """
     with threadpool_limits(limits=1, user_api="blas"):
-        return _compute_analysis(trials, dataset_stats, anchor, rounds, near_complete_min)
+        return _compute_analysis(trials, dataset_stats, anchor, rounds, near_complete_min, compute_stats)
 
 
 def _compute_analysis(
     trials: pd.DataFrame,
     dataset_stats: pd.DataFrame | None,
-    anchor: str,
+    anchor_method: str | None,
     rounds: int,
     near_complete_min: float,
+    compute_stats: bool,
 ) -> Analysis:
     an = Analysis()
     tick = time.perf_counter()
@@ -95,18 +114,42 @@ def _compute_analysis(
     lap("workflow_costs")
     results, budget_points = build_results(trials, costs=costs)
     lap("selection")
+    if compute_stats:
+        dataset_stats, no_stats = sg.store_dataset_stats(sorted(results["dataset"].unique()), dataset_stats)
+        if no_stats:
+            an.notes.append(f"No statistics for {len(no_stats)} dataset(s) ({', '.join(no_stats[:8])}"
+                            f"{', ...' if len(no_stats) > 8 else ''}): not loadable offline; they sit in no subgroup "
+                            "(give their statistics with --dataset-stats).")
+        lap("dataset_stats")
     an.tables["workflow_costs"] = costs
-    cohorts = co.cohorts(results, near_complete_min=near_complete_min)
-    main = cohorts["all"]
+    # Pretraining overlaps leave the common universe before cohorts, so imputation replaces them.
+    held_out, omitted = ov.audit(results)
+    cohorts = co.cohorts(held_out, near_complete_min=near_complete_min)
+    main, an.tables["pretraining_overlap"] = ov.mark_replacements(cohorts["all"], omitted)
+    cohorts["all"] = main
+    if len(omitted):
+        an.notes.append(f"{len(omitted)} GFM result(s) on a graph its pretraining used are omitted and replaced by "
+                        "the matched gcn-Default result: see 'Pretraining overlap'.")
     an.tables["results"] = main
     an.tables["budget_points"] = budget_points
     cov = co.coverage(main)
     an.tables["coverage"] = cov
     an.regimes = sorted(main["regime"].unique())
-    if anchor not in set(main["view"]):
-        an.notes.append(f"Anchor view {anchor!r} is absent: Elo ratings are centred on 1000 instead.")
-    if co.IMPUTE_REFERENCE not in set(results["view"]):
-        an.notes.append(f"{co.IMPUTE_REFERENCE} has no results, so nothing could be imputed.")
+    anchor = reference_view(results, anchor_method or REFERENCE_METHOD)
+    if anchor is None and anchor_method is not None:
+        known = ", ".join(sorted(results["method_name"].unique()))
+        raise AnalysisInputError(f"--anchor: no results for a method named {anchor_method!r} (methods: {known})")
+    an.anchor, an.reference = anchor, reference_view(results)
+    if anchor is None:
+        an.notes.append(f"The reference method {REFERENCE_METHOD!r} has no default-configuration results: Elo "
+                        "ratings are centred on 1000.")
+    if an.reference is None:
+        an.notes.append(f"The reference method {REFERENCE_METHOD!r} has no default-configuration results, so "
+                        "nothing could be imputed.")
+    an.tables["below_chance"] = below_chance(results)
+    if len(an.tables["below_chance"]):
+        an.notes.append(f"{len(an.tables['below_chance'])} selected binary result(s) score a test AUROC below 0.5 "
+                        "(worse than chance): see 'Results below chance'.")
     lap("cohorts")
 
     per_regime: dict[str, list[pd.DataFrame]] = {}
@@ -121,7 +164,7 @@ def _compute_analysis(
         best_err = pa.best_error_by_dataset(r_res, r_pts)
         ref_time = pa.cheapest_by_dataset(pa.TIME, r_res, r_pts)
         ref_mem = pa.cheapest_by_dataset(pa.MEMORY, r_res, r_pts)
-        parts = _leaderboard(r_res, r_pts, anchor, rounds, best_err, ref_time, ref_mem, cov[cov["regime"] == regime])
+        parts = _leaderboard(r_res, anchor, rounds, best_err, ref_time, ref_mem, cov[cov["regime"] == regime])
         lap(f"leaderboard {regime}")
         add("leaderboard", parts["leaderboard"], regime)
         add("pairwise_tests", parts["pairwise_tests"], regime)
@@ -185,15 +228,25 @@ def _compute_analysis(
             add("subgroup_ranks", sg.subgroup_ranks(r_res, dataset_stats), regime)
         lap(f"datasets {regime}")
 
+    # The paper's appendix views, over the common universe (``main``) and the budget points.
+    an.tables["metric_sensitivity"], an.tables["metric_sensitivity_summary"] = se.metric_sensitivity(
+        main, anchor=anchor, rounds=rounds)
+    an.tables["task_type_leaderboards"] = se.primary_boards(an.tables["metric_sensitivity"])
+    lap("metric and task-type views")
+    an.tables["tuning_requirements"], an.tables["tuning_curves"] = tu.tuning_requirements(budget_points)
+    an.tables["validation_test_gap"] = tu.validation_test_gap(budget_points)
+    lap("tuning")
+
     for name, frames in per_regime.items():
         df = pd.concat(frames, ignore_index=True)
         cols = ["regime"] + [c for c in df.columns if c != "regime"]
         an.tables[name] = df[cols]
+    an.tables["findings"] = fi.findings(an.tables, an.regimes, figure_path)
     if dataset_stats is not None:
         an.tables["subgroup_boundaries"] = sg.subgroup_table()
         an.tables["subgroup_membership"] = sg.assign_subgroups(dataset_stats)
     else:
-        an.notes.append("Subgroup views skipped: no dataset statistics were given (--dataset-stats CSV).")
+        an.notes.append("Subgroup views skipped: no dataset has statistics (--dataset-stats CSV).")
     return an
 
 
@@ -275,10 +328,11 @@ def _figure(rel: str, caption: str) -> str:
 
 
 def _page(title: str, body: str, subtitle: str) -> str:
-    nav = ('<nav><a href="index.html">Leaderboard</a><a href="index.html#pareto">Pareto</a>'
-           '<a href="index.html#budgets">Tuning budgets</a><a href="index.html#subgroups">Subgroups</a>'
-           '<a href="index.html#robustness">Robustness</a><a href="datasets.html">Per dataset</a>'
-           '<a href="tables.html">Data files</a></nav>')
+    nav = ('<nav><a href="index.html">Leaderboard</a><a href="findings.html">Findings</a><a href="index.html#pareto">Pareto</a>'
+           '<a href="index.html#budgets">Tuning budgets</a><a href="index.html#tuning">Tuning requirements</a>'
+           '<a href="index.html#metrics">Task types and metrics</a><a href="index.html#subgroups">Subgroups</a>'
+           '<a href="index.html#robustness">Robustness</a><a href="index.html#overlap">Pretraining overlap</a>'
+           '<a href="datasets.html">Per dataset</a><a href="tables.html">Data files</a></nav>')
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
             f'<style>{_CSS}</style></head><body><header><h1>{html.escape(title)}</h1><p>{html.escape(subtitle)}</p>'
             f'</header>{nav}<main>{body}</main><script>{_JS}</script></body></html>')
@@ -294,6 +348,98 @@ LEADERBOARD_COLUMNS = [
 ]
 
 
+def _findings_body(findings: pd.DataFrame) -> str:
+    """The findings page: each computed sentence, linked to the figure it comes from."""
+    parts = ['<p class="small">Every sentence below is computed from this store\'s tables; the link opens the '
+             'figure it comes from. Data: <a href="tables/findings.csv">findings.csv</a>.</p>']
+    for regime, g in findings.groupby("regime", sort=True):
+        parts.append(f"<h2>{html.escape(regime or 'All regimes')}</h2><ul id=\"findings-{slug(regime or 'all')}\">")
+        for r in g.itertuples():
+            parts.append(f'<li data-topic="{html.escape(r.topic)}">{html.escape(r.sentence)} '
+                         f'<a href="{html.escape(r.figure)}">[figure]</a></li>')
+        parts.append("</ul>")
+    return "\n".join(parts)
+
+
+def _appendix_sections(an: Analysis, fig_dir: Path, figures: list[Path]) -> list[str]:
+    """Tuning requirements, task-type and metric views, pretraining overlap: figure, table and data each."""
+    from orchestrator.analysis import plots
+
+    T = an.tables
+
+    def emit(stem: str, regime: str, data: pd.DataFrame, draw, caption: str, index: bool = False) -> str:
+        rel = figure_path(stem, regime)
+        draw(fig_dir.parent / rel)
+        _write_table(data, (fig_dir.parent / rel).with_suffix(""), index=index)
+        figures.append(fig_dir.parent / rel)
+        return _figure(rel, caption)
+
+    tuning, metrics, overlap = [], [], []
+    for regime in an.regimes:
+        at = lambda name: T[name][T[name]["regime"] == regime]  # noqa: E731
+        curves, req, gap = at("tuning_curves"), at("tuning_requirements"), at("validation_test_gap")
+        if len(curves):
+            tuning.append(f"<h3>{html.escape(regime)}</h3>")
+            tuning.append(emit("tuning", regime, curves, lambda p: plots.lines(
+                curves, p, f"Test gap to the full search against budget k — {regime}", "k", "gap_to_full", "method",
+                "tuning budget k (last point: the full search)", "full search minus budget k (points)", hline=1.0),
+                "Mean test-score gap (points) between budget k and the full search; dashed: one point."))
+            tuning.append(emit("validation_test_gap", regime, gap, lambda p: plots.lines(
+                gap, p, f"Validation gain minus test gain of tuning — {regime}", "k", "overstatement", "method",
+                "tuning budget k (last point: the full search)", "validation gain - test gain (points)", hline=0.0),
+                "How much of tuning's validation improvement over the default fails to show up on test (points)."))
+            tuning.append(_html_table(req, [("method", "method", -1), ("datasets", "datasets", 0),
+                                            ("search_trials", "trials", 0), ("default_score", "default", 4),
+                                            ("tuned_score", "tuned", 4), ("tuning_gain", "gain (points)", 2),
+                                            ("k_within_1pt", "k within 1 point", 0),
+                                            ("gain_k50_to_full", "gain k=50 to full", 2)], table_id=f"tuning-{slug(regime)}"))
+        tt, ms, summ = at("task_type_leaderboards"), at("metric_sensitivity"), at("metric_sensitivity_summary")
+        if len(tt):
+            metrics.append(f"<h3>{html.escape(regime)}</h3>")
+            kinds = T["leaderboard"].drop_duplicates("view").set_index("view")["variant"]
+            tt = tt.assign(variant=tt["view"].map(kinds), panel=tt["task_type"] + " (" + tt["metric"] + ")")
+            metrics.append(emit("task_types", regime, tt, lambda p: plots.elo_panels(
+                tt, p, f"Elo by task type — {regime}", "panel"), "Elo on binary tasks (AUROC) and multiclass tasks (accuracy) separately."))
+        if len(ms):
+            mat = ms.assign(col=ms["task_type"] + ": " + ms["metric"]).pivot_table(index="view", columns="col", values="position")
+            order = T["leaderboard"].loc[T["leaderboard"]["regime"] == regime, "view"]
+            mat = mat.loc[[v for v in order if v in mat.index]]
+            metrics.append(emit("metric_sensitivity", regime, mat, lambda p: plots.heatmap(
+                mat, p, f"Elo position on each metric — {regime}", "position (1 = best)", fmt="{:.0f}", reverse=True),
+                "Each method's Elo position per task type and metric (the first metric of a task type is its primary).", index=True))
+            metrics.append(_html_table(summ, [("task_type", "task type", -1), ("metric", "metric", -1), ("views", "methods", 0),
+                                              ("datasets", "datasets", 0), ("spearman", "Spearman vs primary", 3),
+                                              ("kendall", "Kendall vs primary", 3), ("changed_positions", "positions changed", 0),
+                                              ("largest_move_view", "largest move", -1), ("largest_move", "by", 0)],
+                                       table_id=f"metric-sensitivity-{slug(regime)}"))
+        ov = at("pretraining_overlap")
+        if len(ov):
+            d = ov.groupby(["view", "dataset"], as_index=False)[["omitted_score", "replacement_score"]].mean()
+            d["label"] = d["view"] + " on " + d["dataset"]
+            overlap.append(f"<h3>{html.escape(regime)}</h3>")
+            overlap.append(emit("pretraining_overlap", regime, ov, lambda p: plots.paired_bars(
+                d, p, f"Omitted for pretraining overlap — {regime}", "label", "omitted_score", "replacement_score",
+                "omitted GFM result", "gcn-Default replacement"), "Each omitted GFM result beside the gcn-Default result that replaced it (mean over partitions)."))
+            overlap.append(_html_table(ov, [("view", "method", -1), ("dataset", "dataset", -1), ("split", "split", 0),
+                                            ("omitted_score", "omitted score", 4), ("replacement_score", "replacement", 4)],
+                                       table_id=f"overlap-{slug(regime)}"))
+    out = ['<h2 id="tuning">Tuning requirements</h2><p class="small">Per supervised method: the test gain of the full '
+           'search over the default configuration, the smallest budget k whose selection comes within one point of '
+           'the full search on average, the gain from k = 50 to the full search (blank: searches of 50 trials or '
+           'fewer), and how much of the validation improvement shows up on test. Points = x100 on the primary metric.</p>']
+    out += tuning or ['<p class="small">No supervised method has a search to analyse.</p>']
+    out.append('<h2 id="metrics">Task types and metric sensitivity</h2><p class="small">The leaderboard on binary '
+               'tasks (AUROC) and multiclass tasks (accuracy) separately, and recomputed on each secondary metric '
+               '(multiclass: accuracy, macro-F1, cross-entropy; binary: accuracy, positive-class precision, binary '
+               'cross-entropy) with its agreement with the primary ordering.</p>')
+    out += metrics
+    out.append('<h2 id="overlap">Pretraining overlap</h2><p class="small">A GFM result on a graph its pretraining used '
+               '(declared in its family manifest, matched by canonical graph identity) is omitted from the '
+               'common-universe analyses and replaced by the matched gcn-Default result.</p>')
+    out += overlap or ['<p class="small">No GFM result overlaps its pretraining graphs.</p>']
+    return out
+
+
 def write_report(an: Analysis, out: Path, title: str = "NodeGround leaderboard") -> list[Path]:
     """Write tables, figures and pages under ``out``; returns the figure paths."""
     from orchestrator.analysis import plots
@@ -307,13 +453,6 @@ def write_report(an: Analysis, out: Path, title: str = "NodeGround leaderboard")
         _write_table(df, tab_dir / name, index=index)
     figures: list[Path] = []
 
-    def fig(name: str, data: pd.DataFrame, draw, *args, index: bool = False) -> str:
-        path = fig_dir / f"{name}.png"
-        draw(*args, path) if False else None
-        _write_table(data, fig_dir / name, index=index)
-        figures.append(path)
-        return f"figures/{name}.png"
-
     T = an.tables
     n_trials = int(T["workflow_costs"].loc[T["workflow_costs"]["budget"] == FULL, "n_trials"].sum())
     sub = (f"{n_trials:,} trials · {T['results']['dataset'].nunique()} datasets · "
@@ -321,10 +460,11 @@ def write_report(an: Analysis, out: Path, title: str = "NodeGround leaderboard")
     body = []
     for note in an.notes:
         body.append(f'<p class="note">{html.escape(note)}</p>')
+    anchored = f"anchored at {html.escape(an.anchor)} = 1000" if an.anchor else "centred on 1000 (no reference result)"
     body.append('<p class="small">Elo: partition-level battles on the primary metric (accuracy, or AUROC for binary '
-                'tasks), ties half, each partition weighted 1/5, 200 dataset-bootstrap resamples, anchored at '
-                f'{html.escape(elo_mod.DEFAULT_ANCHOR)} = 1000. Missing built-in results are imputed with the matched '
-                'GCN-Default result and counted under "Imputed datasets"; user submissions are never imputed. '
+                f'tasks), ties half, each partition weighted 1/5, 200 dataset-bootstrap resamples, {anchored}. '
+                f'Missing built-in results are imputed with the matched {html.escape(str(an.reference))} result and counted '
+                'under "Imputed datasets"; user submissions are never imputed. '
                 'Mean Overhead: mean over datasets of log2(cost / cheapest method on that dataset).</p>')
     pareto_html, budget_html, sub_html, rob_html = [], [], [], []
     for regime in an.regimes:
@@ -421,7 +561,8 @@ def write_report(an: Analysis, out: Path, title: str = "NodeGround leaderboard")
         body.extend(sub_html)
         body.append(_html_table(bt, [("property", "property", -1), ("name", "subgroup", -1), ("low", "from", 3), ("high", "below", 3)]))
     else:
-        body.append('<p class="note">Subgroup views skipped: no dataset statistics were given (--dataset-stats CSV).</p>')
+        body.append('<p class="note">Subgroup views skipped: no dataset has statistics (--dataset-stats CSV).</p>')
+    body.extend(_appendix_sections(an, fig_dir, figures))
     body.append('<h2 id="robustness">Robustness: cohorts, win rates, significance</h2>')
     body.extend(rob_html)
     cov = T["coverage"]
@@ -429,6 +570,18 @@ def write_report(an: Analysis, out: Path, title: str = "NodeGround leaderboard")
     body.append(_html_table(cov, [("regime", "regime", -1), ("view", "method", -1), ("origin", "origin", -1),
                                   ("native_datasets", "native", 0), ("imputed_datasets", "imputed", 0),
                                   ("missing_datasets", "missing", 0), ("native_fraction", "native share", 2)]))
+    bc = T["below_chance"]
+    body.append('<h2 id="below-chance">Results below chance</h2>')
+    if bc.empty:
+        body.append('<p class="small">No selected binary result scores a test AUROC below 0.5.</p>')
+    else:
+        body.append(f'<p class="note">{len(bc)} selected binary result(s) score a test AUROC below 0.5, worse than '
+                    'a constant predictor: an untrained or inverted head was probably kept. Data: '
+                    '<a href="tables/below_chance.csv">below_chance.csv</a>.</p>')
+        body.append(_html_table(bc, [("regime", "regime", -1), ("view", "method", -1), ("dataset", "dataset", -1),
+                                     ("split", "split", 0), ("selected_trial_index", "selected trial", 0),
+                                     ("val_loss", "val loss", 4), ("test_auroc", "test AUROC", 4)],
+                                table_id="below-chance"))
     (out / "index.html").write_text(_page(title, "\n".join(body), sub), encoding="utf-8")
 
     # Per-dataset page.
@@ -446,7 +599,7 @@ def write_report(an: Analysis, out: Path, title: str = "NodeGround leaderboard")
         imp = pdf.pivot_table(index="dataset", columns="view", values="imputed", aggfunc="any")
         order = [v for v in T["leaderboard"].loc[T["leaderboard"]["regime"] == regime, "view"] if v in wide.columns]
         wide, imp = wide[order], imp.reindex(columns=order)
-        dbody.append("<h3>Mean primary metric over partitions (* imputed with GCN-Default)</h3>")
+        dbody.append(f"<h3>Mean primary metric over partitions (* imputed with {html.escape(str(an.reference))})</h3>")
         head = '<th class="l">dataset</th>' + "".join(f"<th>{html.escape(v)}</th>" for v in order)
         rows = []
         for ds, r in wide.iterrows():
@@ -463,6 +616,7 @@ def write_report(an: Analysis, out: Path, title: str = "NodeGround leaderboard")
             rows.append(f'<tr><td class="l">{html.escape(str(ds))}</td>{"".join(cells)}</tr>')
         dbody.append(f'<div class="wrap"><table class="sortable"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
     (out / "datasets.html").write_text(_page(title + " — per dataset", "\n".join(dbody), sub), encoding="utf-8")
+    (out / "findings.html").write_text(_page(title + " — findings", _findings_body(T["findings"]), sub), encoding="utf-8")
 
     # Data file index.
     items = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.suffix in (".csv", ".parquet"))
@@ -474,9 +628,11 @@ def write_report(an: Analysis, out: Path, title: str = "NodeGround leaderboard")
 
 
 def build_report(trials: pd.DataFrame, out: Path, dataset_stats: pd.DataFrame | None = None,
-                 anchor: str = elo_mod.DEFAULT_ANCHOR, rounds: int = elo_mod.BOOTSTRAP_ROUNDS,
-                 near_complete_min: float = 0.9, title: str = "NodeGround leaderboard") -> Analysis:
-    an = compute_analysis(trials, dataset_stats, anchor=anchor, rounds=rounds, near_complete_min=near_complete_min)
+                 anchor: str | None = None, rounds: int = elo_mod.BOOTSTRAP_ROUNDS,
+                 near_complete_min: float = 0.9, title: str = "NodeGround leaderboard",
+                 compute_stats: bool = True) -> Analysis:
+    an = compute_analysis(trials, dataset_stats, anchor=anchor, rounds=rounds, near_complete_min=near_complete_min,
+                          compute_stats=compute_stats)
     t = time.perf_counter()
     write_report(an, Path(out), title=title)
     an.timings["write_report"] = round(time.perf_counter() - t, 3)

@@ -89,3 +89,33 @@ def subgroup_ranks(results: pd.DataFrame, stats: pd.DataFrame, metric: str = "sc
             rows.append({"property": s.property, "subgroup": s.name, "datasets": int(sub[view].notna().sum()),
                          "view": view, "mean_rank": ranks[view].mean(), "mean_score": sub[view].mean()})
     return pd.DataFrame(rows, columns=["property", "subgroup", "datasets", "view", "mean_rank", "mean_score"])
+
+
+def store_dataset_stats(datasets: list[str], given: pd.DataFrame | None = None) -> tuple[pd.DataFrame | None, list[str]]:
+    """Statistics of the store's datasets: ``given`` rows (a user's CSV) first, the rest computed.
+
+    A dataset is computed when it loads offline: a built-in synthetic task, a registered user
+    dataset, or a catalog task already in the cache or mirror (a report never downloads). Returns
+    the table (None when no dataset has statistics) and the names left without statistics.
+    """
+    from orchestrator.data.registry import DatasetError, catalog, is_available, load_dataset, resolve_name
+    from orchestrator.data.stats import dataset_stats
+
+    rows = [] if given is None else [given[list(STATS_COLUMNS)].assign(dataset=given["dataset"].astype(str))]
+    have = set() if given is None else set(rows[0]["dataset"])
+    skipped = []
+    for name in sorted(set(datasets) - have):
+        try:
+            canonical = resolve_name(name)
+        except DatasetError:
+            skipped.append(name)
+            continue
+        entry = catalog().get(canonical.lower())
+        if entry is not None and not is_available(entry):
+            skipped.append(name)
+            continue
+        stats = dataset_stats(load_dataset(canonical))
+        rows.append(pd.DataFrame([{**{c: stats[c] for c in PROPERTY_COLUMNS}, "dataset": name}]))
+    if not rows:
+        return None, skipped
+    return pd.concat(rows, ignore_index=True)[list(STATS_COLUMNS)], skipped

@@ -10,6 +10,11 @@ A view is what a leaderboard row compares:
 
 Selection never looks at test metrics. Each result carries the selected trial's metrics and the
 workflow costs of ``workflow.workflow_costs``.
+
+Naming: ``<METHOD>`` is the method's registered name as the records store it (``gcn``), so a
+synthetic table and a real store spell views the same way. Code that needs a particular view
+(the Elo anchor, the imputation reference) finds it by identity with ``reference_view``: the
+row whose ``method_name`` is the method and whose ``variant`` is ``default``.
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ COST_COLUMNS = [
 ]
 RESULT_COLUMNS = [
     "view",
-    "method",
+    "method",  # the label: the registered name, suffixed @version when a store holds several
+    "method_name",  # the registered name as recorded
     "variant",  # default | tuned | gfm | budget
     "k",
     "kind",
@@ -45,6 +51,7 @@ RESULT_COLUMNS = [
     "split",
     "selected_trial_index",
     "val_loss",
+    "val_primary",  # the primary metric on validation nodes (accuracy, or AUROC for binary tasks)
     "score",  # test_primary of the selected trial (higher is better)
     "primary_metric",
     *METRIC_COLUMNS[1:],
@@ -57,8 +64,30 @@ def default_view(method: str) -> str:
     return f"{method}-Default"
 
 
-def budget_view(method: str, k: int) -> str:
+def budget_view(method: str, k: int | str) -> str:
     return f"{method}@{k}"
+
+
+#: The reference method: its default configuration anchors Elo at 1000 and fills missing
+#: built-in results (the paper's GCN-Default).
+REFERENCE_METHOD = "gcn"
+
+
+def reference_view(results: pd.DataFrame, method: str = REFERENCE_METHOD) -> str | None:
+    """The view of ``method``'s default configuration (a GFM's own view: it has no default), or None.
+
+    Found by identity (registered name and variant), never by spelling a view name. When a store
+    holds several versions of the method, the one with the most native results is the reference.
+    """
+    rows = results[results["method_name"].astype(str) == method]
+    if "imputed" in rows.columns:
+        rows = rows[~rows["imputed"].astype(bool)]
+    for variant in ("default", "gfm"):
+        cand = rows[rows["variant"] == variant]
+        if not cand.empty:
+            counts = cand.groupby("view").size()
+            return str(counts[counts == counts.max()].index.sort_values()[-1])
+    return None
 
 
 def _method_labels(trials: pd.DataFrame) -> pd.Series:
@@ -75,15 +104,17 @@ def _method_labels(trials: pd.DataFrame) -> pd.Series:
 
 
 def prepare(trials: pd.DataFrame) -> pd.DataFrame:
-    """The trial table with versioned method labels where needed (a light copy)."""
+    """The trial table with versioned method labels where needed (a light copy); ``method_name`` keeps the name."""
     t = complete_columns(trials)
+    t["method_name"] = t["method"]
     t["method"] = _method_labels(t)
     return t
 
 
 def _attach_trial_columns(sel: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
     """Join the selected trial's metrics and identity columns onto cost rows."""
-    wanted = ["kind", "origin", "task_type", "val_loss", "test_primary", "primary_metric", *METRIC_COLUMNS[1:]]
+    wanted = ["method_name", "kind", "origin", "task_type", "val_loss", "val_accuracy", "val_auroc", "test_primary",
+              "primary_metric", *METRIC_COLUMNS[1:]]
     ok = sel["selected_trial_index"].notna()
     sel = sel[ok].copy()
     sel["trial_index"] = sel["selected_trial_index"].astype("int32")
@@ -91,7 +122,8 @@ def _attach_trial_columns(sel: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFra
     cand = trials[trials["status"] == "ok"][[*GROUP, "trial_index", *wanted]]
     merged = sel.merge(cand, on=[*GROUP, "trial_index"], how="left", validate="many_to_one")
     merged = merged.drop(columns=["trial_index"]).rename(columns={"test_primary": "score"})
-    return merged
+    merged["val_primary"] = np.where(merged["task_type"].astype(str) == "binary", merged["val_auroc"], merged["val_accuracy"])
+    return merged.drop(columns=["val_accuracy", "val_auroc"])
 
 
 def build_results(
@@ -106,7 +138,7 @@ def build_results(
     """
     t = prepare(trials)
     if costs is None:
-        costs = workflow_costs(t.drop(columns=["method_version"], errors="ignore"), budgets=budgets)
+        costs = workflow_costs(t.drop(columns=["method_version", "method_name"]), budgets=budgets)
     costs = costs.drop(columns=["method_version"], errors="ignore")
     kind = t[["method", "kind"]].drop_duplicates("method").set_index("method")["kind"].astype(str)
     costs = costs.assign(kind=costs["method"].map(kind).astype(str))
@@ -120,7 +152,7 @@ def build_results(
     def label(df: pd.DataFrame, variant: str) -> pd.DataFrame:
         df = _attach_trial_columns(df.drop(columns=["kind"]), t)
         m = df["method"].astype(str)
-        df["view"] = np.where(variant == "default", m + "-Default", m)
+        df["view"] = [default_view(x) for x in m] if variant == "default" else m
         df["variant"] = variant
         return df
 
@@ -148,13 +180,13 @@ def build_results(
         lo, hi = bud[f"{col}__1"].to_numpy(), bud[f"{col}__{FULL}"].to_numpy()
         bud[f"{col}_measured"] = bud[col]
         bud[col] = lo + frac * (hi - lo)
-    bud["view"] = bud["method"].astype(str) + "@" + bud["k"].astype(str)
+    bud["view"] = [budget_view(m, k) for m, k in zip(bud["method"].astype(str), bud["k"])]
     bud = bud.drop(columns=[c for c in bud.columns if "__" in c])
     bud["imputed"] = False
     # The full search is the last point of every trajectory.
     full_pts = tuned.copy()
     full_pts["variant"] = "budget"
-    full_pts["view"] = full_pts["method"].astype(str) + "@" + FULL
+    full_pts["view"] = [budget_view(m, FULL) for m in full_pts["method"].astype(str)]
     full_pts["workflow_s_measured"] = full_pts["workflow_s"]
     full_pts["workflow_peak_bytes_measured"] = full_pts["workflow_peak_bytes"]
     full_pts["imputed"] = False
@@ -165,9 +197,21 @@ def build_results(
 def _finish(df: pd.DataFrame, extra: list[str] | None = None) -> pd.DataFrame:
     cols = [c for c in RESULT_COLUMNS if c in df.columns] + (extra or [])
     df = df[cols].copy()
-    for c in ("view", "method", "variant", "kind", "origin", "dataset", "task_type", "regime", "primary_metric", "memory_kind"):
+    for c in ("view", "method", "method_name", "variant", "kind", "origin", "dataset", "task_type", "regime", "primary_metric", "memory_kind"):
         if c in df.columns:
             df[c] = df[c].astype(str)
     df["split"] = df["split"].astype(int)
     df["k"] = pd.to_numeric(df["k"]).astype(int)
     return df.sort_values(["regime", "dataset", "view", "split"], kind="stable").reset_index(drop=True)
+
+
+def below_chance(results: pd.DataFrame) -> pd.DataFrame:
+    """Selected binary results (native, not imputed) whose test AUROC is below 0.5: worse than chance.
+
+    Such a result usually means an untrained or inverted head was kept; the report flags each one.
+    """
+    r = results[(results["task_type"] == "binary") & (results["test_auroc"] < 0.5)]
+    if "imputed" in r.columns:
+        r = r[~r["imputed"].astype(bool)]
+    cols = ["regime", "view", "dataset", "split", "selected_trial_index", "val_loss", "test_auroc"]
+    return r[cols].sort_values(["regime", "test_auroc", "view", "dataset", "split"]).reset_index(drop=True)

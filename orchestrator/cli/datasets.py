@@ -116,9 +116,10 @@ def splits_command(
 def add_command(
     file: Annotated[Path, typer.Argument(help=".npz (x, edge_index, y[, masks]) or a saved PyG Data.")],
     name: Annotated[str, typer.Option("--name", help="Name to register it under (then usable as `orchestrator run --datasets NAME`).")],
+    replace: Annotated[bool, typer.Option("--replace", help="Register under a name already in use (stored results of the old graph stay apart: trials are keyed by content).")] = False,
 ) -> None:
     """Validate and register your own graph."""
-    graph = add_user_dataset(file, name)
+    graph = add_user_dataset(file, name, replace=replace)
     out.print(
         f"registered {graph.name}: {graph.num_nodes:,} nodes, {int((graph.edge_index[0] < graph.edge_index[1]).sum()):,} edges, "
         f"{graph.x.shape[1]} features, {graph.num_classes} classes ({graph.task_type}); content hash {graph.content_hash[:16]}"

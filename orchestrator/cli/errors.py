@@ -19,6 +19,7 @@ from orchestrator.data.splits import SplitError
 from orchestrator.data.user import UserDatasetError
 from orchestrator.services.client import ServiceUnavailable
 from orchestrator.services.directory import UnknownMethod
+from orchestrator.store import StoreBusy
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,6 +39,7 @@ EXPECTED = (
     UserDatasetError,
     ConfigError,
     ServiceUnavailable,
+    StoreBusy,
     FileNotFoundError,
     sqlite3.DatabaseError,
     ValueError,

@@ -1,4 +1,5 @@
-"""`orchestrator methods new NAME`: scaffold a method family that builds and passes validate unchanged."""
+"""`orchestrator methods list`: the families and methods the manifests declare;
+`orchestrator methods new NAME`: scaffold a method family that builds and passes validate unchanged."""
 
 from __future__ import annotations
 
@@ -10,9 +11,13 @@ from typing import Annotated
 
 import typer
 
+from rich.console import Console
+from rich.table import Table
+
+from methods.families import load_families
 from orchestrator.cli.errors import UserError, user_errors
 
-app = typer.Typer(help="Scaffold contributed methods.", no_args_is_help=True)
+app = typer.Typer(help="List the method families, scaffold contributed methods.", no_args_is_help=True)
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATES = REPO / "methods" / "templates" / "method"
@@ -55,6 +60,29 @@ def scaffold(name: str, root: Path = REPO, date: str | None = None) -> list[Path
         dest.write_text(render((TEMPLATES / tmpl).read_text(), name, date))
         written.append(dest)
     return written
+
+
+def method_rows(root: Path = REPO / "methods") -> list[dict[str, str]]:
+    """One row per method, from the manifests alone (no model code is imported)."""
+    return [
+        {"method": method, "family": family.name, "kind": family.kind, "image": family.image}
+        for family in load_families(root).values()
+        for method in family.methods
+    ]
+
+
+@app.command("list")
+@user_errors
+def list_command() -> None:
+    """Show every method with its family, kind (supervised or gfm) and the image that serves it."""
+    rows = method_rows()
+    table = Table(title=f"{len(rows)} methods in {len({r['family'] for r in rows})} families")
+    for column in ("method", "family", "kind", "image"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(row["method"], row["family"], row["kind"], row["image"])
+    Console(width=120).print(table)
+    typer.echo("run them with: orchestrator run --methods NAME,... (make up starts every family's service)")
 
 
 @app.command("new")

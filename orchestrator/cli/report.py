@@ -19,8 +19,8 @@ def _fail(message: str) -> None:
 def report(
     store: Annotated[Path, typer.Option("--store", help="Trial store: SQLite file with a 'trials' table, or a .parquet / .csv export with the same columns.")] = Path("runs.sqlite"),
     out: Annotated[Path, typer.Option("--out", help="Directory to write the site into (index.html, figures/, tables/).")] = Path("report"),
-    dataset_stats: Annotated[Path | None, typer.Option("--dataset-stats", help="CSV of dataset properties (dataset, num_nodes, avg_degree, adjusted_homophily, feature_dim, feature_nonzero_fraction, num_classes, class_imbalance). Without it the subgroup views are skipped.")] = None,
-    anchor: Annotated[str, typer.Option("--anchor", help="View whose Elo is fixed at --anchor-rating.")] = "GCN-Default",
+    dataset_stats: Annotated[Path | None, typer.Option("--dataset-stats", help="CSV of dataset properties (dataset, num_nodes, avg_degree, adjusted_homophily, feature_dim, feature_nonzero_fraction, num_classes, class_imbalance), overriding those the report computes for the datasets it can load offline.")] = None,
+    anchor: Annotated[str | None, typer.Option("--anchor", help="Method whose default configuration is fixed at 1000 Elo (a GFM: its selected setting). Default: gcn.")] = None,
     bootstrap_rounds: Annotated[int, typer.Option("--bootstrap-rounds", min=1, help="Dataset-bootstrap resamples for Elo intervals.")] = 200,
     near_complete: Annotated[float, typer.Option("--near-complete", min=0.0, max=1.0, help="Minimum native dataset coverage of a method in the near-complete cohort.")] = 0.9,
     title: Annotated[str, typer.Option("--title", help="Page title.")] = "NodeGround leaderboard",

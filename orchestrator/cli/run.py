@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import tempfile
 import time
 from collections.abc import Iterator
@@ -18,16 +19,20 @@ from orchestrator.cli.errors import UserError, user_errors
 from orchestrator.data.registry import resolve_name
 from orchestrator.data.splits import ALL_REGIMES, SPLIT_INDICES
 from orchestrator.records import STATUS_OK, TrialRecord
-from orchestrator.results import results_table, selected_results, selected_with_workflow, services_table, workflow_table
+from orchestrator.results import failures, failures_table, results_table, selected_results, selected_with_workflow, services_table, workflow_table
 from orchestrator.services.containers import discover_endpoints
 from orchestrator.services.discovery import DiscoveryError, is_dns_target, split_target
 from orchestrator.services.directory import ServiceDirectory, log_dir, resolve_methods
 from orchestrator.services.embedded import EmbeddedServices
 from orchestrator.store import Store, read_services, read_trials
 from orchestrator.sweep import Progress as SweepProgress
-from orchestrator.sweep import Sweep, SweepPlan, shard_of
+from orchestrator.sweep import DEFAULT_TIME_LIMIT_S, MAX_TIME_LIMIT_S, Sweep, SweepPlan, shard_of
 
 console = Console(stderr=True)
+MAX_BUDGET = 10_000  # trials per cell; the protocol uses 201
+MAX_PARALLEL = 1024
+FAILED_EXIT = 1  # the sweep finished, but some trial of this run ended other than ok, oom or timeout
+TIME_LIMIT_HELP = "Time limit of each fit and each predict, in seconds (a stored timeout under a smaller limit is retried)."
 
 
 def _csv(value: str, what: str) -> list[str]:
@@ -35,6 +40,20 @@ def _csv(value: str, what: str) -> list[str]:
     if not items:
         raise UserError(f"--{what} is empty")
     return items
+
+
+def check_count(flag: str, value: int, high: int) -> int:
+    """An integer flag between 1 and ``high``; UserError (one line) otherwise."""
+    if not 1 <= value <= high:
+        raise UserError(f"--{flag} must be between 1 and {high}, got {value}")
+    return value
+
+
+def check_time_limit(value: float) -> float:
+    """A time limit in seconds: finite, positive, at most MAX_TIME_LIMIT_S."""
+    if not (math.isfinite(value) and 0 < value <= MAX_TIME_LIMIT_S):
+        raise UserError(f"--time-limit must be a number of seconds in (0, {MAX_TIME_LIMIT_S:.0f}], got {value}")
+    return value
 
 
 def parse_splits(value: str) -> list[int]:
@@ -79,10 +98,8 @@ def parse_endpoints(values: list[str]) -> dict[str, list[str]]:
 
 def build_plan(methods: str, datasets: str, regimes: str, splits: str, budget: int, time_limit: float, shard: str = "0/1") -> SweepPlan:
     """The sweep the flags describe, every value checked before any service starts."""
-    if budget < 1:
-        raise UserError(f"--budget must be at least 1 (the default configuration), got {budget}")
-    if time_limit < 0:
-        raise UserError(f"--time-limit must be >= 0, got {time_limit}")
+    check_count("budget", budget, MAX_BUDGET)
+    check_time_limit(time_limit)
     regime_names = _csv(regimes, "regimes")
     for regime in regime_names:
         if regime not in ALL_REGIMES:
@@ -93,16 +110,21 @@ def build_plan(methods: str, datasets: str, regimes: str, splits: str, budget: i
         regimes=tuple(regime_names),
         splits=tuple(parse_splits(splits)),
         budget=budget,
-        time_limit=time_limit or None,
+        time_limit=time_limit,
         shard=parse_shard(shard),
     )
+
+
+def replicas_found(names: set[str], endpoints: dict[str, list[str]]) -> int:
+    """The default --parallel: the most replicas found for one of ``names`` (e.g. `make up GPU=1` on 4 GPUs: 4), else 1."""
+    return max([len(found) for name, found in endpoints.items() if name in names] or [1])
 
 
 @contextlib.contextmanager
 def open_sweep(plan: SweepPlan, store: Path, endpoint: list[str], services: str, parallel: int, warmup: bool) -> Iterator[Sweep]:
     """A sweep wired to its services (given endpoints, running containers, else embedded processes) and store."""
-    if parallel < 1:
-        raise UserError(f"--parallel must be at least 1, got {parallel}")
+    if not 0 <= parallel <= MAX_PARALLEL:
+        raise UserError(f"--parallel must be between 0 (one per replica found) and {MAX_PARALLEL}, got {parallel}")
     if services not in ("auto", "embedded", "docker"):
         raise UserError(f"--services must be auto, embedded or docker, got {services!r}")
     families = resolve_methods(list(plan.methods))
@@ -111,7 +133,10 @@ def open_sweep(plan: SweepPlan, store: Path, endpoint: list[str], services: str,
         missing = sorted({f.name for f in families.values()} - set(containers))
         if missing and not parse_endpoints(endpoint):
             raise UserError(f"--services docker: no running container for {', '.join(missing)}; start them with `make up`")
+    if parallel == 0:
+        parallel = replicas_found(set(plan.methods) | {f.name for f in families.values()}, containers | parse_endpoints(endpoint))
     with EmbeddedServices(log_dir=log_dir(store)) as embedded, Store(store) as run_store:
+        run_store.claim()  # before any service starts: a second orchestrator is refused at once
         directory = ServiceDirectory(
             families,
             endpoints=parse_endpoints(endpoint),
@@ -122,6 +147,7 @@ def open_sweep(plan: SweepPlan, store: Path, endpoint: list[str], services: str,
         try:
             sweep = Sweep(plan, run_store, directory, parallel=parallel, warmup="all" if warmup else "none")
             directory.check_remote()
+            sweep.prepare()  # refusals (plan, services not ready) before any progress is drawn
             yield sweep
         finally:
             directory.close()
@@ -142,17 +168,33 @@ def run(
     store: Annotated[Path, typer.Option(help="SQLite run store; created if missing, resumed if present.")] = Path("runs.sqlite"),
     endpoint: Annotated[list[str], typer.Option(help=ENDPOINT_HELP)] = [],  # noqa: B006
     services: Annotated[str, typer.Option(help=SERVICES_HELP)] = "auto",
-    time_limit: Annotated[float, typer.Option(help="Per-trial fit time limit in seconds (0 = none).")] = 0.0,
-    parallel: Annotated[int, typer.Option(help="Trials in flight at once, each on its own service replica (embedded: up to N processes per family; remote: one per --endpoint given).")] = 1,
+    time_limit: Annotated[float, typer.Option(help=TIME_LIMIT_HELP)] = DEFAULT_TIME_LIMIT_S,
+    parallel: Annotated[int, typer.Option(help="Trials in flight at once, each on its own service replica (embedded: up to N processes per family; remote: one per --endpoint given). 0: as many as the most replicas found for one of the sweep's families (containers, --endpoint), else 1.")] = 0,
     warmup: Annotated[bool, typer.Option(help="Warm every service up with one tiny fit+predict per method before its first trial (recorded apart in the store's services table).")] = True,
     shard: Annotated[str, typer.Option(help=SHARD_HELP)] = "0/1",
 ) -> None:
-    """Run a sweep: every method on every dataset, regime and split, `budget` trials each."""
+    """Run a sweep: every method on every dataset, regime and split, `budget` trials each.
+
+    Exits 0 when every trial of this run ended ok, oom or timeout; 1 (after a summary of what
+    failed and why) when any ended failed, nonfinite or unavailable; 2 on bad input or when a
+    service is not ready (nothing runs then).
+    """
     plan = build_plan(methods, datasets, regimes, splits, budget, time_limit, shard)
     with open_sweep(plan, store, endpoint, services, parallel, warmup) as sweep:
-        _run_with_progress(sweep)
+        records = _run_with_progress(sweep)
         frame = sweep.store.frame()
     print_results(frame)
+    if not report_failures(records):
+        raise typer.Exit(FAILED_EXIT)
+
+
+def report_failures(records: list[TrialRecord]) -> bool:
+    """Print what did not succeed in this run, grouped; whether every trial ended ok, oom or timeout."""
+    grouped = failures(records)
+    if grouped.empty:
+        return True
+    Console(stderr=True, width=200).print(failures_table(grouped))
+    return False
 
 
 @user_errors
@@ -170,7 +212,7 @@ def plan(
     """Print the cells and trials of a sweep per shard (the services are asked for versions and search spaces)."""
     if shards < 1:
         raise UserError(f"--shards must be at least 1, got {shards}")
-    sweep_plan = build_plan(methods, datasets, regimes, splits, budget, 0.0)
+    sweep_plan = build_plan(methods, datasets, regimes, splits, budget, DEFAULT_TIME_LIMIT_S)
     done = set(read_trials(store)["trial_key"]) if store is not None and store.exists() else set()
     with tempfile.TemporaryDirectory(prefix="nodeground-plan-") as scratch:
         with open_sweep(sweep_plan, Path(scratch) / "plan.sqlite", endpoint, services, 1, False) as sweep:
@@ -194,7 +236,7 @@ def _eta(seconds: float | None) -> str:
     return f"eta {seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
-def _run_with_progress(sweep: Sweep) -> None:
+def _run_with_progress(sweep: Sweep) -> list[TrialRecord]:
     """A rich bar: done/total, failed, remaining, and an ETA from the rate of trials run in this session."""
     state = {"total": 0, "done": 0, "failed": 0, "ran": 0, "start": time.monotonic()}
     with Progress(
@@ -232,7 +274,7 @@ def _run_with_progress(sweep: Sweep) -> None:
             refresh()
 
         sweep.progress = SweepProgress(on_total=on_total, on_skip=on_skip, on_trial=on_trial)
-        sweep.run()
+        return sweep.run()
 
 
 @user_errors

@@ -8,8 +8,9 @@ from typing import Annotated
 import typer
 
 from orchestrator.cli.errors import UserError, user_errors
-from orchestrator.cli.run import SERVICES_HELP, build_plan
+from orchestrator.cli.run import SERVICES_HELP, TIME_LIMIT_HELP, build_plan
 from orchestrator.slurm import MERGED_STORE, SlurmError, SlurmJob, sbatch_resources, submit
+from orchestrator.sweep import DEFAULT_TIME_LIMIT_S
 
 app = typer.Typer(help="Run a sweep as a SLURM job array (one shard per task) and merge the shards' stores.", no_args_is_help=True)
 
@@ -24,7 +25,7 @@ def submit_command(
     regimes: Annotated[str, typer.Option(help="Comma-separated label regimes, as for `run`.")] = "10/10/80",
     splits: Annotated[str, typer.Option(help="Comma-separated split indices (0-4).")] = "0",
     budget: Annotated[int, typer.Option(help="Trials per cell, as for `run`.")] = 1,
-    time_limit: Annotated[float, typer.Option(help="Per-trial fit time limit in seconds, as for `run`.")] = 0.0,
+    time_limit: Annotated[float, typer.Option(help=TIME_LIMIT_HELP)] = DEFAULT_TIME_LIMIT_S,
     services: Annotated[str, typer.Option(help=SERVICES_HELP)] = "embedded",
     parallel: Annotated[int, typer.Option(help="Trials in flight per task (give each task as many CPUs or GPUs).")] = 1,
     partition: Annotated[str | None, typer.Option(help="sbatch --partition.")] = None,

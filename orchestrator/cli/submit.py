@@ -25,7 +25,7 @@ import typer
 from rich.console import Console
 
 from orchestrator.cli.errors import UserError, user_errors
-from orchestrator.cli.run import _csv, parse_splits
+from orchestrator.cli.run import MAX_BUDGET, _csv, check_count, check_time_limit, parse_splits
 from orchestrator.conformance.bundle import SUBMISSION, TRIALS, finalize_store, seal
 from orchestrator.conformance.guard import GuardedClient
 from orchestrator.data.registry import resolve_name, tasks
@@ -33,7 +33,7 @@ from orchestrator.data.splits import ALL_REGIMES
 from orchestrator.records import STATUS_OK, TrialRecord
 from orchestrator.services.client import MethodClient
 from orchestrator.store import Store
-from orchestrator.sweep import Directory, Sweep, SweepPlan, host_info
+from orchestrator.sweep import DEFAULT_TIME_LIMIT_S, Directory, Sweep, SweepPlan, host_info
 
 console = Console(stderr=True)
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -127,7 +127,7 @@ def submit(
     budget: Annotated[int, typer.Option(help="Trials per (method, dataset, regime, split): default config + budget-1 sampled.")] = 201,
     methods: Annotated[str, typer.Option(help="Comma-separated methods of the image (default: every method it describes).")] = "",
     submission_id: Annotated[str, typer.Option("--id", help="Submission id; records get origin user:<id> (default: from the image digest).")] = "",
-    time_limit: Annotated[float, typer.Option(help="Per-trial fit time limit in seconds (0 = none).")] = 0.0,
+    time_limit: Annotated[float, typer.Option(help="Time limit of each fit and each predict, in seconds.")] = DEFAULT_TIME_LIMIT_S,
     memory: Annotated[str, typer.Option(help="Sandbox memory limit.")] = "8g",
     cpus: Annotated[float, typer.Option(help="Sandbox CPU limit.")] = 2.0,
     weights: Annotated[Path | None, typer.Option(help="Weights directory, mounted read-only at /weights.")] = None,
@@ -138,10 +138,8 @@ def submit(
     from nodeground.v1 import method_service_pb2 as pb
     from orchestrator.services.sandbox import Sandbox, SandboxError, SandboxLimits
 
-    if budget < 1:
-        raise UserError(f"--budget must be at least 1, got {budget}")
-    if time_limit < 0:
-        raise UserError(f"--time-limit must be >= 0, got {time_limit}")
+    check_count("budget", budget, MAX_BUDGET)
+    check_time_limit(time_limit)
     if submission_id and not _ID.match(submission_id):
         raise UserError(f"--id must be 1-64 characters of letters, digits, . _ -, got {submission_id!r}")
     regime_names = _csv(regimes, "regimes")
@@ -178,7 +176,7 @@ def submit(
             regimes=tuple(regime_names),
             splits=tuple(parse_splits(splits)),
             budget=budget,
-            time_limit=time_limit or None,
+            time_limit=time_limit,
         )
         extra = {"submission": ident, "image": image, "image_id": sandbox.info["id"], "sandbox": applied}
         directory = SandboxDirectory(sandbox)

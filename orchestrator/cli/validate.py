@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from orchestrator.cli.errors import UserError, user_errors
-from orchestrator.conformance import FAIL, PASS, CheckResult, Options, run_checks
+from orchestrator.conformance import FAIL, PASS, REFUSED, SKIP, CheckResult, Options, run_checks
 
 _ENDPOINT = re.compile(r"^(unix:.+|(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.\-]+):\d{1,5})$")
 
@@ -35,7 +35,7 @@ def results_table(target: str, results: list[CheckResult]) -> Table:
     table.add_column("result")
     table.add_column("s", justify="right")
     table.add_column("detail", overflow="fold")
-    style = {PASS: "green", FAIL: "bold red"}
+    style = {PASS: "green", FAIL: "bold red", REFUSED: "cyan"}
     for r in results:
         table.add_row(escape(r.name), f"[{style.get(r.status, 'yellow')}]{r.status.upper()}[/]", f"{r.seconds:.2f}", escape(r.detail))
     return table
@@ -97,4 +97,17 @@ def validate(
     if failed:
         console.print(f"[bold red]{len(failed)} of {len(results)} checks failed[/]")
         raise typer.Exit(1)
-    console.print(f"[green]all {len(results)} checks passed[/]")
+    console.print(f"[green]{summary(results)}[/]")
+
+
+def summary(results: list[CheckResult]) -> str:
+    """``all N checks passed``, or how many of them were refused by the method's memory estimate or skipped."""
+    counts = {status: sum(r.status == status for r in results) for status in (PASS, REFUSED, SKIP)}
+    if counts[PASS] == len(results):
+        return f"all {len(results)} checks passed"
+    parts = [f"{counts[PASS]} passed"]
+    if counts[REFUSED]:
+        parts.append(f"{counts[REFUSED]} refused by the method's memory estimate (RESOURCE_EXHAUSTED)")
+    if counts[SKIP]:
+        parts.append(f"{counts[SKIP]} skipped")
+    return f"no check failed: {len(results)} checks, " + ", ".join(parts)

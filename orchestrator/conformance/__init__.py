@@ -4,7 +4,7 @@
 validate`` prints them as a table. See ``checks.py`` for the list.
 """
 
-from orchestrator.conformance.checks import FAIL, PASS, SKIP, CheckResult, Options, run_checks
+from orchestrator.conformance.checks import FAIL, PASS, REFUSED, SKIP, CheckResult, Options, run_checks
 from orchestrator.conformance.guard import GuardedClient, LabelLeak
 
-__all__ = ["FAIL", "PASS", "SKIP", "CheckResult", "GuardedClient", "LabelLeak", "Options", "run_checks"]
+__all__ = ["FAIL", "PASS", "REFUSED", "SKIP", "CheckResult", "GuardedClient", "LabelLeak", "Options", "run_checks"]

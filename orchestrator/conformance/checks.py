@@ -18,7 +18,10 @@ returns one ``CheckResult`` per contract item:
 - a fit given a time limit answers (OK or DEADLINE_EXCEEDED) within the limit
   plus a grace period.
 
-Each failure says what was wrong in one line.
+A fit the method refuses with RESOURCE_EXHAUSTED (its memory estimate says the
+graph cannot fit in what the service has) is a ``refused`` check, not a failure:
+refusing is the contract for what does not fit. Each failure says what was
+wrong in one line.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from orchestrator.conformance.graphs import GraphCase, make_case, standard_cases
 from orchestrator.conformance.guard import GuardedClient, LabelLeak
 from orchestrator.sampling import config_sequence
 
-PASS, FAIL, SKIP = "pass", "fail", "skip"
+PASS, FAIL, SKIP, REFUSED = "pass", "fail", "skip", "refused"
 ROW_SUM_TOLERANCE = 1e-3
 _DATED = re.compile(r"^\d{4}-\d{2}-\d{2}")
 _KINDS = {pb.METHOD_KIND_SUPERVISED: "supervised", pb.METHOD_KIND_GFM: "gfm"}
@@ -102,7 +105,7 @@ class Conformance:
         start = time.perf_counter()
         try:
             detail = fn() or ""
-            status = SKIP if detail.startswith("skipped:") else PASS
+            status = SKIP if detail.startswith("skipped:") else REFUSED if detail.startswith("refused:") else PASS
         except CheckFailed as exc:
             status, detail = FAIL, str(exc)
         except LabelLeak as exc:
@@ -262,6 +265,8 @@ class Conformance:
         try:
             fit = self._fit(method, case)
         except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                return refusal(exc)
             raise CheckFailed(f"fit on the {case.name} graph ({case.description}) failed: {exc.code().name}: {exc.details()}") from None
         try:
             try:
@@ -367,6 +372,8 @@ class Conformance:
             fit = self._fit(method, case, time_limit=limit, timeout=limit + grace)
         except grpc.RpcError as exc:
             elapsed = time.perf_counter() - start
+            if exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                return refusal(exc)
             if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED and elapsed < limit + grace * 0.9:
                 return f"stopped after {elapsed:.2f} s with DEADLINE_EXCEEDED"
             if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
@@ -377,6 +384,11 @@ class Conformance:
             raise CheckFailed(f"a fit with a {limit:g} s time limit answered {exc.code().name}: {exc.details()}") from None
         _quiet_release(self.stub, fit.model_handle)
         return f"finished within its {limit:g} s limit ({time.perf_counter() - start:.2f} s)"
+
+
+def refusal(exc: grpc.RpcError) -> str:
+    """The detail of a check whose fit the method refused as not fitting in memory."""
+    return f"refused: RESOURCE_EXHAUSTED: {exc.details()}"
 
 
 def read_probabilities(chunks: Iterator[pb.PredictChunk], case: GraphCase) -> np.ndarray:

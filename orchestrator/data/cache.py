@@ -74,6 +74,15 @@ def save_graph(graph: Graph, path: Path) -> None:
         raise
 
 
+def read_content_hash(path: Path) -> str | None:
+    """The content hash a cached graph recorded, without reading its tensors; None if unreadable."""
+    try:
+        with np.load(path) as raw:
+            return str(json.loads(raw["meta"].tobytes().decode())["content_hash"])
+    except Exception:
+        return None
+
+
 def read_graph(path: Path, verify: bool = False) -> Graph | None:
     """The cached graph, or None if absent or unreadable (then it is reloaded and rewritten)."""
     if not path.exists():

@@ -48,18 +48,20 @@ class Graph:
         return h.hexdigest()
 
 
-def canonicalize(name: str, x: np.ndarray, edge_index: np.ndarray, y: np.ndarray, public_masks=None) -> Graph:
+def canonicalize(name: str, x: np.ndarray, edge_index: np.ndarray, y: np.ndarray, public_masks=None, strict_splits: bool = False) -> Graph:
     """Validate a raw graph and bring it to canonical form.
 
     ``y`` may hold any integer class ids; negative values mean "no valid label".
     ``public_masks`` optionally holds published partitions as (train, val, test)
     boolean masks of shape (N,) or (K, N) (K partitions), or node-id arrays.
+    ``strict_splits`` (user data) refuses a partition with an empty part or
+    overlapping parts instead of skipping it.
     """
     x = np.asarray(x)
     edge_index = np.asarray(edge_index)
     y = np.asarray(y)
-    if x.ndim != 2 or x.shape[0] == 0:
-        raise GraphError(f"{name}: features must be a non-empty N x F matrix, got shape {x.shape}")
+    if x.ndim != 2 or x.shape[0] == 0 or x.shape[1] == 0:
+        raise GraphError(f"{name}: features must be a non-empty N x F matrix (at least one node and one feature column), got shape {x.shape}")
     n = x.shape[0]
     if y.shape != (n,):
         raise GraphError(f"{name}: {y.shape[0] if y.ndim else 0} labels for {n} nodes (labels must be one per node)")
@@ -76,11 +78,11 @@ def canonicalize(name: str, x: np.ndarray, edge_index: np.ndarray, y: np.ndarray
     labels, num_classes = remap_labels(y.astype(np.int64))
     if num_classes < 2:
         raise GraphError(f"{name}: needs at least two classes among labeled nodes, found {num_classes}")
-    splits = public_partitions(name, public_masks, labels) if public_masks is not None else ()
+    splits = public_partitions(name, public_masks, labels, strict_splits) if public_masks is not None else ()
     return Graph(name, x, canonical_edges(edge_index.astype(np.int64), n), labels, num_classes, splits)
 
 
-def public_partitions(name: str, masks, labels: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]:
+def public_partitions(name: str, masks, labels: np.ndarray, strict: bool = False) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]:
     """Published (train, val, test) partitions as sorted node ids over labeled nodes.
 
     Each of the three parts is a boolean mask of shape (N,), (K, N) or (N, K),
@@ -112,9 +114,24 @@ def public_partitions(name: str, masks, labels: np.ndarray) -> tuple[tuple[np.nd
         for r in rows:
             ids = r[min(i, len(r) - 1)]
             triple.append(np.unique(ids[labels[ids] >= 0]).astype(np.int64))
+        if strict:
+            _check_partition(name, i, triple)
         if all(t.size for t in triple):
             partitions.append(tuple(triple))
     return tuple(partitions)
+
+
+def _check_partition(name: str, index: int, triple: list[np.ndarray]) -> None:
+    """A supplied partition must give labeled nodes to each part, and no node to two parts."""
+    parts = ("train", "val", "test")
+    for part, ids in zip(parts, triple):
+        if not ids.size:
+            raise GraphError(f"{name}: supplied split {index}: the {part} mask holds no labeled node")
+    for a in range(3):
+        for b in range(a + 1, 3):
+            shared = np.intersect1d(triple[a], triple[b]).size
+            if shared:
+                raise GraphError(f"{name}: supplied split {index}: {parts[a]} and {parts[b]} masks share {shared} node(s); they must be disjoint")
 
 
 def canonical_edges(edge_index: np.ndarray, num_nodes: int) -> np.ndarray:

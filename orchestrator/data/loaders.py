@@ -5,7 +5,10 @@ property loader, numpy for the Heterophilous ``.npz`` files) after our own
 verified fetch has placed the raw files where that reader looks for them, so
 the reader never downloads anything unverified: while a reader runs, its
 download functions are replaced by a guard that only accepts files already in
-place and otherwise fails naming the URL it wanted.
+place and otherwise fails naming the URL it wanted. Nor does a reader run code
+pickled into a file: readers run under ``safe_pickle.no_pickled_code`` (a
+verified hash pins a file, it does not make its author trusted; files marked
+``unverified`` are trusted by nobody).
 
 Readers run in a scratch directory that is removed afterwards, whatever
 happens; only the canonical tensors are cached (see ``cache.py``), and only
@@ -30,6 +33,7 @@ import numpy as np
 
 from orchestrator.data.fetch import FetchError, cache_dir, fetch
 from orchestrator.data.graph import Graph, GraphError, canonicalize, exclude_small_classes
+from orchestrator.data.safe_pickle import UnsafeFileError, load_tensor_file, no_pickled_code
 
 
 class LoaderError(RuntimeError):
@@ -253,12 +257,13 @@ def load_hf_tag(entry: dict[str, Any]) -> Graph:
     ``args.graph`` and ``args.features`` name the files (by their ``path``);
     features are sentence embeddings of the node texts, shipped by the dataset.
     """
-    import torch
-
     files = {spec.get("path", spec["url"].rsplit("/", 1)[1]): fetch(spec["url"], spec["sha256"]) for spec in entry["files"]}
     args = entry["args"]
-    raw = torch.load(files[args["graph"]], map_location="cpu", weights_only=False)
-    features = torch.load(files[args["features"]], map_location="cpu", weights_only=False)
+    try:
+        raw = load_tensor_file(files[args["graph"]])
+        features = load_tensor_file(files[args["features"]])
+    except UnsafeFileError as exc:
+        raise LoaderError(f"{entry['name']}: {exc}") from None
     get = raw.get if isinstance(raw, dict) else lambda key, default=None: getattr(raw, key, default)
     edge_index, y = get("edge_index"), get("y")
     if edge_index is None or y is None:
@@ -288,7 +293,8 @@ def run_loader(entry: dict[str, Any]) -> Graph:
         raise LoaderError(f"{entry['name']}: unknown loader {entry['loader']!r}; known: {', '.join(sorted(LOADERS))}")
     entry = {**entry, "files": [dict(f) for f in entry.get("files", [])]}
     try:
-        return exclude_small_classes(loader(entry))
+        with no_pickled_code():  # readers we reuse unpickle their raw files (Planetoid, np.load(allow_pickle=True))
+            return exclude_small_classes(loader(entry))
     except (FetchError, GraphError, LoaderError):
         raise
     except Exception as exc:  # a third-party reader failed on the files it was given

@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from orchestrator.data.cache import cache_path, entry_key, read_graph, save_graph
+from orchestrator.data.cache import cache_path, entry_key, read_content_hash, read_graph, save_graph
 from orchestrator.data.fetch import is_local
 from orchestrator.data.graph import Graph
 from orchestrator.data.loaders import LOADERS, run_loader
@@ -138,6 +138,23 @@ def load_dataset(name: str) -> Graph:
     from orchestrator.data.user import load_user_dataset
 
     return load_user_dataset(canonical)
+
+
+def dataset_hash(name: str) -> str:
+    """A dataset's content hash (its identity in trial keys), read from the cache or registry when it is there."""
+    canonical = resolve_name(name)
+    if canonical.lower() in catalog():
+        key = entry_key(catalog()[canonical.lower()])
+        known = read_content_hash(cache_path(key)) if key is not None else None
+        if known is not None:
+            return known
+    elif canonical not in SYNTHETIC:
+        from orchestrator.data.user import user_registry
+
+        known = user_registry().get(canonical, {}).get("content_hash")
+        if known:
+            return str(known)
+    return load_dataset(canonical).content_hash
 
 
 def list_tasks() -> list[dict[str, Any]]:

@@ -5,8 +5,9 @@ Accepted files:
   edges (``edge_index`` | ``edges``, 2 x E or E x 2), labels (``y`` | ``labels``
   | ``node_labels``, N integers, negative = unlabeled) and optionally published
   masks (``train_mask``/``val_mask``/``test_mask`` or the plural forms, (N,) or (K, N));
-- a saved PyG ``Data`` (``torch.save(data, path)``) with ``x``, ``edge_index``, ``y``
-  and optionally ``train_mask``/``val_mask``/``test_mask``.
+- a saved PyG ``Data`` or dict of tensors (``torch.save(data, path)``) with ``x``,
+  ``edge_index``, ``y`` and optionally ``train_mask``/``val_mask``/``test_mask``, read
+  with ``weights_only=True``: a file that needs pickled code to load is refused.
 
 The canonical graph is stored under ``$NODEGROUND_CACHE/user/`` and listed in
 ``registry.json`` there, so ``orchestrator run --datasets NAME`` finds it.
@@ -25,6 +26,7 @@ import numpy as np
 from orchestrator.data.cache import read_graph, save_graph
 from orchestrator.data.fetch import cache_dir
 from orchestrator.data.graph import Graph, GraphError, canonicalize
+from orchestrator.data.safe_pickle import UnsafeFileError, load_tensor_file
 
 MIN_PER_CLASS = 3  # one node each for train, val and test
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
@@ -81,12 +83,10 @@ def read_user_file(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, tupl
         except Exception as exc:
             raise UserDatasetError(f"{path.name}: not a readable .npz file ({type(exc).__name__}: {exc})") from None
     else:
-        import torch
-
         try:
-            data = torch.load(path, map_location="cpu", weights_only=False)
-        except Exception as exc:
-            raise UserDatasetError(f"{path.name}: neither an .npz nor a saved PyG Data ({type(exc).__name__}: {exc})") from None
+            data = load_tensor_file(path)
+        except UnsafeFileError as exc:
+            raise UserDatasetError(f"{exc}; give an .npz or a saved PyG Data / dict of tensors") from None
         raw = dict(data) if isinstance(data, dict) else {k: getattr(data, k, None) for k in (*sum(_KEYS.values(), ()), "train_mask", "val_mask", "test_mask")}
     x = _to_numpy(_pick(raw, "x", path))
     edges = _to_numpy(_pick(raw, "edge_index", path))
@@ -115,7 +115,7 @@ def validate_user_graph(name: str, x: np.ndarray, edges: np.ndarray, y: np.ndarr
     if not np.issubdtype(np.asarray(x).dtype, np.number):
         raise UserDatasetError(f"{name}: features must be numeric, got dtype {np.asarray(x).dtype}")
     try:
-        graph = canonicalize(name, x, edges, y, masks)
+        graph = canonicalize(name, x, edges, y, masks, strict_splits=True)
     except GraphError as exc:
         raise UserDatasetError(str(exc)) from None
     counts = np.bincount(graph.y[graph.y >= 0], minlength=graph.num_classes)
@@ -129,8 +129,12 @@ def validate_user_graph(name: str, x: np.ndarray, edges: np.ndarray, y: np.ndarr
     return graph
 
 
-def add_user_dataset(path: Path | str, name: str) -> Graph:
-    """Validate ``path`` and register it as ``name``; returns the canonical graph."""
+def add_user_dataset(path: Path | str, name: str, replace: bool = False) -> Graph:
+    """Validate ``path`` and register it as ``name``; returns the canonical graph.
+
+    A name already registered is refused unless ``replace``: results are keyed by
+    the dataset's content hash, so runs of the old graph are never served as the new one's.
+    """
     from orchestrator.data.registry import catalog
     from orchestrator.data.synthetic import SYNTHETIC
 
@@ -140,6 +144,12 @@ def add_user_dataset(path: Path | str, name: str) -> Graph:
         raise UserDatasetError(f"dataset name {name!r} must be 1-64 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit")
     if name in SYNTHETIC or name in catalog():
         raise UserDatasetError(f"{name!r} is already a built-in dataset name; choose another --name")
+    existing = user_registry().get(name)
+    if existing is not None and not replace:
+        raise UserDatasetError(
+            f"a dataset named {name!r} is already registered (content hash {existing.get('content_hash', '?')[:16]}, from {existing.get('source')}); "
+            "pass --replace to register this file under that name instead"
+        )
     x, edges, y, masks = read_user_file(path)
     graph = validate_user_graph(name, x, edges, y, masks)
     user_dir().mkdir(parents=True, exist_ok=True)

@@ -1,8 +1,18 @@
-"""A typed client for one method service endpoint, timing every call end to end."""
+"""A typed client for one method service endpoint, timing every call end to end.
+
+Every call but Describe runs under a health watchdog: while the call is in flight
+the service's health is probed every ``WATCHDOG_INTERVAL_S``; after ``WATCHDOG_MISSES``
+probes in a row go unanswered (a stopped, hung or partitioned process) the call is
+cancelled and ``ServiceHung`` raised, so no call waits on a silent service forever,
+whatever its time limit.
+"""
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,15 +21,49 @@ import numpy as np
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from methods.sdk.space import Config, Param, config_from_proto, config_to_proto, param_from_proto
-from methods.sdk.wire import MAX_MESSAGE_BYTES, GraphBundle, decode_probabilities, encode
+from methods.sdk.weights import weights_dir
+from methods.sdk.wire import MAX_MESSAGE_BYTES, BundleError, GraphBundle, decode_probabilities, encode
 from nodeground.v1 import method_service_pb2 as pb
 from nodeground.v1 import method_service_pb2_grpc as pb_grpc
 
 _KIND_NAMES = {pb.METHOD_KIND_SUPERVISED: "supervised", pb.METHOD_KIND_GFM: "gfm"}
+WATCHDOG_INTERVAL_S = 5.0  # seconds between health probes while a call is in flight
+WATCHDOG_PROBE_TIMEOUT_S = 5.0  # one probe's own deadline
+WATCHDOG_MISSES = 3  # unanswered probes in a row that declare the service hung
+SHORT_CALL_S = 30.0  # deadline of the calls that do no compute (HasGraph, Release)
+FIT_DEADLINE_GRACE_S = 10.0  # the gRPC deadline of a fit exceeds its time limit by this, so the service answers first
 
 
 class ServiceUnavailable(RuntimeError):
     """The endpoint does not answer (not started, crashed, or unreachable)."""
+
+
+class ServiceNotReady(ServiceUnavailable):
+    """The service answers but cannot fit: pretrained weights missing or failing verification.
+
+    ``not_ready`` holds (method, weights id, reason) triples; the message names the
+    weights and the command that fetches them, in one line.
+    """
+
+    def __init__(self, not_ready: list[tuple[str, str, str]]) -> None:
+        self.not_ready = not_ready
+        methods = list(dict.fromkeys(m for m, _, _ in not_ready))
+        ids = list(dict.fromkeys(w for _, w, _ in not_ready))
+        first = not_ready[0][2].split(";")[0]
+        more = f" (and {len(ids) - 1} more: {', '.join(ids[1:])})" if len(ids) > 1 else ""
+        super().__init__(
+            f"{', '.join(methods)} not ready: {first}{more}; fetch them with "
+            f"`orchestrator weights fetch {' '.join(ids)}` (into {weights_dir()}), then rerun"
+        )
+
+    @classmethod
+    def combine(cls, errors: list[ServiceNotReady]) -> ServiceNotReady:
+        """One error for every service found not ready."""
+        return cls([item for error in errors for item in error.not_ready])
+
+
+class ServiceHung(ServiceUnavailable):
+    """The service stopped answering health checks while a call was in flight; the call was cancelled."""
 
 
 @dataclass(frozen=True)
@@ -104,23 +148,77 @@ class MethodClient:
                 reply = self._health.Check(health_pb2.HealthCheckRequest(service=""), timeout=min(2.0, max(0.1, deadline - time.monotonic())))
                 if reply.status == health_pb2.HealthCheckResponse.SERVING:
                     return
-                last = f"health status {reply.status}"
+                last = f"health status {health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)}"
+                not_ready = self._stub.Describe(pb.DescribeRequest(), timeout=5.0).not_ready
+                if not_ready:  # the service says why: waiting will not help
+                    raise ServiceNotReady([(r.method, r.weights_id, r.reason) for r in not_ready])
             except grpc.RpcError as exc:
                 last = exc.details() or exc.code().name
             time.sleep(0.05)
         raise ServiceUnavailable(f"method service at {self.endpoint} did not become healthy within {timeout:.0f} s ({last})")
 
+    def responsive(self, timeout: float = WATCHDOG_PROBE_TIMEOUT_S) -> bool:
+        """Whether the process answers a health check at all (whatever its status)."""
+        try:
+            self._health.Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout)
+            return True
+        except grpc.RpcError:
+            return False
+
+    @contextmanager
+    def _watched(self, call: grpc.Call, what: str) -> Iterator[None]:
+        """Run the body while a watchdog cancels ``call`` once the service stops answering health checks."""
+        done = threading.Event()
+        fired: list[float] = []
+
+        def watch() -> None:
+            misses, silent_since = 0, time.monotonic()
+            while not done.wait(WATCHDOG_INTERVAL_S):
+                if self.responsive():
+                    misses, silent_since = 0, time.monotonic()
+                    continue
+                misses += 1
+                if misses >= WATCHDOG_MISSES and not done.is_set():
+                    fired.append(time.monotonic() - silent_since)
+                    call.cancel()
+                    return
+
+        thread = threading.Thread(target=watch, name=f"watchdog-{what}", daemon=True)
+        thread.start()
+        try:
+            yield
+        except (grpc.RpcError, grpc.FutureCancelledError):  # a cancelled future raises the latter
+            if fired:
+                raise ServiceHung(
+                    f"the service at {self.endpoint} stopped answering health checks for {fired[0]:.0f} s during {what}; the call was cancelled"
+                ) from None
+            raise
+        finally:
+            done.set()
+
     def describe(self, timeout: float = 30.0) -> list[MethodSpec]:
         reply = self._stub.Describe(pb.DescribeRequest(), timeout=timeout)
         return [spec_from_proto(m) for m in reply.methods]
 
+    def device(self, timeout: float = 30.0) -> dict[str, str]:
+        """The device the service computes on and what it is (name, driver and CUDA versions), as it describes it."""
+        reply = self._stub.Describe(pb.DescribeRequest(), timeout=timeout)
+        fields = {"device": reply.device, "device_name": reply.device_name, "driver_version": reply.driver_version, "cuda_version": reply.cuda_version}
+        return {k: v for k, v in fields.items() if v}
+
     def ensure_graph(self, bundle: GraphBundle, timeout: float | None = None) -> CallResult:
         """Upload the bundle unless the service already holds it; the value says whether it uploaded."""
         start = time.perf_counter()
-        held = self._stub.HasGraph(pb.HasGraphRequest(graph_hash=bundle.graph_hash), timeout=30.0).held
+        held = self._unary(self._stub.HasGraph, pb.HasGraphRequest(graph_hash=bundle.graph_hash), SHORT_CALL_S, "HasGraph").held
         if not held:
-            self._stub.UploadGraph(encode(bundle), timeout=timeout)
+            self._unary(self._stub.UploadGraph, encode(bundle), timeout, "UploadGraph")
         return CallResult(not held, time.perf_counter() - start)
+
+    def _unary(self, method: grpc.UnaryUnaryMultiCallable | grpc.StreamUnaryMultiCallable, request: Any, timeout: float | None, what: str) -> Any:
+        """One call with a single reply, under the watchdog."""
+        call = method.future(request, timeout=timeout)
+        with self._watched(call, what):
+            return call.result()
 
     def fit(self, method: str, graph_hash: str, train: np.ndarray, val: np.ndarray, config: Config, seed: int, time_limit: float | None) -> CallResult:
         request = pb.FitRequest(
@@ -134,15 +232,27 @@ class MethodClient:
         )
         # The gRPC deadline is a little longer than the service's own limit, so the
         # service normally answers DEADLINE_EXCEEDED itself and stays healthy.
-        timeout = time_limit + 10.0 if time_limit else None
+        timeout = time_limit + FIT_DEADLINE_GRACE_S if time_limit else None
         start = time.perf_counter()
-        reply = self._stub.Fit(request, timeout=timeout)
+        reply = self._unary(self._stub.Fit, request, timeout, "Fit")
         return CallResult(reply, time.perf_counter() - start, reply.stats)
 
-    def predict(self, handle: str, num_nodes: int, timeout: float | None = None) -> CallResult:
+    def predict(self, handle: str, num_nodes: int, num_classes: int | None = None, timeout: float | None = None) -> CallResult:
+        """All nodes' probabilities; BundleError when the reply does not cover ``num_nodes`` x ``num_classes`` (if given)."""
         start = time.perf_counter()
-        probs, stats = decode_probabilities(self._stub.Predict(pb.PredictRequest(model_handle=handle), timeout=timeout), num_nodes)
+        call = self._stub.Predict(pb.PredictRequest(model_handle=handle), timeout=timeout)
+        chunks = call if num_classes is None else _of_classes(call, num_classes)
+        with self._watched(call, "Predict"):
+            probs, stats = decode_probabilities(chunks, num_nodes)
         return CallResult(probs, time.perf_counter() - start, stats)
 
     def release(self, handle: str) -> bool:
-        return self._stub.Release(pb.ReleaseRequest(model_handle=handle), timeout=30.0).released
+        return self._unary(self._stub.Release, pb.ReleaseRequest(model_handle=handle), SHORT_CALL_S, "Release").released
+
+
+def _of_classes(chunks: Iterator[pb.PredictChunk], num_classes: int) -> Iterator[pb.PredictChunk]:
+    """Refuse a chunk for another class count before anything is allocated for it."""
+    for chunk in chunks:
+        if chunk.num_classes != num_classes:
+            raise BundleError(f"prediction has {chunk.num_classes} classes; the graph has {num_classes}")
+        yield chunk

@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from methods.families import Family, family_of, load_families
-from orchestrator.services.client import MethodClient, Replica, ServiceUnavailable
+from orchestrator.services.client import MethodClient, Replica, ServiceNotReady, ServiceUnavailable
 from orchestrator.services.discovery import DiscoveryError, is_dns_target, resolve_replicas
 from orchestrator.services.embedded import EmbeddedService, EmbeddedServices
 from orchestrator.sweep import Directory
@@ -311,7 +311,8 @@ class ServiceDirectory(Directory):
         return f"the embedded {pool.family} service could not be started; skipping its trials"
 
     def check_remote(self) -> None:
-        """Fail fast, before any work, when a given endpoint does not answer (every replica is dialled)."""
+        """Fail fast, before any work, when a given endpoint does not answer or is not ready (every replica is dialled)."""
+        not_ready = []
         for method in self.methods:
             remote = self._remote(method)
             if remote is None:
@@ -321,9 +322,13 @@ class ServiceDirectory(Directory):
             try:
                 while len(pool.replicas) + pool.starting < len(pool.remote or []):
                     held.append(self.acquire(method))
+            except ServiceNotReady as exc:
+                not_ready.append(exc)
             finally:
                 for replica in held:
                     self.release(replica)
+        if not_ready:
+            raise ServiceNotReady.combine(not_ready)
 
     def all_replicas(self) -> list[Replica]:
         with self._cond:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import selectors
+import signal
 import subprocess
 import sys
 import threading
@@ -103,6 +104,10 @@ class EmbeddedService:
             return
         if self.process.poll() is None:
             self.process.terminate()
+            try:  # a stopped (SIGSTOP) process acts on the SIGTERM only once continued
+                os.kill(self.process.pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
             try:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:

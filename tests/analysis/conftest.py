@@ -1,5 +1,11 @@
 from __future__ import annotations
 
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -22,7 +28,9 @@ def results_rows(scores: dict[str, list[list[float]]], regime: str = "10/10/80")
             for s, v in enumerate(splits):
                 if v is None or (isinstance(v, float) and np.isnan(v)):
                     continue
-                rows.append({"view": view, "method": view.replace("-Default", ""), "dataset": f"d{d}", "split": s,
+                method = view.removesuffix("-Default")
+                rows.append({"view": view, "method": method, "method_name": method, "dataset": f"d{d}", "split": s,
+                             "variant": "default" if view != method else "tuned",
                              "regime": regime, "score": v, "origin": "builtin", "imputed": False})
     return pd.DataFrame(rows)
 
@@ -38,8 +46,8 @@ def small_store(tmp_path_factory):
     from orchestrator.analysis.synthetic import synthetic_dataset_stats, synthetic_trials, write_store
 
     d = tmp_path_factory.mktemp("store")
-    trials = synthetic_trials(supervised=("MLP", "GCN", "GAT", "GCNII"), gfms=("GraphPFN", "GVT"), n_datasets=6,
-                              n_trials=12, gfm_trials=3, user_methods=("MyNet",), seed=1)
+    trials = synthetic_trials(supervised=("mlp", "gcn", "gat", "gcnii"), gfms=("graphpfn", "gvt"), n_datasets=6,
+                              n_trials=12, gfm_trials=3, user_methods=("mynet",), seed=1)
     store = d / "runs.sqlite"
     write_store(trials, store)
     stats = d / "stats.csv"
@@ -62,3 +70,47 @@ def built_report(small_store, tmp_path_factory):
     res = CliRunner().invoke(app, ["--store", str(store), "--out", str(out), "--dataset-stats", str(stats),
                                    "--bootstrap-rounds", "30"])
     return res, out
+
+
+REPO = Path(__file__).resolve().parents[2]
+# This checkout's code run as the console script runs it (as tests/integration/test_cli.py does).
+ORCHESTRATOR = [sys.executable, "-c", "from orchestrator.cli.main import app; app()"]
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "proto")])}
+#: The cell removed from the real sweep's store, so the report must impute it.
+REMOVED = {"method": "mlp", "dataset": "texas", "regime": "10/10/80", "split": 1}
+
+
+@pytest.fixture(scope="session")
+def real_store(tmp_path_factory):
+    """A store written by a real sweep (embedded services, mirror data and weights), one cell deleted afterwards.
+
+    GraphAny runs on wisconsin, one of its checkpoints' pretraining graphs: the overlap audit must catch it.
+    """
+    from tests.conftest import MIRROR
+
+    if not (MIRROR / "MANIFEST.tsv").exists():
+        pytest.skip(f"no dataset mirror at {MIRROR} (set NODEGROUND_MIRROR)")
+    store = tmp_path_factory.mktemp("real") / "runs.sqlite"
+    cmd = [*ORCHESTRATOR, "run", "--methods", "mlp,gcn,graphany", "--datasets", "synthetic-homophilous,texas,wisconsin",
+           "--regimes", "10/10/80,50/25/25", "--splits", "0,1", "--budget", "2", "--time-limit", "30",
+           "--services", "embedded", "--store", str(store)]
+    env = {**ENV, "NODEGROUND_MIRROR": str(MIRROR), "NODEGROUND_WEIGHTS": str(MIRROR)}  # the mirror holds the weights too
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    with sqlite3.connect(store) as db:
+        n = db.execute("DELETE FROM trials WHERE method = ? AND dataset = ? AND regime = ? AND split = ?",
+                       tuple(REMOVED.values())).rowcount
+    assert n == 2
+    return store
+
+
+@pytest.fixture(scope="session")
+def real_report(real_store, tmp_path_factory):
+    """`orchestrator report` on the real store, as a user runs it (no statistics CSV)."""
+    out = tmp_path_factory.mktemp("real-site") / "report"
+    from tests.conftest import MIRROR
+
+    proc = subprocess.run([*ORCHESTRATOR, "report", "--store", str(real_store), "--out", str(out),
+                           "--bootstrap-rounds", "20"], env={**ENV, "NODEGROUND_MIRROR": str(MIRROR)},
+                          capture_output=True, text=True, timeout=600)
+    return proc, out

@@ -10,14 +10,13 @@ from .conftest import results_rows
 def table() -> pd.DataFrame:
     nan = float("nan")
     res = results_rows({
-        "GCN-Default": [[0.5] * 5, [0.6] * 5, [0.7] * 5],
-        "GCN": [[0.8] * 5, [0.8] * 5, [0.8] * 5],
-        "GraphPFN": [[0.9] * 5, [0.9, 0.9, nan, 0.9, 0.9], []],  # one partition and one dataset missing
-        "MyNet": [[0.95] * 5, [0.95] * 5, []],  # user submission, missing d2
+        "gcn-Default": [[0.5] * 5, [0.6] * 5, [0.7] * 5],
+        "gcn": [[0.8] * 5, [0.8] * 5, [0.8] * 5],
+        "graphpfn": [[0.9] * 5, [0.9, 0.9, nan, 0.9, 0.9], []],  # one partition and one dataset missing
+        "mynet": [[0.95] * 5, [0.95] * 5, []],  # user submission, missing d2
     })
-    res.loc[res["view"] == "MyNet", "origin"] = "user:abc"
+    res.loc[res["view"] == "mynet", "origin"] = "user:abc"
     res["kind"] = "supervised"
-    res["variant"] = "tuned"
     res["k"] = 1
     res["workflow_s"] = 1.0
     return res
@@ -25,22 +24,22 @@ def table() -> pd.DataFrame:
 
 def test_imputation_uses_matched_gcn_default_flags_it_and_never_touches_user_submissions():
     out = co.impute(table())
-    pfn = out[out["view"] == "GraphPFN"]
+    pfn = out[out["view"] == "graphpfn"]
     assert len(pfn) == 15
     imp = pfn[pfn["imputed"]]
     assert set(zip(imp["dataset"], imp["split"])) == {("d1", 2)} | {("d2", s) for s in range(5)}
-    assert (imp[imp["dataset"] == "d2"]["score"] == 0.7).all()  # GCN-Default on d2
+    assert (imp[imp["dataset"] == "d2"]["score"] == 0.7).all()  # gcn-Default on d2
     assert imp[imp["dataset"] == "d1"]["score"].item() == 0.6
-    user = out[out["view"] == "MyNet"]
+    user = out[out["view"] == "mynet"]
     assert len(user) == 10 and not user["imputed"].any()
-    assert not out[~out["view"].isin(["GraphPFN"])]["imputed"].any()
+    assert not out[~out["view"].isin(["graphpfn"])]["imputed"].any()
 
 
 def test_coverage_counts_native_imputed_and_missing_datasets():
     cov = co.coverage(co.impute(table())).set_index("view")
-    assert tuple(cov.loc["GraphPFN", ["native_datasets", "imputed_datasets", "missing_datasets"]]) == (1, 2, 0)
-    assert tuple(cov.loc["MyNet", ["native_datasets", "imputed_datasets", "missing_datasets"]]) == (2, 0, 1)
-    assert cov.loc["GCN", "native_fraction"] == 1.0
+    assert tuple(cov.loc["graphpfn", ["native_datasets", "imputed_datasets", "missing_datasets"]]) == (1, 2, 0)
+    assert tuple(cov.loc["mynet", ["native_datasets", "imputed_datasets", "missing_datasets"]]) == (2, 0, 1)
+    assert cov.loc["gcn", "native_fraction"] == 1.0
 
 
 def test_cohorts():
@@ -48,5 +47,5 @@ def test_cohorts():
     assert c["all"]["imputed"].any()
     assert set(c["complete"]["dataset"]) == {"d0"}  # the only dataset every built-in view has in full
     assert not c["complete"]["imputed"].any()
-    assert set(c["near_complete"]["view"]) == {"GCN", "GCN-Default"}
+    assert set(c["near_complete"]["view"]) == {"gcn", "gcn-Default"}
     assert set(c["near_complete"]["dataset"]) == {"d0", "d1", "d2"}

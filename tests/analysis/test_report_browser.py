@@ -64,7 +64,7 @@ def test_report_renders_leaderboard_and_every_plot(built_report, tmp_path):
     lb = pd.read_csv(out / "tables" / "leaderboard.csv")
     expected = lb.groupby("regime").size()
     assert dom.rows == {f"leaderboard-{r.replace('/', '-')}": n for r, n in expected.items()}
-    assert "GraphPFN" in run.stdout and "GCN-Default" in run.stdout
+    assert "graphpfn" in run.stdout and "gcn-Default" in run.stdout
 
     figures = sorted(p.name for p in (out / "figures").glob("*.png"))
     shown = sorted(Path(i["src"]).name for i in dom.images)
@@ -80,3 +80,15 @@ def test_report_renders_leaderboard_and_every_plot(built_report, tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     assert shot.is_file() and shot.stat().st_size > 50_000
     print(f"screenshot: {shot}")
+
+
+def test_findings_page_renders_every_sentence_with_a_working_figure_link(built_report, tmp_path):
+    res, out = built_report
+    assert res.exit_code == 0, res.output
+    run = chromium(["--virtual-time-budget=5000", "--dump-dom", (out / "findings.html").resolve().as_uri()],
+                   tmp_path / "profile")
+    assert run.returncode == 0, run.stderr[-2000:]
+    findings = pd.read_csv(out / "tables" / "findings.csv")
+    assert run.stdout.count("<li data-topic=") == len(findings) > 0
+    for fig in set(findings["figure"]):
+        assert f'href="{fig}"' in run.stdout and (out / fig.split("#")[0]).is_file(), fig

@@ -29,13 +29,31 @@ def test_report_writes_site_and_data_beside_every_figure(built_report):
     assert set(lb["regime"]) == {"10/10/80", "50/25/25"}
     # 4 supervised x (default + tuned) + 2 GFMs + a user submission (default + tuned)
     assert lb.groupby("regime").size().tolist() == [12, 12]
-    assert lb.loc[lb["view"] == "GCN-Default", "elo"].round(6).tolist() == [1000.0, 1000.0]
-    user = lb[lb["view"] == "MyNet"]
+    assert lb.loc[lb["view"] == "gcn-Default", "elo"].round(6).tolist() == [1000.0, 1000.0]
+    user = lb[lb["view"] == "mynet"]
     assert (user["imputed_datasets"] == 0).all() and (user["missing_datasets"] == 1).all()
     assert (lb.loc[lb["kind"] == "gfm", "imputed_datasets"] > 0).all()  # GFMs skip > 10 classes
     html = (out / "index.html").read_text()
     assert "http://" not in html and "https://" not in html  # nothing to fetch
     assert "Subgroup views skipped" not in html
+    for page in ("findings.html", "tables.html"):
+        assert (out / page).is_file()
+    for section in ('id="tuning"', 'id="metrics"', 'id="overlap"', 'id="below-chance"'):
+        assert section in html
+    for table in ("tuning_requirements", "validation_test_gap", "task_type_leaderboards", "metric_sensitivity",
+                  "metric_sensitivity_summary", "pretraining_overlap", "below_chance", "findings"):
+        assert (out / "tables" / f"{table}.csv").is_file() and (out / "tables" / f"{table}.parquet").is_file(), table
+
+
+def test_anchor_names_a_method_and_an_unknown_one_is_a_one_line_error(small_store, tmp_path):
+    store, stats = small_store
+    res = run(["--store", str(store), "--out", str(tmp_path / "r"), "--dataset-stats", str(stats),
+               "--bootstrap-rounds", "5", "--anchor", "mlp"])
+    assert res.exit_code == 0, res.output
+    lb = pd.read_csv(tmp_path / "r" / "tables" / "leaderboard.csv")
+    assert lb.loc[lb["view"] == "mlp-Default", "elo"].round(6).tolist() == [1000.0, 1000.0]
+    line = one_line_error(run(["--store", str(store), "--out", str(tmp_path / "r2"), "--anchor", "GCN-Default"]))
+    assert "no results for a method named 'GCN-Default'" in line and "gcn" in line
 
 
 def test_subgroups_skipped_with_a_note_without_stats(small_store, tmp_path):
@@ -73,7 +91,7 @@ def test_empty_table(tmp_path):
 
 def test_missing_column_and_missing_table(tmp_path):
     csv = tmp_path / "t.csv"
-    pd.DataFrame({"method": ["GCN"], "dataset": ["d"]}).to_csv(csv, index=False)
+    pd.DataFrame({"method": ["gcn"], "dataset": ["d"]}).to_csv(csv, index=False)
     assert "val_loss" in one_line_error(run(["--store", str(csv), "--out", str(tmp_path / "o")]))
     db = tmp_path / "other.sqlite"
     sqlite3.connect(db).execute("CREATE TABLE runs (x)").connection.commit()
@@ -100,7 +118,7 @@ def test_a_submission_bundle_joins_the_leaderboard_never_imputed(small_store, tm
 
     store, _ = small_store
     rows = read_trials(store)
-    submitted = rows[rows["method"] == "MLP"].copy()
+    submitted = rows[rows["method"] == "mlp"].copy()
     submitted["method"] = "Submitted"
     submitted["origin"] = "user:sub"
     submitted["trial_key"] = "sub-" + submitted["trial_key"].astype(str)

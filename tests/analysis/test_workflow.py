@@ -11,7 +11,7 @@ from orchestrator.analysis.workflow import FULL, workflow_costs
 from .conftest import trial_rows
 
 
-def search(method="GCN", kind="supervised", gpu=False):
+def search(method="gcn", kind="supervised", gpu=False):
     rows = [
         # trial 0: default
         dict(trial_index=0, val_loss=0.50, test_primary=0.95, fit_service_s=1.0, predict_service_s=0.1, fit_peak_rss_bytes=100.0, predict_peak_rss_bytes=40.0),
@@ -51,31 +51,31 @@ def test_budgets_sum_fit_time_and_select_by_validation_loss():
 
 
 def test_gpu_bytes_are_used_when_the_method_reports_any():
-    rows = search(gpu=True) + search(method="MLP")
+    rows = search(gpu=True) + search(method="mlp")
     c = workflow_costs(trial_rows(rows))
     full = c[c["budget"] == FULL].set_index("method")
-    assert full.loc["GCN", "memory_kind"] == "gpu" and full.loc["GCN", "workflow_peak_bytes"] == 9500.0
-    assert full.loc["MLP", "memory_kind"] == "cpu" and full.loc["MLP", "workflow_peak_bytes"] == 950.0
+    assert full.loc["gcn", "memory_kind"] == "gpu" and full.loc["gcn", "workflow_peak_bytes"] == 9500.0
+    assert full.loc["mlp", "memory_kind"] == "cpu" and full.loc["mlp", "workflow_peak_bytes"] == 950.0
 
 
 def test_views_and_intermediate_budget_use_validation_loss_only():
     t = trial_rows(search())
     res, bud = build_results(t, budgets=(1, 2, 3))
     r = res.set_index("view")
-    assert r.loc["GCN-Default", "score"] == 0.95
-    assert r.loc["GCN", "score"] == 0.80  # lowest validation loss, although trial 3 tests better
-    assert r.loc["GCN", "selected_trial_index"] == 2
+    assert r.loc["gcn-Default", "score"] == 0.95
+    assert r.loc["gcn", "score"] == 0.80  # lowest validation loss, although trial 3 tests better
+    assert r.loc["gcn", "selected_trial_index"] == 2
     b = bud.set_index("view")
-    assert b.loc["GCN@2", "score"] == 0.95 and b.loc["GCN@3", "score"] == 0.80
+    assert b.loc["gcn@2", "score"] == 0.95 and b.loc["gcn@3", "score"] == 0.80
     # interpolated cost: default 1.1 s, full 7.3 s over 4 trial slots -> k=3 at 2/3 of the way
-    assert b.loc["GCN@3", "workflow_s"] == pytest.approx(1.1 + (2 / 3) * (7.3 - 1.1))
-    assert b.loc["GCN@3", "workflow_s_measured"] == pytest.approx(6.3)
-    assert b.loc["GCN@full", "workflow_s"] == pytest.approx(7.3)
+    assert b.loc["gcn@3", "workflow_s"] == pytest.approx(1.1 + (2 / 3) * (7.3 - 1.1))
+    assert b.loc["gcn@3", "workflow_s_measured"] == pytest.approx(6.3)
+    assert b.loc["gcn@full", "workflow_s"] == pytest.approx(7.3)
 
 
 def test_gfm_view_and_missing_default():
-    rows = search(method="GraphPFN", kind="gfm")
+    rows = search(method="graphpfn", kind="gfm")
     rows[0]["status"] = "failed"
     res, bud = build_results(trial_rows(rows + search()))
-    assert set(res["view"]) == {"GraphPFN", "GCN", "GCN-Default"}
-    assert set(bud["method"]) == {"GCN"}
+    assert set(res["view"]) == {"graphpfn", "gcn", "gcn-Default"}
+    assert set(bud["method"]) == {"gcn"}

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import grpc
 import numpy as np
 
-from methods.sdk import Capabilities, FitContext, FloatParam, Method
+from methods.sdk import Capabilities, FitContext, FloatParam, Method, ResourceError
 from methods.sdk.service import MethodServicer, build_server
 from methods.sdk.wire import GraphBundle, encode_probabilities
 from nodeground.v1 import method_service_pb2 as pb
@@ -72,6 +72,15 @@ class CrashesOnIsolated(Centroid):
         degree = np.bincount(src[src != dst], minlength=graph.num_nodes)
         if degree.min() == 0:
             raise ZeroDivisionError("node without neighbours")
+        return super().fit(graph, train, val, config, ctx)
+
+
+class RefusesLarge(Centroid):
+    """Honest about its memory: refuses the large graph with an estimate, as check_resources would."""
+
+    def fit(self, graph, train, val, config, ctx):
+        if graph.num_nodes > 5000:
+            raise ResourceError(f"centroid: {graph.num_nodes} nodes need about 9.00 GiB, but only 1.00 GiB is free")
         return super().fit(graph, train, val, config, ctx)
 
 

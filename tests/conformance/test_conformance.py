@@ -8,10 +8,10 @@ from typer.testing import CliRunner
 
 from orchestrator.cli.main import app
 from orchestrator.cli.validate import is_endpoint, parse_env
-from orchestrator.conformance import FAIL, Options, run_checks
+from orchestrator.conformance import FAIL, REFUSED, Options, run_checks
 from orchestrator.conformance.graphs import make_case
 from orchestrator.conformance.guard import GuardedClient, LabelLeak
-from tests.conformance.fixtures import Centroid, CrashesOnIsolated, DropsLastRow, HangsPastDeadline, NotSumming, serve
+from tests.conformance.fixtures import Centroid, CrashesOnIsolated, DropsLastRow, HangsPastDeadline, NotSumming, RefusesLarge, serve
 
 FAST = Options(call_timeout=30, deadline=0.3, grace=1.5, health_timeout=10)
 
@@ -55,6 +55,19 @@ def test_crash_on_isolated_nodes_is_caught():
     detail = failed["fit/predict isolated-nodes [centroid]"]
     assert "isolated" in detail and "INTERNAL" in detail and "ZeroDivisionError" in detail
     assert "fit/predict binary [centroid]" not in failed
+
+
+def test_a_graph_refused_by_the_memory_estimate_is_a_refused_check_not_a_failure():
+    runner = CliRunner()
+    with serve(RefusesLarge) as endpoint:
+        results = {r.name: r for r in run_checks(endpoint, FAST)}
+        cli = runner.invoke(app, ["validate", endpoint, "--call-timeout", "30", "--deadline", "0.3", "--grace", "1.5"])
+    refused = {name: r.detail for name, r in results.items() if r.status == REFUSED}
+    assert set(refused) == {"fit/predict large [centroid]", "deadline honoured [centroid]"}, refused
+    assert all("RESOURCE_EXHAUSTED" in d and "9.00 GiB" in d for d in refused.values()), refused
+    assert not _failures(results.values())
+    assert cli.exit_code == 0, cli.output
+    assert "2 refused by the method's memory estimate" in cli.output and "no check failed" in cli.output
 
 
 def test_guard_refuses_a_graph_that_shows_test_labels():

@@ -55,12 +55,13 @@ def test_saved_pyg_data_with_masks(cache, tmp_path):
     "mutate, message",
     [
         (lambda x, e, y: (x, np.concatenate([e, [[0], [99]]], axis=1), y), r"edge endpoints range over \[0, 99\] but node ids are \[0, 30\)"),
+        (lambda x, e, y: (x[:, :0], e, y), r"at least one node and one feature column\), got shape \(30, 0\)"),
         (lambda x, e, y: (np.where(np.arange(30)[:, None] == 4, np.nan, x), e, y), r"features contain NaN or infinite values in 1 rows"),
         (lambda x, e, y: (x, e, np.zeros(30, int)), r"needs at least two classes among labeled nodes, found 1"),
         (lambda x, e, y: (x, e, y[:29]), r"30 feature rows but 29 labels"),
         (lambda x, e, y: (x, e, np.where(np.arange(30) < 28, y % 2, 2)), r"class 2 .* has 2 labeled node\(s\); every class needs at least 3"),
     ],
-    ids=["edge-out-of-range", "nan-features", "one-class", "mismatched-lengths", "class-too-small"],
+    ids=["edge-out-of-range", "zero-feature-columns", "nan-features", "one-class", "mismatched-lengths", "class-too-small"],
 )
 def test_bad_datasets_are_refused_with_a_clear_message(cache, tmp_path, mutate, message):
     x, edges, y = mutate(*good_arrays())
@@ -87,3 +88,43 @@ def test_cli_add_reports_one_line_and_nonzero_exit(cache, tmp_path):
     bad = CliRunner().invoke(app, ["datasets", "add", str(write_npz(tmp_path / "b.npz", x=x, edge_index=edges, y=np.zeros(30, int))), "--name", "b"])
     assert bad.exit_code == 2
     assert bad.output.strip().count("\n") == 0 and bad.output.startswith("error: b: needs at least two classes")
+
+
+def _masks(train, val, test, n=30):
+    out = []
+    for ids in (train, val, test):
+        mask = np.zeros(n, bool)
+        mask[list(ids)] = True
+        out.append(mask)
+    return dict(zip(("train_mask", "val_mask", "test_mask"), out))
+
+
+@pytest.mark.parametrize(
+    "parts, message",
+    [
+        ((range(10), range(10), range(10)), r"supplied split 0: train and val masks share 10 node\(s\)"),
+        ((range(10), range(9, 20), range(20, 30)), r"train and val masks share 1 node"),
+        ((range(10), range(10, 20), range(5, 30)), r"train and test masks share 5 node"),
+        ((range(10), (), range(10, 30)), r"supplied split 0: the val mask holds no labeled node"),
+    ],
+    ids=["identical", "one-shared", "train-test", "empty-val"],
+)
+def test_supplied_masks_must_be_disjoint_and_non_empty(cache, tmp_path, parts, message):
+    x, edges, y = good_arrays()
+    path = write_npz(tmp_path / "m.npz", x=x, edge_index=edges, y=y, **_masks(*parts))
+    with pytest.raises(UserDatasetError, match=message):
+        add_user_dataset(path, "masked")
+
+
+def test_an_existing_name_is_refused_unless_replace(cache, tmp_path):
+    x, edges, y = good_arrays()
+    first = add_user_dataset(write_npz(tmp_path / "a.npz", x=x, edge_index=edges, y=y), "mine")
+    other = write_npz(tmp_path / "b.npz", x=x + 1, edge_index=edges, y=y)
+    with pytest.raises(UserDatasetError, match="already registered .*pass --replace"):
+        add_user_dataset(other, "mine")
+    assert load_dataset("mine").content_hash == first.content_hash
+    refused = CliRunner().invoke(app, ["datasets", "add", str(other), "--name", "mine"])
+    assert refused.exit_code == 2 and "--replace" in refused.output
+    replaced = CliRunner().invoke(app, ["datasets", "add", str(other), "--name", "mine", "--replace"])
+    assert replaced.exit_code == 0, replaced.output
+    assert load_dataset("mine").content_hash != first.content_hash

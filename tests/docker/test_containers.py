@@ -178,3 +178,23 @@ def test_sweep_runs_against_containers(compose_up, tmp_path):
     ports = {ep.rsplit(":", 1)[1] for ep in endpoints}
     for _, _, _, endpoint in rows:
         assert endpoint and any(endpoint.endswith(":" + p) for p in ports), (endpoint, endpoints)
+
+
+def test_down_removes_a_network_compose_cannot(docker_engine):
+    """Compose fails to remove a network that still has an endpoint ("has active endpoints", also left by
+    Docker 20.10 after the containers are gone); `make down` then disconnects it, removes the network, exits 0."""
+    project = f"ngdowntest{os.getpid()}"
+    label = f"com.docker.compose.project={project}"
+    network = f"{project}_default"
+    _run(["docker", "network", "create", "--label", label, "--label", "com.docker.compose.network=default",
+          "--label", "com.docker.compose.version=1.29.2", network], timeout=60)
+    holder = _run(["docker", "run", "-d", "--rm", "--network", network, BASE_TAG, "sleep", "300"], timeout=120).stdout.strip()
+    try:
+        down = _run(["make", "down", f"COMPOSE_PROJECT={project}"], timeout=300, check=False)
+        assert down.returncode == 0, down.stdout + down.stderr
+        assert "disconnecting stale endpoint" in down.stderr
+        left = _run(["docker", "network", "ls", "-q", "--filter", f"label={label}"], timeout=60).stdout.strip()
+        assert not left, left
+    finally:
+        _run(["docker", "rm", "-f", holder], timeout=60, check=False)
+        _run(["docker", "network", "rm", network], timeout=60, check=False)

@@ -37,8 +37,9 @@ def test_gvt_selects_depth_on_validation(weights, graph):
     state = m.fit(bundle, train, val, m.resolve_config({"max_depth": 3, **QUICK}), context)
     _assert_probs(m.predict(state, bundle))
     _assert_frozen(state.encoder, _checkpoint(weights, "gvt-seed42"))
-    accs = [context.info[f"val_acc_depth{d}"] for d in (1, 2, 3)]
-    assert context.info["depth"] == 1 + int(np.argmax(accs))
+    losses = [context.info[f"val_loss_depth{d}"] for d in (1, 2, 3)]
+    assert context.info["selection"] == "val_loss" and context.info["depth"] == 1 + int(np.argmin(losses))
+    assert context.info["best_val_loss"] == min(losses)
     assert context.info["weights_id"] == "gvt-seed42" and context.info["weights_official"] is True
     # a second fit on the same graph reuses the representations
     again = ctx()
@@ -82,3 +83,22 @@ def test_node4all_feature_chunks_do_not_change_embeddings(weights, graph):
     encoder = CGTEncoder.from_state_dict(_checkpoint(weights, "node4all-cgt"))
     x, e = torch.from_numpy(bundle.features), torch.from_numpy(bundle.edge_index)
     torch.testing.assert_close(encode(encoder, x, e), encode(encoder, x, e, token_budget=48))
+
+
+def _full_readout(summary, seq):
+    """The readout as upstream writes it: every token through both blocks, attention as softmax(QK^T / sqrt(d)) V."""
+    y = torch.cat([summary.cls_token.expand(seq.shape[0], 1, -1), seq], dim=1)
+    for attn, ffn in zip(summary.attn, summary.ffn):
+        b, s, _ = y.shape
+        q, k, v = (p(y).view(b, s, attn.heads, attn.head_dim).transpose(1, 2) for p in (attn.q_proj, attn.k_proj, attn.v_proj))
+        scores = torch.softmax(q @ k.transpose(-1, -2) / attn.head_dim**0.5, dim=-1)
+        y = y + torch.tanh(attn.out_proj((scores @ v).transpose(1, 2).reshape(b, s, -1)))
+        y = y + torch.tanh(ffn(y))
+    return y[:, 0]
+
+
+def test_node4all_readout_in_blocks_equals_the_full_readout(weights):
+    summary = CGTEncoder.from_state_dict(_checkpoint(weights, "node4all-cgt")).layerwise_summary
+    seq = torch.randn(50, 11, 8, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        torch.testing.assert_close(summary(seq, block=7), _full_readout(summary, seq))

@@ -87,3 +87,37 @@ def test_cli_fetch_and_list(mirror, tmp_path, monkeypatch):
     assert rows["node4all-cgt"].rstrip(" │").endswith("ok") and rows["gvt-seed0"].rstrip(" │").endswith("missing")
     bad = runner.invoke(weights_cli.app, ["fetch", "no-such-weights"])
     assert bad.exit_code == 2 and "unknown weights" in bad.output
+
+
+class _Exploit:
+    def __init__(self, marker) -> None:
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _weights_loaders():
+    from methods.graphany.checkpoint import CheckpointError, load_checkpoint
+    from methods.graphpfn.common import safe_torch_load
+    from methods.gvt.method import load_state_dict
+
+    return {
+        "gvt-node4all-state-dict": (load_state_dict, WeightsError),
+        "pfn-safe-torch-load": (safe_torch_load, WeightsError),
+        "graphany-checkpoint": (load_checkpoint, CheckpointError),
+    }
+
+
+@pytest.mark.parametrize("loader", ["gvt-node4all-state-dict", "pfn-safe-torch-load", "graphany-checkpoint"])
+def test_every_weights_loader_refuses_pickled_code(tmp_path, loader):
+    """A checkpoint whose pickle would run ``os.system`` is refused by every family's loader; nothing runs."""
+    load, error = _weights_loaders()[loader]
+    marker = tmp_path / "pwned"
+    torch.save({"lins.0.weight": torch.zeros(2, 2), "evil": _Exploit(marker)}, tmp_path / "evil.pt")
+    with pytest.raises(error) as info:
+        load(tmp_path / "evil.pt")
+    assert "\n" not in str(info.value) and "system" in str(info.value)
+    assert not marker.exists()

@@ -25,12 +25,19 @@ runner = CliRunner()
     [
         (["--methods", "mpl", "--datasets", "synthetic-tiny"], "unknown method 'mpl'; known methods: "),
         (["--methods", "mlp", "--datasets", "synthetic-tinny"], "unknown dataset 'synthetic-tinny'; did you mean synthetic-tiny"),
-        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--budget", "-1"], "--budget must be at least 1"),
+        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--budget", "-1"], "--budget must be between 1 and 10000, got -1"),
+        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--budget", "99999999999999999999"], "--budget must be between 1 and 10000"),
+        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--time-limit", "nan"], "--time-limit must be a number of seconds in (0, 604800], got nan"),
+        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--time-limit", "inf"], "--time-limit must be a number of seconds"),
+        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--time-limit", "-5"], "--time-limit must be a number of seconds"),
+        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--time-limit", "0"], "--time-limit must be a number of seconds"),
+        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--parallel", "99999999999"], "--parallel must be between 1 and 1024"),
+        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--regimes", "public"], "--regimes public: synthetic-tiny has no published split"),
         (["--methods", "mlp", "--datasets", "synthetic-tiny", "--splits", "0,x"], "--splits must be comma-separated integers"),
         (["--methods", "mlp", "--datasets", "synthetic-tiny", "--splits", "9"], "split index 9 is outside 0..4"),
         (["--methods", "mlp", "--datasets", "synthetic-tiny", "--regimes", "20/20/60"], "unknown regime '20/20/60'"),
         (["--methods", "mlp", "--datasets", "synthetic-tiny", "--endpoint", "mlp"], "--endpoint must look like NAME=HOST:PORT"),
-        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--parallel", "0"], "--parallel must be at least 1"),
+        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--parallel", "-1"], "--parallel must be between 0 (one per replica found) and 1024, got -1"),
     ],
 )
 def test_bad_arguments_give_one_line_and_exit_2(tmp_path, args, message):
@@ -73,6 +80,87 @@ def test_run_then_rerun_resumes_and_show_prints_the_selection(tmp_path):
         assert db.execute("SELECT trial_key, finished_at FROM trials").fetchall() == stamps  # nothing rerun
     shown = subprocess.run([*ORCHESTRATOR, "show", "--store", str(store)], env=ENV, capture_output=True, text=True, timeout=60)
     assert shown.returncode == 0 and shown.stdout.count("synthetic-tiny") == 4
+
+
+def test_parallel_defaults_to_the_replicas_found_for_the_sweep():
+    from orchestrator.cli.run import replicas_found
+
+    found = {"gnn": ["a:1", "b:1", "c:1", "d:1"], "graphany": ["e:1"], "gcn": ["f:1", "g:1"]}
+    assert replicas_found({"gcn", "gnn"}, found) == 4  # one container per GPU on 4 GPUs
+    assert replicas_found({"gcn"}, found) == 2 and replicas_found({"graphany"}, found) == 1
+    assert replicas_found({"mlp", "gnn-other"}, found) == 1 and replicas_found({"gnn"}, {}) == 1
+
+
+def test_missing_gfm_weights_stop_the_run_before_any_trial_and_name_the_fetch_command(tmp_path, mirror):
+    """The README path: `orchestrator run` without the weights says which and how to fetch them; after the fetch, it runs."""
+    env = {**ENV, "NODEGROUND_CACHE": str(tmp_path / "cache"), "NODEGROUND_MIRROR": str(mirror)}
+    env.pop("NODEGROUND_WEIGHTS", None)  # the default place, as for a new user
+    store = tmp_path / "runs.sqlite"
+    # embedded services: containers other runs left on this Docker engine are not this test's
+    cmd = [*ORCHESTRATOR, "run", "--methods", "graphany,mlp", "--datasets", "synthetic-tiny", "--budget", "2", "--services", "embedded", "--store", str(store)]
+    refused = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2, refused.stderr
+    errors = [line for line in refused.stderr.splitlines() if line.startswith("error:")]
+    fetch = "orchestrator weights fetch graphany-arxiv graphany-cora graphany-product graphany-wisconsin"
+    assert len(errors) == 1 and "graphany not ready: weights graphany-arxiv not found at" in errors[0] and f"`{fetch}`" in errors[0]
+    assert str(tmp_path / "cache" / "weights") in errors[0]  # where the fetch puts them: where the service reads them
+    assert "Traceback" not in refused.stderr
+    with sqlite3.connect(store) as db:
+        assert db.execute("SELECT COUNT(*) FROM trials").fetchone() == (0,)  # nothing recorded, nothing to skip later
+    fetched = subprocess.run([*ORCHESTRATOR, *fetch.split()[1:]], env=env, capture_output=True, text=True, timeout=300)
+    assert fetched.returncode == 0, fetched.stdout + fetched.stderr
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    with sqlite3.connect(store) as db:
+        assert db.execute("SELECT method, COUNT(*), SUM(status = 'ok') FROM trials GROUP BY method ORDER BY method").fetchall() == [
+            ("graphany", 2, 2), ("mlp", 2, 2)
+        ]
+
+
+def _outcome_method(modes: tuple[str, ...]):
+    """A method named like a built-in (so `--endpoint mlp=...` routes to it) whose configurations end in ``modes``."""
+    import numpy as np
+
+    from methods.sdk import Capabilities, ChoiceParam, Method, ResourceError
+
+    class Outcomes(Method):
+        name, version = "mlp", "test"
+        capabilities = Capabilities(uses_gpu=False)
+        default_config = {"mode": "ok"}
+        search_space = (ChoiceParam("mode", modes),)
+
+        def fit(self, graph, train, val, config, ctx):
+            if config["mode"] == "crash":
+                raise RuntimeError("boom\nsecond line")
+            if config["mode"] == "oom":
+                raise ResourceError("needs 81 GiB, 80 GiB available")
+            return graph.num_classes
+
+        def predict(self, state, graph):
+            return np.full((graph.num_nodes, state), 1.0 / state, dtype=np.float32)
+
+    return Outcomes
+
+
+@pytest.mark.parametrize("modes, code", [(("ok", "oom"), 0), (("ok", "crash"), 1)])
+def test_run_exits_non_zero_and_summarises_when_a_trial_failed(tmp_path, modes, code):
+    from methods.sdk.service import MethodServicer, build_server
+
+    server, port = build_server(MethodServicer("gnn", [_outcome_method(modes)]), "127.0.0.1:0")
+    server.start()
+    try:
+        args = ["run", "--methods", "mlp", "--datasets", "synthetic-tiny", "--budget", "2", "--endpoint", f"mlp=127.0.0.1:{port}"]
+        result = runner.invoke(app, [*args, "--store", str(tmp_path / "r.sqlite")])
+    finally:
+        server.stop(0)
+    assert result.exit_code == code, result.output  # (the in-process service logs its method's traceback here too)
+    if code:
+        summary = result.output[result.output.index("did not succeed"):]
+        assert "1 trial(s) of this run did not succeed" in result.output
+        assert "mlp" in summary and "synthetic-tiny" in summary and "failed" in summary and "RuntimeError: boom" in summary
+        assert "second line" not in summary  # first error line only
+    else:
+        assert "did not succeed" not in result.output  # oom (and timeout) are accepted outcomes
 
 
 def test_repeated_endpoints_are_replicas():
@@ -137,3 +225,17 @@ def test_export_and_show_workflow_refuse_bad_input_in_one_line(tmp_path):
     shown = runner.invoke(app, ["show", "--workflow", "--store", str(store)])
     assert shown.exit_code == 0 and "Workflow cost per cell" in shown.output and "10.250" in shown.output
     assert "Service warm-up" in shown.output and "3.500" in shown.output
+
+
+def test_methods_list_shows_every_family_and_method_from_the_manifests():
+    from methods.families import load_families
+
+    result = CliRunner().invoke(app, ["methods", "list"])
+    assert result.exit_code == 0, result.output
+    families = load_families()
+    assert f"in {len(families)} families" in result.output
+    lines = result.output.splitlines()
+    for family in families.values():
+        for method in family.methods:
+            assert any(f" {method} " in line and f" {family.name} " in line and f" {family.kind} " in line
+                       and family.image in line for line in lines), (method, result.output)

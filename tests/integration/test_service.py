@@ -8,11 +8,13 @@ from typing import Any
 import grpc
 import numpy as np
 import pytest
+import torch
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from methods.gnn import GCN, MLP
 from methods.sdk import Capabilities, Config, FitContext, FloatParam, Method
-from methods.sdk.service import MethodServicer, build_server
+from methods.sdk.method import pick_device
+from methods.sdk.service import MethodServicer, build_server, nvidia_driver_version
 from methods.sdk.wire import GraphBundle, make_bundle
 from nodeground.v1 import method_service_pb2 as pb
 from nodeground.v1 import method_service_pb2_grpc as pb_grpc
@@ -76,6 +78,22 @@ def test_describe_and_health(service):
     assert gcn.default_config["hidden"] == 64 and {p.name for p in gcn.search_space} >= {"lr", "hidden", "norm", "residual"}
     health = health_pb2_grpc.HealthStub(client._channel).Check(health_pb2.HealthCheckRequest(service="nodeground.v1.MethodService"))
     assert health.status == health_pb2.HealthCheckResponse.SERVING
+    # The device as records will name it: a GPU's name and driver only where the service computes on one.
+    expected = {"device": str(pick_device(True))} | ({"cuda_version": torch.version.cuda} if torch.version.cuda else {})
+    if torch.cuda.is_available():
+        expected |= {"device_name": torch.cuda.get_device_name(0)}
+    assert expected.items() <= client.device().items()
+
+
+@pytest.mark.parametrize(("text", "version"), [
+    ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\nGCC version:  gcc 12\n", "535.104.05"),
+    ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.03  Release Build  (dvs-builder@U16)\n", "580.159.03"),
+    ("something else\n", ""),
+])
+def test_driver_version_from_the_kernel_module_when_nvml_is_absent(tmp_path, text, version):
+    proc = tmp_path / "version"
+    proc.write_text(text)
+    assert nvidia_driver_version(proc, nvml="libnvidia-ml-absent.so.1") == version
 
 
 def test_upload_once_then_fit_predict_release(service, graph):
@@ -114,6 +132,9 @@ def test_same_seed_same_predictions(service, graph):
         ("gcn", [0, 1], {"hidden": "big"}, grpc.StatusCode.INVALID_ARGUMENT, "hidden"),
         ("gcn", [0, 1], {"lr": 9.0}, grpc.StatusCode.INVALID_ARGUMENT, "outside"),
         ("narrow", [0, 1], {}, grpc.StatusCode.INVALID_ARGUMENT, "at most 2 classes"),
+        ("gcn", [0, 1, 30], {}, grpc.StatusCode.INVALID_ARGUMENT, "overlap"),  # node 30 is in val too
+        ("gcn", [0, 1], {"max_epochs": -1}, grpc.StatusCode.INVALID_ARGUMENT, "max_epochs=-1 must be positive"),
+        ("gcn", [0, 1], {"max_epochs": 0}, grpc.StatusCode.INVALID_ARGUMENT, "must be positive"),
     ],
 )
 def test_malformed_requests_get_invalid_argument(service, graph, method, train, config, code, message):

@@ -283,3 +283,26 @@ def test_a_directory_with_only_client_and_recover_still_runs_sweeps(tmp_path, se
         records = Sweep(plan, store, directory).run()
     directory.close()
     assert len(records) == 2 and records[0].status == "ok" and records[0].endpoint == endpoint and not directory.recovered
+
+
+def test_a_dataset_registered_anew_is_run_again_and_never_served_stale(tmp_path, servers, monkeypatch):
+    """`datasets add --replace` with other content: the rerun executes its trials and results show only the new graph."""
+    from orchestrator.data.user import add_user_dataset
+    from tests.conftest import tiny_graph
+
+    monkeypatch.setenv("NODEGROUND_CACHE", str(tmp_path / "cache"))
+    x, e, y = tiny_graph(90)
+    np.savez(tmp_path / "a.npz", x=x, edge_index=e, y=y)
+    np.savez(tmp_path / "b.npz", x=-x, edge_index=e, y=y)
+    first = add_user_dataset(tmp_path / "a.npz", "mine")
+    endpoint, _, _ = servers()
+    plan = SweepPlan(("qmlp",), ("mine",), ("50/25/25",), (0,), budget=2)
+    records, frame = run(plan, tmp_path / "r.sqlite", {"test": endpoint})
+    assert len(records) == 2 and set(frame["dataset_hash"]) == {first.content_hash}
+    records, _ = run(plan, tmp_path / "r.sqlite", {"test": endpoint})
+    assert records == [], "an unchanged dataset is not run again"
+    second = add_user_dataset(tmp_path / "b.npz", "mine", replace=True)
+    records, frame = run(plan, tmp_path / "r.sqlite", {"test": endpoint})
+    assert len(records) == 2, "the replaced dataset's trials were skipped as done"
+    assert set(frame["dataset_hash"]) == {second.content_hash} and len(frame) == 2
+    assert all(key.endswith(second.content_hash) for key in frame["trial_key"])

@@ -56,3 +56,17 @@ def test_stack_gnns_offer_the_strong_baseline_options() -> None:
     for method in all_methods():
         if method.name in ("mlp", "gcn", "graphsage", "gat", "gatv2", "gin"):
             assert STRONG_BASELINE_KNOBS <= {p.name for p in method.search_space}, method.name
+
+
+
+def test_every_family_declares_the_kind_its_methods_have(tmp_path) -> None:
+    """The manifest's kind is what `orchestrator methods list` shows without importing model code."""
+    families = load_families()
+    assert sorted(f.name for f in families.values() if f.kind == "supervised") == sorted(EXPECTED)
+    for family in families.values():
+        assert {m.kind for m in method_classes(family)} == {family.kind}, family.name
+    (tmp_path / "gnn").mkdir()
+    (tmp_path / "gnn" / "manifest.toml").write_text(
+        f'family = "gnn"\nimage = "x/gnn"\nmodule = "methods.gnn"\nmethods = {EXPECTED["gnn"]}\nkind = "gfm"\n'.replace("'", '"'))
+    with pytest.raises(RuntimeError, match="manifest says kind 'gfm'"):
+        method_classes(load_families(tmp_path)["gnn"])

@@ -192,3 +192,22 @@ def test_edge_attention_refuses_what_cannot_fit(method, wide, narrow, named, mul
     with pytest.raises(ResourceError, match=rf"{method.name}: {named} needs about"):
         method().fit(bundle, train, val, config, cpu_context())
     method().fit(bundle, train, val, {**config, **narrow}, cpu_context())  # a narrow one fits
+
+
+def test_gcnii_depth_refuses_what_cannot_fit(multiclass, monkeypatch) -> None:
+    """GCNII keeps ~12 floats per node, unit and layer: the paper's 64 x 64 on the conformance check's large graph
+    (20k nodes) needs ~3.8 GiB, more than a 4 GiB sandbox leaves, and is refused there with the estimate."""
+    from orchestrator.conformance.graphs import standard_cases
+
+    large = standard_cases()[-1].bundle
+    monkeypatch.setattr(sdk_method, "available_memory_bytes", lambda device: 3.4 * 2**30)  # 4 GiB minus the service
+    with pytest.raises(ResourceError, match=r"gcnii: 64 GCNII layers of 64 on 20481 nodes needs about 3\.\d\d GiB"):
+        GCNII().check_resources(large, GCNII.default_config, torch.device("cpu"))
+    monkeypatch.setattr(sdk_method, "available_memory_bytes", lambda device: 7.4 * 2**30)  # compose's 8 GiB container
+    GCNII().check_resources(large, GCNII.default_config, torch.device("cpu"))
+    bundle, train, val = multiclass
+    monkeypatch.setattr(sdk_method, "available_memory_bytes", lambda device: 2 * 2**20)
+    config = GCNII.resolve_config({"hidden": 512, "num_layers": 64, "max_epochs": 2})
+    with pytest.raises(ResourceError, match=r"gcnii: 64 GCNII layers of 512"):
+        GCNII().fit(bundle, train, val, config, cpu_context())
+    GCNII().fit(bundle, train, val, {**config, "hidden": 32, "num_layers": 2}, cpu_context())  # a shallow one fits

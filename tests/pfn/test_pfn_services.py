@@ -51,7 +51,7 @@ def test_fit_predict_on_texas_public_split(service, texas_bundle, method):
     assert info["weights_id"] == "random-init" and info["weights_official"] is False
     assert len(info["weights_sha256"]) == 64 and info["memory_estimate_bytes"] <= info["memory_budget_bytes"]
     assert fit.stats.seconds > 0 and fit.stats.peak_rss_bytes > 0
-    net = servicer.models[fit.value.model_handle].state.net
+    net = servicer.models.get(fit.value.model_handle).state.net
     predicted = client.predict(fit.value.model_handle, bundle.num_nodes)
     probs = predicted.value
     assert probs.shape == (bundle.num_nodes, bundle.num_classes) and np.isfinite(probs).all()

@@ -117,3 +117,11 @@ def test_shards_partition_the_plan_into_whole_contiguous_cells(count):
 def test_shards_do_not_depend_on_anything_but_the_plan():
     trials = _plan()
     assert shard_of(trials, 3) == shard_of([dataclasses.replace(t) for t in trials], 3)
+
+
+def test_a_store_from_before_keys_carried_the_dataset_hash_merges_under_todays_keys(tmp_path):
+    old = store(tmp_path / "old.sqlite", record("m@v|d|10/10/80|0|c"))  # the key as an older version wrote it
+    assert keys(old) == ["m@v|d|10/10/80|0|c"]
+    new = store(tmp_path / "new.sqlite", record("m@v|d|10/10/80|0|c|h"))
+    merge_stores(tmp_path / "all.sqlite", [old, new])
+    assert keys(tmp_path / "all.sqlite") == ["m@v|d|10/10/80|0|c|h"]

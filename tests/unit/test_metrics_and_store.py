@@ -93,3 +93,33 @@ def test_services_table_round_trip_and_old_stores(tmp_path):
     with Store(old) as store:  # opening it for writing adds what is missing
         store.write(record("x"))
     assert read_trials(old)["status"].tolist() == ["ok"]
+
+
+def test_an_old_stores_keys_gain_the_dataset_hash_they_recorded(tmp_path):
+    """A rerun over a store written before keys carried the content hash skips what is unchanged."""
+    from orchestrator.records import trial_key
+
+    path = tmp_path / "old.sqlite"
+    with Store(path) as store:
+        store.write(record("gcn@v|d|10/10/80|0|c"))  # the old 5-part key; its row recorded dataset_hash "h"
+        store.write(record("gcn@v|d|10/10/80|1|c", status="unavailable"))
+    with Store(path) as store:
+        assert store.done_keys() == {trial_key("gcn", "v", "d", "10/10/80", 0, "c", "h")}
+        assert trial_key("gcn", "v", "d", "10/10/80", 0, "c", "other") not in store.done_keys()
+
+
+def test_rows_of_a_replaced_dataset_move_aside_when_its_new_content_is_first_stored(tmp_path):
+    path = tmp_path / "runs.sqlite"
+    with Store(path) as store:
+        store.write(record("k-old-1"))
+        store.write(record("k-old-2"))
+        other = record("k-other")
+        other.dataset, other.dataset_hash = "e", "x"
+        store.write(other)
+        new = record("k-new")
+        new.dataset_hash, new.val_loss = "h2", 0.1
+        store.write(new)
+    assert sorted(read_trials(path)["trial_key"]) == ["k-new", "k-other"]
+    with sqlite3.connect(path) as db:
+        kept = sorted(key for (key,) in db.execute("SELECT trial_key FROM superseded_trials"))
+    assert kept == ["k-old-1", "k-old-2"], "superseded rows are kept, not lost"

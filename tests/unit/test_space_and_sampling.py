@@ -37,6 +37,8 @@ def test_validate_merges_over_defaults_and_coerces_exact_ints():
         ({"norm": "group"}, "not one of"),
         ({"residual": 1}, "not one of"),
         ({"max_epochs": "ten"}, "must be int"),
+        ({"max_epochs": -1}, "must be positive"),
+        ({"max_epochs": 0}, "must be positive"),
         ({"dropout_rate": 0.1}, "unknown config key"),
     ],
 )

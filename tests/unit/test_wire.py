@@ -81,3 +81,57 @@ def test_probabilities_round_trip_in_row_chunks():
     assert got.peak_rss_bytes == 10
     with pytest.raises(BundleError, match="covers"):
         decode_probabilities(iter(chunks[:-1]), 1000)
+
+
+def _header_chunk(b, **changes):
+    first = next(encode(b))
+    header = pb.GraphHeader()
+    header.CopyFrom(first.header)
+    for key, value in changes.items():
+        setattr(header, key, value)
+    return header
+
+
+def test_admit_sees_the_header_before_any_buffer_is_allocated():
+    from methods.sdk.wire import BundleTooLarge, held_bytes
+
+    b = bundle()
+    seen = []
+
+    def refuse(header):
+        seen.append(held_bytes(header))
+        raise BundleTooLarge("too big")
+
+    def stream():
+        yield pb.GraphChunk(header=_header_chunk(b))
+        raise AssertionError("the payload was read although the header was refused")
+
+    with pytest.raises(BundleTooLarge):
+        decode(stream(), admit=refuse)
+    assert seen == [b.nbytes + b.num_nodes * b.num_classes * 4]
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"num_classes": 2 * 10**7}, "num_classes must lie in"),
+        ({"num_classes": 1}, "num_classes must lie in"),
+        ({"num_nodes": 7}, "num_nodes 7 disagrees"),
+    ],
+)
+def test_header_counts_are_bounded_by_the_graph(changes, message):
+    b = bundle()
+    chunks = list(encode(b))
+    header = _header_chunk(b, **changes)
+    chunks[0] = pb.GraphChunk(header=header, data=chunks[0].data)
+    with pytest.raises(BundleError, match=message):
+        decode(iter(chunks))
+
+
+def test_shapes_whose_product_overflows_int64_are_refused():
+    b = bundle()
+    header = _header_chunk(b)
+    header.tensors[0].shape[:] = [2**32, 2**32]  # np.prod would wrap to 0
+    header.tensors[0].nbytes = 0
+    with pytest.raises(BundleError, match="disagree with its shape"):
+        decode(iter([pb.GraphChunk(header=header)]))

@@ -125,14 +125,32 @@ class DescribeRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class DescribeResponse(_message.Message):
-    __slots__ = ("methods", "family", "device")
+    __slots__ = ("methods", "family", "device", "device_name", "driver_version", "cuda_version", "not_ready")
     METHODS_FIELD_NUMBER: _ClassVar[int]
     FAMILY_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_NAME_FIELD_NUMBER: _ClassVar[int]
+    DRIVER_VERSION_FIELD_NUMBER: _ClassVar[int]
+    CUDA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    NOT_READY_FIELD_NUMBER: _ClassVar[int]
     methods: _containers.RepeatedCompositeFieldContainer[MethodInfo]
     family: str
     device: str
-    def __init__(self, methods: _Optional[_Iterable[_Union[MethodInfo, _Mapping]]] = ..., family: _Optional[str] = ..., device: _Optional[str] = ...) -> None: ...
+    device_name: str
+    driver_version: str
+    cuda_version: str
+    not_ready: _containers.RepeatedCompositeFieldContainer[NotReady]
+    def __init__(self, methods: _Optional[_Iterable[_Union[MethodInfo, _Mapping]]] = ..., family: _Optional[str] = ..., device: _Optional[str] = ..., device_name: _Optional[str] = ..., driver_version: _Optional[str] = ..., cuda_version: _Optional[str] = ..., not_ready: _Optional[_Iterable[_Union[NotReady, _Mapping]]] = ...) -> None: ...
+
+class NotReady(_message.Message):
+    __slots__ = ("method", "weights_id", "reason")
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    WEIGHTS_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    method: str
+    weights_id: str
+    reason: str
+    def __init__(self, method: _Optional[str] = ..., weights_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class HasGraphRequest(_message.Message):
     __slots__ = ("graph_hash",)

@@ -1,0 +1,101 @@
+"""The findings page: what a store shows, in the paper's terms, one sentence per computed fact.
+
+Every sentence is computed from the report's tables (never written by hand) and names the figure
+it comes from, so a reader can check it. Topics follow the paper: who leads Elo in each regime,
+the strongest GFM and its rank, which GFMs sit on each Pareto frontier with and without
+intermediate budgets, the largest tuning gains, task-type leaders, metric sensitivity, the
+validation–test gap, pretraining overlap and results below chance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+
+COLUMNS = ["regime", "topic", "sentence", "figure"]
+
+
+def _names(views) -> str:
+    views = list(views)
+    return ", ".join(views) if views else "none"
+
+
+def findings(tables: dict[str, pd.DataFrame], regimes: list[str], figure: Callable[[str, str], str]) -> pd.DataFrame:
+    """One row per sentence: regime, topic, sentence, figure (a path relative to the report)."""
+    rows: list[dict] = []
+
+    def say(regime: str, topic: str, sentence: str, fig: str) -> None:
+        rows.append({"regime": regime, "topic": topic, "sentence": sentence, "figure": figure(fig, regime)})
+
+    for regime in regimes:
+        lb = tables["leaderboard"]
+        lb = lb[lb["regime"] == regime].sort_values("rank")
+        if lb.empty:
+            continue
+        top = lb.iloc[0]
+        say(regime, "elo", f"In {regime}, {top['view']} leads Elo at {top['elo']:.0f} (95% interval "
+            f"{top['lower']:.0f}–{top['upper']:.0f}) among {len(lb)} compared methods.", "elo")
+        gfms = lb[lb["kind"] != "supervised"]
+        if gfms.empty:
+            say(regime, "gfm", f"In {regime}, no GFM has results.", "elo")
+        else:
+            g = gfms.iloc[0]
+            say(regime, "gfm", f"In {regime}, the strongest GFM is {g['view']}: Elo {g['elo']:.0f}, rank {int(g['rank'])} "
+                f"of {len(lb)} (mean rank across datasets {g['mean_rank']:.2f}).", "elo")
+        for cost, label in (("time", "workflow time"), ("memory", "peak memory")):
+            ends = tables[f"pareto_{cost}"]
+            ends = ends[(ends["regime"] == regime) & ends["on_front"]]
+            both = tables[f"pareto_{cost}_budgets"]
+            both = both[(both["regime"] == regime) & both["on_front"]]
+            say(regime, f"pareto_{cost}", f"In {regime}, GFMs on the {label} Pareto frontier: "
+                f"{_names(ends.loc[ends['kind'] != 'supervised', 'view'])} (the frontier: {_names(ends['view'])}).",
+                f"pareto_{cost}")
+            say(regime, f"pareto_{cost}_budgets", f"In {regime}, with intermediate tuning budgets, GFMs on the {label} "
+                f"frontier: {_names(both.loc[both['kind'] != 'supervised', 'view'])} (the frontier: "
+                f"{_names(both['view'].drop_duplicates())}).", f"pareto_{cost}_budgets")
+        tr = tables["tuning_requirements"]
+        tr = tr[tr["regime"] == regime].sort_values("tuning_gain", ascending=False)
+        if len(tr):
+            best = "; ".join(f"{r.method} {r.tuning_gain:+.1f} points (within 1 point of the full search from k = "
+                             f"{r.k_within_1pt})" for r in tr.head(3).itertuples())
+            say(regime, "tuning", f"In {regime}, the largest test gains of tuning over the default configuration: {best}.",
+                "tuning")
+        gap = tables["validation_test_gap"]
+        gap = gap[(gap["regime"] == regime) & (gap["budget"] == "full")]
+        if len(gap):
+            worst = gap.sort_values("overstatement", ascending=False).iloc[0]
+            say(regime, "validation_test_gap", f"In {regime}, a full search improves validation by "
+                f"{gap['val_gain'].mean():.1f} points and test by {gap['test_gain'].mean():.1f} points on average over "
+                f"the default: tuning overstates its gain by {gap['overstatement'].mean():.1f} points (most for "
+                f"{worst['method']}, {worst['overstatement']:.1f}).", "validation_test_gap")
+        tt = tables["task_type_leaderboards"]
+        tt = tt[tt["regime"] == regime]
+        leads = [f"on {task} tasks ({g['metric'].iloc[0]}) {g.sort_values('position')['view'].iloc[0]}"
+                 for task, g in tt.groupby("task_type", sort=True)]
+        if leads:
+            say(regime, "task_types", f"In {regime}, Elo is led " + " and ".join(leads) + ".", "task_types")
+        ms = tables["metric_sensitivity_summary"]
+        ms = ms[ms["regime"] == regime].dropna(subset=["spearman"])
+        if len(ms) and (ms["changed_positions"] == 0).all():
+            say(regime, "metric_sensitivity", f"In {regime}, every secondary metric ({', '.join(sorted(set(ms['metric'])))}) "
+                "orders the methods as the primary metric does.", "metric_sensitivity")
+        elif len(ms):
+            w = ms.sort_values("spearman").iloc[0]
+            say(regime, "metric_sensitivity", f"In {regime}, the ordering departs most from the primary metric under "
+                f"{w['metric']} on {w['task_type']} tasks (Spearman {w['spearman']:.2f}, {w['changed_positions']} of "
+                f"{w['views']} methods change position; {w['largest_move_view']} moves {w['largest_move']:+d}).",
+                "metric_sensitivity")
+    ov = tables["pretraining_overlap"]
+    for regime in regimes:
+        o = ov[ov["regime"] == regime]
+        if len(o):
+            pairs = sorted({f"{v} on {d}" for v, d in zip(o["view"], o["dataset"])})
+            say(regime, "pretraining_overlap", f"In {regime}, {len(o)} GFM result(s) are replaced by gcn-Default for "
+                f"pretraining overlap: {', '.join(pairs)}.", "pretraining_overlap")
+    bc = tables["below_chance"]
+    if len(bc):
+        pairs = sorted({f"{v} on {d}" for v, d in zip(bc["view"], bc["dataset"])})
+        rows.append({"regime": "", "topic": "below_chance", "figure": "index.html#below-chance",
+                     "sentence": f"{len(bc)} selected binary result(s) score a test AUROC below 0.5: {', '.join(pairs)}."})
+    return pd.DataFrame(rows, columns=COLUMNS)

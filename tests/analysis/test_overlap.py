@@ -1,0 +1,68 @@
+"""Pretraining-overlap audit: a GFM result on its own pretraining graph never enters a common-universe view."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from methods.families import load_families
+from orchestrator.analysis import overlap as ov
+from orchestrator.analysis.site import compute_analysis
+
+from .conftest import trial_rows
+
+DATASETS = ("ogbn-arxiv", "texas", "cora-tag", "wisconsin")
+
+
+def store() -> pd.DataFrame:
+    """gcn (default + one sampled trial) and graphany on four graphs, two splits; graphany 0.99 everywhere."""
+    rows = []
+    for d_i, dataset in enumerate(DATASETS):
+        for split in (0, 1):
+            base = 0.6 + 0.05 * d_i + 0.01 * split
+            rows += [dict(method="gcn", dataset=dataset, split=split, trial_index=0, val_loss=0.5, test_primary=base),
+                     dict(method="gcn", dataset=dataset, split=split, trial_index=1, val_loss=0.4, test_primary=base + 0.02),
+                     dict(method="graphany", kind="gfm", dataset=dataset, split=split, trial_index=0, val_loss=0.1,
+                          test_primary=0.99)]
+    return trial_rows(rows)
+
+
+def test_graphany_on_ogbn_arxiv_is_replaced_by_gcn_default_in_every_common_universe_view():
+    an = compute_analysis(store(), rounds=5, compute_stats=False)
+    main = an.tables["results"]
+    ga = main[main["view"] == "graphany"].set_index(["dataset", "split"])
+    ref = main[main["view"] == "gcn-Default"].set_index(["dataset", "split"])["score"]
+    for dataset in ("ogbn-arxiv", "cora-tag", "wisconsin"):  # arxiv; cora's topology; a checkpoint's graph
+        cell = ga.loc[dataset]
+        assert cell["overlap"].all() and cell["imputed"].all(), dataset
+        assert (cell["score"] == ref.loc[dataset]).all() and not (cell["score"] == 0.99).any()
+    assert not ga.loc["texas", "overlap"].any() and (ga.loc["texas", "score"] == 0.99).all()
+    per_ds = an.tables["per_dataset"].set_index(["dataset", "view"])
+    assert per_ds.loc[("ogbn-arxiv", "graphany"), "score_mean"].tolist() == per_ds.loc[("ogbn-arxiv", "gcn-Default"), "score_mean"].tolist()
+    # The cohorts without imputation: complete cases keep texas alone, near-complete drops graphany.
+    ce = an.tables["cohort_elo"]
+    assert set(ce.loc[ce["cohort"] == "complete", "cohort_datasets"]) == {1}
+    assert "graphany" not in set(ce.loc[ce["cohort"] == "near_complete", "view"])
+    audit = an.tables["pretraining_overlap"]
+    assert set(audit["dataset"]) == {"ogbn-arxiv", "cora-tag", "wisconsin"} and audit["replaced"].all()
+    assert (audit["omitted_score"] == 0.99).all()
+    assert any("pretraining overlap" in s for s in an.tables["findings"]["sentence"])
+
+
+def test_graph_identity_resolves_aliases_and_shared_topologies():
+    assert ov.graph_identity("arxiv") == ov.graph_identity("ogbn-arxiv") == "ogbn-arxiv"
+    assert ov.graph_identity("cora-tag") == ov.graph_identity("Cora") == "cora"
+    assert ov.graph_identity("my-own-graph") == "my-own-graph"
+    res = pd.DataFrame({"method_name": ["gvt", "gvt", "gcn", "gvt"], "dataset": ["arxiv", "texas", "arxiv", "arxiv"],
+                        "origin": ["builtin", "builtin", "builtin", "user:x"]})
+    assert ov.overlapping(res).tolist() == [True, False, False, False]
+
+
+def test_every_gfm_family_declares_its_pretraining_graphs():
+    from methods.families import method_classes
+
+    for family in load_families().values():
+        kinds = {cls.kind for cls in method_classes(family)}
+        assert (family.pretraining_graphs is not None) == (kinds == {"gfm"}), family.name
+    declared = ov.declared_pretraining()
+    assert "ogbn-arxiv" in declared["graphany"] and declared["gvt"] == ("ogbn-arxiv",)
+    assert {m for m, graphs in declared.items() if not graphs} == {"node4all", "graphpfn", "nodepfn", "g2tfm"}

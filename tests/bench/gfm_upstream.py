@@ -1,0 +1,308 @@
+"""Upstream side of the GFM benchmark: fit and predict through the authors' own code.
+
+Run by ``bench_gfm`` with the upstream checkout's own interpreter (its virtual
+environment), never with ours; it imports only the upstream package, torch and
+numpy, plus the standard-library probe beside it::
+
+    <checkout>/.venv/bin/python tests/bench/gfm_upstream.py METHOD GRAPH_NPZ OUT_DIR
+
+``UPSTREAM_ROOT`` names the checkout. The graph file holds the same canonical
+graph, split and run settings our side gets (see ``bench_gfm``). What runs:
+
+* graphany: ``GraphDataset.prepare_prop_features_logits_and_dist_features``
+  (mean aggregation, per-channel ``gelss`` least squares, the per-node
+  scikit-learn perplexity search) and ``GraphAny.forward``, on the attention
+  weights of the released checkpoint. DGL has no build for current torch: its
+  four calls used here are stood in by PyG's scatter-mean (``_stand_in_dgl``).
+* gvt: ``HyperparameterTuner.tune_recurrent_depth`` (a frozen RGVT and a
+  predictor trained at every depth 1..max_depth), with the adjacency built once
+  as upstream's ``evaluate_dataset_stage`` does, then the chosen depth's softmax.
+* node4all: ``channel_inference_neighbor_sampling`` with its defaults (full
+  graph, feature chunks of 1e6 tokens) and ``PredictorTrainer.train`` on an MLP
+  predictor, then its softmax.
+* nodepfn: ``TransformerModel`` (GPS layers) built as ``load_model_only_inference``
+  builds it, one forward pass on the random parameters our side uses.
+
+Head training runs a fixed number of epochs on both sides (patience = epochs), so
+that the two do the same work; the frozen representations are compared to float round-off.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.util
+import json
+import os
+import sys
+import types
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import gfm_probe  # noqa: E402
+
+ROOT = Path(os.environ["UPSTREAM_ROOT"]).resolve()
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+NOTES: list[str] = []
+
+
+def _load(path: Path) -> tuple[dict, dict]:
+    with np.load(path) as raw:
+        arrays = {k: raw[k] for k in raw.files}
+    return arrays, json.loads(str(arrays.pop("job")))
+
+
+def _masks(n: int, arrays: dict) -> list[torch.Tensor]:
+    out = []
+    for name in ("train", "val", "test"):
+        m = torch.zeros(n, dtype=torch.bool)
+        m[torch.from_numpy(arrays[name])] = True
+        out.append(m)
+    return out
+
+
+def run_graphany(arrays: dict, job: dict, out: Path) -> dict:
+    _stand_in_dgl()
+    import dgl
+    from graphany.data import GraphDataset
+    from graphany.model import GraphAny
+
+    cfg_model = job["graphany_config"]
+    x = torch.from_numpy(arrays["x"])
+    y = torch.from_numpy(arrays["y"])
+    ei = torch.from_numpy(arrays["edge_index"])
+    train = torch.from_numpy(arrays["train"])
+
+    def work():
+        state = torch.load(job["graphany_state"], map_location="cpu", weights_only=True)
+        model = GraphAny(**cfg_model)
+        model.load_state_dict(state)
+        model.eval()
+        # upstream's load_dataset tail: remove self-loops, to_simple; the dataset object is built without
+        # downloading anything (its __init__ loads a named dataset), then its own preprocessing runs
+        g = dgl.to_simple(dgl.remove_self_loop(dgl.graph((ei[0], ei[1]), num_nodes=x.shape[0])))
+        ds = GraphDataset.__new__(GraphDataset)
+        ds.cfg = types.SimpleNamespace(
+            feat_channels=list(cfg_model["feat_channels"]), pred_channels=list(cfg_model["pred_channels"]),
+            n_per_label_examples=0, entropy=cfg_model["entropy"],
+        )
+        ds.name, ds.preprocess_device = "bench", torch.device("cpu")
+        ds.cache_f_name = str(out / "ga_cache.pt")  # upstream caches to files; fresh names, so it computes
+        ds.dist_f_name = str(out / "ga_dist.pt")
+        ds.label, ds.num_class, ds.train_indices = y, int(job["num_classes"]), train
+        _features, preds, dist = ds.prepare_prop_features_logits_and_dist_features(g, x, n_hops=2)
+        with torch.no_grad():
+            fused, _ = model(preds, dist=dist)
+        return torch.softmax(fused, dim=1)
+
+    probs, stats = gfm_probe.measure(work)
+    np.savez(out / "outputs.npz", probs=probs.numpy())
+    return stats
+
+
+def _stand_in_dgl() -> None:
+    """DGL has no build for this torch (its C++ graphbolt/tensoradapter libraries exist only up to torch 2.2).
+
+    The dataset modules import it at module level; of its API the code timed here
+    uses only GraphAny's preprocessing: ``graph``, ``remove_self_loop``,
+    ``to_simple`` and ``update_all(copy_u, mean)``. The stand-in gives those, the
+    mean through PyG's ``scatter`` (the closest upstream-equivalent kernel);
+    everything else runs upstream's own code.
+    """
+    try:
+        import dgl  # noqa: F401
+        return
+    except (ImportError, OSError) as exc:
+        NOTES.append(f"DGL not usable here ({type(exc).__name__}); graph/remove_self_loop/to_simple/update_all(copy_u, mean) "
+                     "stood in by PyG's scatter-mean")
+    from torch_geometric.utils import coalesce, scatter
+
+    class DGLGraph:
+        idtype = torch.int64
+
+        def __init__(self, src, dst, n):
+            self.src, self.dst, self.n, self.ndata = src.long(), dst.long(), int(n), {}
+
+        def num_nodes(self):
+            return self.n
+
+        number_of_nodes = num_nodes
+
+        def num_edges(self):
+            return int(self.src.numel())
+
+        def to(self, device):
+            return self
+
+        def update_all(self, message, reduce):
+            (_, source), (_, target, out) = message, reduce
+            self.ndata[out] = scatter(self.ndata[source][self.src], self.dst, 0, self.n, reduce="mean")
+
+    class StandIn(types.ModuleType):
+        """Any other DGL name resolves to a class that refuses to be used (the modules importing it stay importable)."""
+
+        def __getattr__(self, name: str):
+            if name.startswith("__"):
+                raise AttributeError(name)
+
+            def refuse(*_a, **_k):
+                raise NotImplementedError(f"{self.__name__}.{name} needs DGL, which is not usable here")
+
+            value = type(name, (), {"__init__": refuse})
+            setattr(self, name, value)
+            return value
+
+    class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def find_spec(self, fullname, path, target=None):
+            return importlib.util.spec_from_loader(fullname, self, is_package=True) if fullname.split(".")[0] == "dgl" else None
+
+        def create_module(self, spec):
+            return StandIn(spec.name)
+
+        def exec_module(self, module):
+            module.__path__ = []
+
+    sys.meta_path.insert(0, Finder())
+    import dgl
+    import dgl.function as fn
+
+    fn.copy_u = lambda field, msg: ("copy_u", field)
+    fn.mean = lambda msg, out: ("mean", msg, out)
+    dgl.DGLGraph = DGLGraph
+    dgl.graph = lambda edges, num_nodes=None, idtype=None: DGLGraph(edges[0], edges[1], num_nodes if num_nodes is not None else int(max(edges[0].max(), edges[1].max())) + 1)
+    keep = lambda g, mask: DGLGraph(g.src[mask], g.dst[mask], g.n)  # noqa: E731
+    dgl.remove_self_loop = lambda g: keep(g, g.src != g.dst)
+    dgl.to_simple = lambda g: DGLGraph(*coalesce(torch.stack([g.src, g.dst]), num_nodes=g.n), g.n)
+
+
+def run_gvt(arrays: dict, job: dict, out: Path) -> dict:
+    _stand_in_dgl()
+    import stages.stage2 as stage2
+    from model.gvt import GraphViewTransformation
+    from utils.training import TrainerConfig
+
+    x = torch.from_numpy(arrays["x"])
+    y = torch.from_numpy(arrays["y"])
+    ei = torch.from_numpy(arrays["edge_index"])
+    masks = _masks(x.shape[0], arrays)
+    epochs, max_depth = int(job["epochs"]), int(job["max_depth"])
+    args = types.SimpleNamespace(checkpoint=job["gvt_weights"], predictor_type="mlp", adj_max_hop=2, vt_depth=2, max_depth=max_depth)
+    config = TrainerConfig()
+    config.max_epochs, config.patience = epochs, epochs
+    reps: dict[int, torch.Tensor] = {}
+    heads: dict[int, torch.nn.Module] = {}
+    upstream_gvt, upstream_predictor = stage2.recurrent_gvt, stage2.Predictor
+
+    def recording_gvt(*a, manual_depth, **k):  # keeps every depth's representation, as our cache does
+        reps[manual_depth] = upstream_gvt(*a, manual_depth=manual_depth, **k)
+        return reps[manual_depth]
+
+    class RecordingPredictor(upstream_predictor):  # keeps every depth's trained predictor for the softmax
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            heads[len(heads) + 1] = self
+
+    stage2.recurrent_gvt, stage2.Predictor = recording_gvt, RecordingPredictor
+
+    def work():
+        torch.manual_seed(0)
+        a_rw, a_sym = GraphViewTransformation._build_adjacency_matrices(ei, x.size(0))  # as evaluate_dataset_stage
+        results = stage2.HyperparameterTuner(max_depth, config, torch.device("cpu")).tune_recurrent_depth(
+            x, ei, y, masks, args, A_rw=a_rw, A_sym=a_sym)
+        best = max(results, key=lambda d: results[d]["val"])
+        with torch.no_grad():
+            probs = torch.softmax(heads[best].eval()(reps[best]), dim=1)
+        return results, best, probs
+
+    (results, best, probs), stats = gfm_probe.measure(work)
+    np.savez(out / "outputs.npz", probs=probs.numpy(), representations=np.stack([reps[d].numpy() for d in sorted(reps)]))
+    return {**stats, "depth": best, "val_acc": {str(d): r["val"] for d, r in results.items()}}
+
+
+def run_node4all(arrays: dict, job: dict, out: Path) -> dict:
+    _stand_in_dgl()
+    from torch_geometric.data import Data
+
+    from adaptation.node_level import PredictorTrainConfig, PredictorTrainer
+    from channel_models.batch_inference import channel_inference_neighbor_sampling
+    from channel_models.cgt import CGTEncoder
+    from models.setup import setup_model
+
+    x = torch.from_numpy(arrays["x"])
+    y = torch.from_numpy(arrays["y"])
+    ei = torch.from_numpy(arrays["edge_index"])
+    train, val, test = _masks(x.shape[0], arrays)
+    graph = Data(x=x, edge_index=ei, y=y, train_mask=train, val_mask=val, test_mask=test)
+    epochs = int(job["epochs"])
+    args = types.SimpleNamespace(predictor_type="mlp", hidden_dim=512, feat_drop=0.5)
+
+    def work():
+        torch.manual_seed(0)
+        enc = CGTEncoder(num_layers=10, n_hops=8, n_filters=1)
+        enc.load_state_dict(torch.load(job["node4all_weights"], map_location="cpu"))
+        enc.eval()
+        enc.requires_grad_(False)
+        with torch.no_grad():
+            z = channel_inference_neighbor_sampling(model=enc, data=graph, show_progress=False)
+        pred = setup_model(in_dim=z.size(1), out_dim=int(y.max()) + 1, args=args, purpose="pred")
+        trainer = PredictorTrainer(PredictorTrainConfig(lr=1e-3, max_epochs=epochs, patience=epochs))
+        result = trainer.train(predictor=pred, features=z, graph=graph, show_progress=False)
+        pred.eval()
+        with torch.no_grad():
+            probs = torch.softmax(pred(z), dim=1)
+        return z, probs, result
+
+    (z, probs, result), stats = gfm_probe.measure(work)
+    np.savez(out / "outputs.npz", probs=probs.numpy(), embedding=z.numpy())
+    return {**stats, "val_acc": result["val"]}
+
+
+def run_nodepfn(arrays: dict, job: dict, out: Path) -> dict:
+    """``TransformerModel`` built as ``load_model_only_inference`` builds it, on the same random parameters."""
+    sys.path.insert(0, str(ROOT / "nodepfn"))
+    import typing
+
+    import torch.nn.modules.transformer as torch_transformer
+
+    for name in ("Optional", "Tensor", "Module"):  # names torch <= 2.2 re-exported there; layer.py imports them from it
+        if not hasattr(torch_transformer, name):
+            NOTES.append(f"torch.nn.modules.transformer.{name} re-exported for layer.py (torch 2.2 had it; this torch does not)")
+            setattr(torch_transformer, name, {"Optional": typing.Optional, "Tensor": torch.Tensor, "Module": torch.nn.Module}[name])
+    import encoders
+    from transformer import TransformerModel
+
+    arch = job["nodepfn_arch"]
+    x, y, edges = (torch.from_numpy(arrays[k]) for k in ("pfn_x", "pfn_y", "pfn_edge_index"))
+    n_ctx = int(arrays["pfn_ctx"])
+
+    def work():
+        e, nhid = arch["emsize"], arch["emsize"] * arch["nhid_factor"]
+        model = TransformerModel(encoders.Linear(arch["num_features"], e, replace_nan_by_zero=True), arch["max_num_classes"], e,
+                                 arch["nhead"], nhid, arch["nlayers"], y_encoder=encoders.Linear(1, e), efficient_eval_masking=True)
+        model.load_state_dict(torch.load(job["nodepfn_state"], weights_only=True))
+        model.eval()
+        with torch.no_grad():
+            return model((None, x, y, edges), single_eval_pos=n_ctx)
+
+    logits, stats = gfm_probe.measure(work)
+    np.savez(out / "outputs.npz", logits=logits.numpy())
+    return stats
+
+
+RUNNERS = {"graphany": run_graphany, "gvt": run_gvt, "node4all": run_node4all, "nodepfn": run_nodepfn}
+
+
+def main() -> None:
+    method, graph_path, out = gfm_probe.argv()
+    gfm_probe.prepare(torch)
+    arrays, job = _load(graph_path)
+    stats = RUNNERS[method](arrays, job, out)
+    gfm_probe.write_report(str(out / "report.json"), stats, {"notes": NOTES, "torch": torch.__version__})
+
+
+if __name__ == "__main__":
+    main()

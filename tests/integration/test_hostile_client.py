@@ -1,0 +1,138 @@
+"""A hostile client against a real service process: header-only uploads, lying headers,
+a thousand fits without Release. The service refuses what it cannot hold, keeps
+answering health and Describe, and its RSS stays under a stated bound."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import grpc
+import numpy as np
+import psutil
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from methods.sdk.space import config_to_proto
+from methods.sdk.wire import MAX_MESSAGE_BYTES, TENSOR_ORDER, make_bundle
+from nodeground.v1 import method_service_pb2 as pb
+from nodeground.v1 import method_service_pb2_grpc as pb_grpc
+from orchestrator.services.client import MethodClient
+from tests.conftest import served, tiny_graph
+
+# The whole script may raise the service's RSS by at most this much over its warmed-up size
+# (1,000 unreleased fits alone took +4.3 GB before models were capped).
+RSS_BOUND_BYTES = 300 << 20
+MAX_MODELS = 8
+CHEAP = {"max_epochs": 1, "patience": 20, "hidden": 16, "num_layers": 1}
+WIDE = {"max_epochs": 1, "patience": 20, "hidden": 512, "num_layers": 3}  # ~2 MiB of weights per fitted model
+
+
+@pytest.fixture(scope="module")
+def service() -> Iterator[tuple[psutil.Process, str]]:
+    with served("gnn", "--upload-wait-seconds", "2", NODEGROUND_MAX_MODELS=str(MAX_MODELS)) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def stubs(service):
+    channel = grpc.insecure_channel(service[1], options=[("grpc.max_send_message_length", MAX_MESSAGE_BYTES)])
+    yield pb_grpc.MethodServiceStub(channel), health_pb2_grpc.HealthStub(channel)
+    channel.close()
+
+
+def _header(num_nodes: int, num_features: int, num_edges: int, num_classes: int) -> pb.GraphHeader:
+    shapes = {"features": [num_nodes, num_features], "edge_index": [2, num_edges], "labels": [num_nodes]}
+    specs, offset = [], 0
+    for name, dtype, _ in TENSOR_ORDER:
+        nbytes = int(np.prod(shapes[name], dtype=object)) * (4 if dtype == "float32" else 8)
+        specs.append(pb.TensorSpec(name=name, dtype=dtype, shape=shapes[name], offset=offset, nbytes=nbytes))
+        offset += nbytes
+    return pb.GraphHeader(graph_hash="0" * 64, num_nodes=num_nodes, num_classes=num_classes, tensors=specs, total_bytes=offset)
+
+
+def _answers_quickly(stubs) -> None:
+    stub, health = stubs
+    assert health.Check(health_pb2.HealthCheckRequest(), timeout=3).status == health_pb2.HealthCheckResponse.SERVING
+    assert stub.Describe(pb.DescribeRequest(), timeout=3).family == "gnn"
+
+
+def _warm(endpoint: str) -> None:
+    client = MethodClient(endpoint)
+    x, e, y = tiny_graph(60)
+    bundle = make_bundle(x, e, y, 3)
+    client.ensure_graph(bundle)
+    fit = client.fit("mlp", bundle.graph_hash, np.arange(0, 20), np.arange(20, 40), CHEAP, 0, None)
+    client.predict(fit.value.model_handle, 60)
+    client.release(fit.value.model_handle)
+    client.close()
+
+
+def test_header_only_and_lying_uploads_cost_nothing_and_health_still_answers(service, stubs):
+    proc, endpoint = service
+    stub, _ = stubs
+    _warm(endpoint)
+    before = proc.memory_info().rss
+    release = threading.Event()
+
+    def header_then_silence(header: pb.GraphHeader) -> Iterator[pb.GraphChunk]:
+        yield pb.GraphChunk(header=header)
+        release.wait(60)
+
+    gib_header = _header(num_nodes=(1 << 30) // 8 // 4, num_features=4, num_edges=4, num_classes=2)  # ~1 GiB of features
+    idle = [stub.UploadGraph.future(header_then_silence(gib_header), timeout=60) for _ in range(10)]
+    try:
+        deadline = time.monotonic() + 30  # refusals come after the 2 s slot wait; a loaded machine delivers them later
+        while sum(f.done() for f in idle) < 8 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        refused = [f for f in idle if f.done()]
+        assert len(refused) >= 8, "more than the upload cap were allowed to stream at once"
+        for f in refused:
+            assert f.exception().code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        _answers_quickly(stubs)  # compute threads are taken by idle streams; health has its own
+        assert proc.memory_info().rss - before < 64 << 20, "a header-only upload allocated its declared size"
+    finally:
+        release.set()
+    for f in idle:
+        with pytest.raises(grpc.RpcError) as info:
+            f.result(timeout=30)
+        assert info.value.code() in (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.INVALID_ARGUMENT)
+
+    huge = _header(num_nodes=10**10, num_features=1, num_edges=0, num_classes=2)
+    with pytest.raises(grpc.RpcError) as info:
+        stub.UploadGraph(iter([pb.GraphChunk(header=huge)]), timeout=10)
+    assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "MiB" in info.value.details()
+    classes = _header(num_nodes=60, num_features=5, num_edges=90, num_classes=2 * 10**7)
+    with pytest.raises(grpc.RpcError) as info:
+        stub.UploadGraph(iter([pb.GraphChunk(header=classes)]), timeout=10)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "num_classes" in info.value.details()
+    _answers_quickly(stubs)
+    assert proc.memory_info().rss - before < RSS_BOUND_BYTES
+
+
+def test_a_thousand_fits_without_release_keep_memory_bounded(service, stubs):
+    proc, endpoint = service
+    stub, _ = stubs
+    _warm(endpoint)
+    x, e, y = tiny_graph(60)
+    bundle = make_bundle(x, e, y, 3)
+    MethodClient(endpoint).ensure_graph(bundle)
+    request = pb.FitRequest(method="mlp", graph_hash=bundle.graph_hash, train_nodes=list(range(20)), val_nodes=list(range(20, 40)), config=config_to_proto(WIDE))
+    handles = [stub.Fit(request, timeout=30).model_handle for _ in range(50)]
+    before = proc.memory_info().rss
+    peak = before
+    for i in range(950):
+        handles.append(stub.Fit(request, timeout=30).model_handle)
+        if i % 25 == 0:
+            peak = max(peak, proc.memory_info().rss)
+            assert peak - before < RSS_BOUND_BYTES, f"RSS grew by {(peak - before) >> 20} MiB after {50 + i + 1} fits without Release"
+    peak = max(peak, proc.memory_info().rss)
+    print(f"\n1,000 fits without Release: RSS {before / 2**20:.0f} MiB after 50 -> peak {peak / 2**20:.0f} MiB after 1,000 (bound +{RSS_BOUND_BYTES >> 20} MiB)")
+    assert peak - before < RSS_BOUND_BYTES
+    with pytest.raises(grpc.RpcError) as info:
+        list(stub.Predict(pb.PredictRequest(model_handle=handles[0]), timeout=10))
+    assert info.value.code() == grpc.StatusCode.NOT_FOUND and "cap" in info.value.details()
+    assert len(list(stub.Predict(pb.PredictRequest(model_handle=handles[-1]), timeout=10))) >= 1
+    _answers_quickly(stubs)
