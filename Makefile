@@ -93,3 +93,4 @@ clean:
 
 include docker/containers.mk
 include docker/contrib.mk
+include docker/swarm.mk

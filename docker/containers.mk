@@ -79,7 +79,7 @@ COMPOSE ?= $(shell if $(DOCKER) compose version >/dev/null 2>&1; then echo "$(DO
 # into $(WHEELHOUSE_CUDA) (about 3 GB; not part of CI). The CPU closure is downloaded
 # --no-deps: requirements.txt is complete, and the base build's `pip check` says if not.
 WHEELS_DIR = $(if $(filter 1,$(GPU)),$(WHEELHOUSE_CUDA),$(WHEELHOUSE))
-WHEELS_REQUIREMENTS = $(if $(filter 1,$(GPU)),-r <(grep -v '^torch==' docker/requirements.txt) -r docker/requirements-cuda.txt,-r docker/requirements.txt)
+WHEELS_REQUIREMENTS = $(if $(filter 1,$(GPU)),-r <(grep -v '^torch==' docker/requirements.txt) -r docker/requirements-cuda.txt,-r docker/requirements.txt -r docker/requirements-orchestrator.txt)
 
 wheels: install
 	@mkdir -p $(WHEELS_DIR)

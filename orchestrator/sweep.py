@@ -77,7 +77,7 @@ _STATUS_BY_CODE = {
     grpc.StatusCode.CANCELLED: STATUS_UNAVAILABLE,
     grpc.StatusCode.FAILED_PRECONDITION: STATUS_UNAVAILABLE,  # the service is not ready (weights): fixed outside the method
 }
-UNAVAILABLE_RETRIES = 1  # a trial whose service went down and was brought back is run again this many times
+UNAVAILABLE_RETRIES = 1  # a trial whose replica went down is run again this many times (on it, recovered, or another)
 DEFAULT_TIME_LIMIT_S = 3600.0  # per fit and per predict, unless the plan says otherwise
 MAX_TIME_LIMIT_S = 7 * 24 * 3600.0
 
@@ -412,17 +412,23 @@ class Sweep:
                 self.timing.job_s += time.perf_counter() - started
 
     def _run_trial(self, job: _Job) -> TrialRecord:
-        """Run one trial; one whose service went down (and came back) is run again, at most ``UNAVAILABLE_RETRIES`` times."""
+        """Run one trial; one whose replica went down is run again, at most ``UNAVAILABLE_RETRIES`` times:
+        on that replica once it is back, else on another (a killed Swarm task's sibling), else the
+        directory says none is left and that is the record."""
         for _ in range(UNAVAILABLE_RETRIES):
-            record, recovered = self._attempt(job)
-            if record.status != STATUS_UNAVAILABLE or not recovered:
+            record, lost = self._attempt(job)
+            if not lost:
                 return record
         return self._attempt(job)[0]
 
     def _attempt(self, job: _Job) -> tuple[TrialRecord, bool]:
-        """One try of a trial: its record, and whether its replica was recovered after going down (worth a retry)."""
+        """One try of a trial: its record, and whether the replica it held went down (worth a retry).
+
+        A replica that went down is recovered (restarted, or waited for) or else marked down,
+        so the retry's ``acquire`` hands out it, another replica, or ServiceUnavailable.
+        """
         record = self._new_record(job)
-        recovered = False
+        lost = False
         try:
             replica = self.directory.acquire(job.trial.method)
         except ServiceUnavailable as exc:
@@ -437,25 +443,28 @@ class Sweep:
             record.status = _STATUS_BY_CODE.get(exc.code(), STATUS_FAILED)
             record.error = f"{exc.code().name}: {exc.details()}"
             if record.status == STATUS_UNAVAILABLE and exc.code() != grpc.StatusCode.FAILED_PRECONDITION:
-                recovered = self.directory.recover(replica)
+                self.directory.recover(replica)
+                lost = True
             elif _client_deadline(exc):
                 if not replica.client.responsive():  # not the method: the service went silent
                     record.status = STATUS_UNAVAILABLE
                     record.error = f"the service at {replica.endpoint} stopped answering (no reply within the time limit, no health answer)"
-                    recovered = self.directory.recover(replica)
+                    self.directory.recover(replica)
+                    lost = True
                 elif replica.source == "embedded":
                     # The service did not stop at its own limit (a method that never checks its deadline):
                     # it may still be computing, so start a fresh one rather than queue behind it.
                     self.directory.recover(replica)
         except ServiceUnavailable as exc:
             record.status, record.error = STATUS_UNAVAILABLE, str(exc)
-            recovered = self.directory.recover(replica)
+            self.directory.recover(replica)
+            lost = True
         except ReplyError as exc:
             record.status, record.error = STATUS_FAILED, f"malformed reply: {exc}"
         finally:
             self.directory.release(replica)
         record.finished_at = _now()
-        return record, recovered
+        return record, lost
 
     def _host_json(self, replica: Replica) -> str:
         """This host's facts plus the device of the service that runs the trial (asked once per endpoint)."""

@@ -21,7 +21,7 @@ from orchestrator.data.splits import ALL_REGIMES, SPLIT_INDICES
 from orchestrator.records import STATUS_OK, TrialRecord
 from orchestrator.results import failures, failures_table, results_table, selected_results, selected_with_workflow, services_table, workflow_table
 from orchestrator.services.containers import discover_endpoints
-from orchestrator.services.discovery import DiscoveryError, is_dns_target, resolve_replicas
+from orchestrator.services.discovery import DiscoveryError, is_dns_target, split_target
 from orchestrator.services.directory import ServiceDirectory, log_dir, resolve_methods
 from orchestrator.services.embedded import EmbeddedServices
 from orchestrator.store import Store, read_services, read_trials
@@ -76,24 +76,23 @@ def parse_shard(value: str) -> tuple[int, int]:
 
 
 def parse_endpoints(values: list[str]) -> dict[str, list[str]]:
-    """``NAME=HOST:PORT`` or ``NAME=dns:///HOST:PORT`` values; a name given several times, or a DNS
-    name that resolves to several addresses (Swarm dnsrr, Kubernetes headless), gets several replicas."""
+    """``NAME=HOST:PORT`` or ``NAME=dns:///HOST:PORT`` values; a name given several times gets several
+    replicas, and a DNS target stands for every address behind it (resolved by the directory)."""
     endpoints: dict[str, list[str]] = {}
     for value in values:
         name, sep, address = value.partition("=")
         name, address = name.strip(), address.strip()
+        host, colon, port = address.rpartition(":")
+        if not sep or not name or not colon or not host or not port.isdigit():
+            raise UserError(f"--endpoint must look like NAME=HOST:PORT or NAME=dns:///HOST:PORT (NAME a method or family), got {value!r}")
         if is_dns_target(address):
             try:
-                addresses = resolve_replicas(address)
+                split_target(address)
             except DiscoveryError as exc:
                 raise UserError(str(exc)) from None
-        else:
-            host, colon, port = address.rpartition(":")
-            if not sep or not name or not colon or not host or not port.isdigit():
-                raise UserError(f"--endpoint must look like NAME=HOST:PORT or NAME=dns:///HOST:PORT (NAME a method or family), got {value!r}")
-            addresses = [address]
         known = endpoints.setdefault(name, [])
-        known.extend(a for a in addresses if a not in known)
+        if address not in known:
+            known.append(address)
     return endpoints
 
 

@@ -11,6 +11,11 @@ Faults: an embedded replica that stops answering is restarted; a remote one is w
 (a few health checks with back-off) and dropped from its pool when it does not come back.
 Once every replica of a pool is down, its trials are recorded ``unavailable`` at once (a rerun
 retries them) and the sweep goes on with the other pools.
+
+Replicas behind a DNS name (``--endpoint gnn=dns:///gnn:50051``: a Swarm dnsrr service, a
+Kubernetes headless Service) are resolved when the pool is made, again when it runs out of live
+replicas (a restarted task comes back at a new address), and every few seconds while every replica
+is busy, so replicas that appear join the pool.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from pathlib import Path
 
 from methods.families import Family, family_of, load_families
 from orchestrator.services.client import MethodClient, Replica, ServiceNotReady, ServiceUnavailable
+from orchestrator.services.discovery import DiscoveryError, is_dns_target, resolve_replicas
 from orchestrator.services.embedded import EmbeddedService, EmbeddedServices
 from orchestrator.sweep import Directory
 
@@ -32,6 +38,7 @@ EMBEDDED_HEALTH_TIMEOUT_S = 60.0
 RECOVERY_ATTEMPTS = 3  # health checks of a remote replica that stopped answering, before it is dropped
 RECOVERY_TIMEOUT_S = 15.0  # total wait over those attempts
 MAX_START_FAILURES = 2  # embedded starts that may fail in a row before a pool is given up
+RESOLVE_INTERVAL_S = 10.0  # how often a DNS-named pool looks for replicas that appeared
 
 
 class UnknownMethod(LookupError):
@@ -62,6 +69,8 @@ class _Pool:
     methods: tuple[str, ...]
     remote: list[str] | None  # None: embedded processes
     capacity: int
+    targets: tuple[str, ...] = ()  # dns:///NAME:PORT targets whose addresses join ``remote``
+    resolved_at: float = 0.0
     replicas: list[Replica] = field(default_factory=list)
     starting: int = 0
     start_failures: int = 0
@@ -96,6 +105,7 @@ class ServiceDirectory(Directory):
         self.replicas = max(1, int(replicas))
         self.recovery_attempts = RECOVERY_ATTEMPTS
         self.recovery_timeout = RECOVERY_TIMEOUT_S
+        self.resolve_interval = RESOLVE_INTERVAL_S
         self._cond = threading.Condition()
         self._pools: dict[str, _Pool] = {}
         self._clients: list[MethodClient] = []
@@ -125,11 +135,27 @@ class ServiceDirectory(Directory):
                 if remote is None and self.embedded is None:
                     raise ServiceUnavailable(f"no endpoint for {method!r} and embedded services are off")
                 routed = tuple(m for m in self.methods if self.pool_key(m) == key)
-                endpoints = list(dict.fromkeys(remote[1])) if remote else None
+                targets = tuple(a for a in remote[1] if is_dns_target(a)) if remote else ()
+                endpoints = list(dict.fromkeys(a for a in remote[1] if not is_dns_target(a))) if remote else None
                 capacity = len(endpoints) if endpoints is not None else self.replicas
-                pool = _Pool(key, self.methods[method].name, routed, endpoints, capacity)
+                pool = _Pool(key, self.methods[method].name, routed, endpoints, capacity, targets)
                 self._pools[key] = pool
+                self._resolve(pool)
             return pool
+
+    def _resolve(self, pool: _Pool) -> bool:
+        """Add the addresses now behind the pool's DNS names (replicas that appeared); whether any was new.
+
+        Called with the lock held: when the pool is made, when it runs out of live replicas, and at most
+        every ``resolve_interval`` seconds while all its replicas are busy.
+        """
+        if not pool.targets or pool.remote is None:
+            return False
+        pool.resolved_at = time.monotonic()
+        fresh = [a for target in pool.targets for a in resolve_replicas(target) if a not in pool.remote]
+        pool.remote.extend(dict.fromkeys(fresh))
+        pool.capacity = len(pool.remote)
+        return bool(fresh)
 
     # ---- replicas --------------------------------------------------------
 
@@ -138,17 +164,19 @@ class ServiceDirectory(Directory):
         pool = self._pool(method)
         with self._cond:
             while True:
-                if pool.exhausted():
+                if pool.exhausted() and not self._resolve_quietly(pool):
                     raise ServiceUnavailable(self._gone_message(pool))
                 free = next((r for r in pool.live() if not r.busy), None)
                 if free is not None:
                     free.busy = True
                     return free
+                if pool.targets and time.monotonic() - pool.resolved_at > self.resolve_interval:
+                    self._resolve_quietly(pool)
                 if len(pool.live()) + pool.starting < pool.capacity and (pool.remote is None or len(pool.replicas) + pool.starting < len(pool.remote)):
                     pool.starting += 1
                     slot = len(pool.replicas) + pool.starting - 1
                     break
-                self._cond.wait()
+                self._cond.wait(timeout=self.resolve_interval if pool.targets else None)
         try:
             replica = self._create(pool, slot)
         except BaseException:
@@ -169,6 +197,12 @@ class ServiceDirectory(Directory):
             pool.replicas.append(replica)
             self._cond.notify_all()
         return replica
+
+    def _resolve_quietly(self, pool: _Pool) -> bool:
+        try:
+            return self._resolve(pool)
+        except DiscoveryError:
+            return False  # the name vanished for now (all tasks restarting): keep what is known
 
     def release(self, replica: Replica) -> None:
         with self._cond:

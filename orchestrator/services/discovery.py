@@ -21,16 +21,22 @@ def is_dns_target(address: str) -> bool:
     return address.startswith(DNS_SCHEME)
 
 
+def split_target(target: str) -> tuple[str, int]:
+    """``dns:///NAME:PORT`` -> (NAME, PORT); DiscoveryError naming the expected form otherwise."""
+    name, colon, port = target[len(DNS_SCHEME):].rpartition(":")
+    if not is_dns_target(target) or not colon or not name or not port.isdigit():
+        raise DiscoveryError(f"a DNS endpoint must look like dns:///NAME:PORT, got {target!r}")
+    return name, int(port)
+
+
 def resolve_replicas(target: str) -> list[str]:
     """``dns:///NAME:PORT`` -> ``["ip:port", ...]``, one per address the name resolves to, sorted.
 
     IPv4 addresses when there are any (what Swarm and Kubernetes cluster DNS return), else IPv6.
     """
-    name, colon, port = target[len(DNS_SCHEME):].rpartition(":")
-    if not colon or not name or not port.isdigit():
-        raise DiscoveryError(f"a DNS endpoint must look like dns:///NAME:PORT, got {target!r}")
+    name, port = split_target(target)
     try:
-        infos = socket.getaddrinfo(name, int(port), type=socket.SOCK_STREAM)
+        infos = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM)
     except socket.gaierror as exc:
         raise DiscoveryError(f"{target}: the name {name!r} does not resolve ({exc.strerror})") from None
     v4 = sorted({info[4][0] for info in infos if info[0] == socket.AF_INET})

@@ -221,6 +221,23 @@ def test_a_dead_remote_endpoint_is_dropped_and_the_sweep_goes_on(tmp_path, serve
     assert len(modes) == 3 and modes[0] == "ok" and "unavailable" not in modes  # the other pool goes on
 
 
+def test_a_trial_whose_replica_dies_runs_again_on_another_replica(tmp_path, servers):
+    """As a killed Swarm task's trial must: the replica is dropped, its trial goes to a sibling, nothing is stored unavailable."""
+    a, server_a, _ = servers()
+    b, _, _ = servers()
+    plan = SweepPlan(("qmlp",), ("synthetic-tiny",), ("10/10/80",), (0,), budget=3)
+    with Store(tmp_path / "r.sqlite") as store:
+        s, directory = sweep(plan, store, {"test": [a, b]})
+        directory.recovery_timeout, directory.recovery_attempts = 0.6, 2
+        s.progress.on_trial = lambda record: record.trial_index == 0 and server_a.stop(0).wait()
+        records = s.run()
+        directory.close()
+        frame = store.frame()
+    assert [r.status for r in records] == ["ok", "ok", "ok"], [r.error for r in records]
+    assert [r.endpoint for r in records] == [a, b, b]
+    assert len(frame) == 3 and (frame["status"] == "ok").all()
+
+
 class SpyServicer(MethodServicer):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from orchestrator.cli.main import app
 from orchestrator.cli.run import parse_endpoints
+from orchestrator.services.directory import ServiceDirectory, resolve_methods
 from orchestrator.services.discovery import DiscoveryError, resolve_replicas
 
 
@@ -16,13 +17,22 @@ def test_localhost_resolves_to_its_ipv4_address():
     assert resolve_replicas("dns:///localhost:50051") == ["127.0.0.1:50051"]
 
 
-def test_every_address_of_a_name_is_a_replica(monkeypatch):
+def test_every_address_of_a_name_is_a_replica_and_new_ones_join(monkeypatch):
+    behind = {"gnn": ["10.0.1.7", "10.0.1.5", "10.0.1.7"]}
+
     def fake(host, port, type=0):
-        assert host == "gnn"
-        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (ip, port)) for ip in ("10.0.1.7", "10.0.1.5", "10.0.1.7")]
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (ip, port)) for ip in behind[host]]
 
     monkeypatch.setattr(socket, "getaddrinfo", fake)
-    assert parse_endpoints(["gnn=dns:///gnn:50051", "gnn=10.0.1.9:50051"]) == {"gnn": ["10.0.1.5:50051", "10.0.1.7:50051", "10.0.1.9:50051"]}
+    endpoints = parse_endpoints(["gnn=dns:///gnn:50051", "gnn=10.0.1.9:50051"])
+    assert endpoints == {"gnn": ["dns:///gnn:50051", "10.0.1.9:50051"]}
+    directory = ServiceDirectory(resolve_methods(["gcn"]), endpoints=endpoints)
+    pool = directory._pool("gcn")
+    assert pool.remote == ["10.0.1.9:50051", "10.0.1.5:50051", "10.0.1.7:50051"] and pool.capacity == 3
+    behind["gnn"] = ["10.0.1.5", "10.0.1.8"]  # a task restarted at a new address
+    assert directory._resolve(pool) is True
+    assert pool.remote[-1] == "10.0.1.8:50051" and pool.capacity == 4
+    assert directory._resolve(pool) is False
 
 
 @pytest.mark.parametrize("target", ["dns:///gnn", "dns:///:50051", "dns:///gnn:port"])
