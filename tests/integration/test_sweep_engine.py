@@ -304,7 +304,7 @@ def test_a_directory_with_only_client_and_recover_still_runs_sweeps(tmp_path, se
 
 def test_a_dataset_registered_anew_is_run_again_and_never_served_stale(tmp_path, servers, monkeypatch):
     """`datasets add --replace` with other content: the rerun executes its trials and results show only the new graph."""
-    from orchestrator.data.user import add_user_dataset
+    from orchestrator.data.registry import add_user_dataset
     from tests.conftest import tiny_graph
 
     monkeypatch.setenv("NODEGROUND_CACHE", str(tmp_path / "cache"))
