@@ -17,10 +17,11 @@ from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, Method, R
 from methods.sdk.service import MethodServicer, build_server
 from methods.sdk.wire import GraphBundle
 from orchestrator.results import selected_results, selected_with_workflow
-from orchestrator.services.directory import ServiceDirectory, resolve_methods
+from orchestrator.services.directory import Directory, ServiceDirectory, resolve_methods
 from orchestrator.store import Store
 from orchestrator.services.client import MethodClient
-from orchestrator.sweep import Directory, Sweep, SweepPlan
+from orchestrator.services.directory import Directory
+from orchestrator.sweep import Sweep, SweepPlan
 
 
 class QuickMLP(MLP):
@@ -283,8 +284,8 @@ class OneClient(Directory):
             self._client.wait_healthy(10)
         return self._client
 
-    def recover(self, method):
-        self.recovered.append(method)
+    def recover(self, replica):
+        self.recovered.append(replica)
         return False
 
     def close(self):
