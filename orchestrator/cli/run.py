@@ -21,7 +21,7 @@ from orchestrator.data.splits import ALL_REGIMES, SPLIT_INDICES
 from orchestrator.records import STATUS_OK, TrialRecord
 from orchestrator.results import failures, failures_table, results_table, selected_results, selected_with_workflow, services_table, workflow_table
 from orchestrator.services.containers import discover_endpoints
-from orchestrator.services.discovery import DiscoveryError, is_dns_target, split_target
+from orchestrator.services.discovery import DiscoveryError, is_dns_target, resolve_replicas, split_target
 from orchestrator.services.directory import ServiceDirectory, log_dir, resolve_methods
 from orchestrator.services.embedded import EmbeddedServices
 from orchestrator.store import Store, read_services, read_trials
@@ -116,8 +116,20 @@ def build_plan(methods: str, datasets: str, regimes: str, splits: str, budget: i
 
 
 def replicas_found(names: set[str], endpoints: dict[str, list[str]]) -> int:
-    """The default --parallel: the most replicas found for one of ``names`` (e.g. `make up GPU=1` on 4 GPUs: 4), else 1."""
-    return max([len(found) for name, found in endpoints.items() if name in names] or [1])
+    """The default --parallel: the most replicas found for one of ``names`` (e.g. `make up GPU=1` on 4 GPUs: 4), else 1.
+
+    A DNS target counts as the addresses it resolves to now (a Swarm service with 3 tasks: 3).
+    """
+    return max([sum(_addresses(a) for a in found) for name, found in endpoints.items() if name in names] or [1])
+
+
+def _addresses(endpoint: str) -> int:
+    if not is_dns_target(endpoint):
+        return 1
+    try:
+        return len(resolve_replicas(endpoint))
+    except DiscoveryError:
+        return 1  # not resolvable yet: the directory will say so, or find them later
 
 
 @contextlib.contextmanager

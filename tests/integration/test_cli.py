@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -82,13 +83,17 @@ def test_run_then_rerun_resumes_and_show_prints_the_selection(tmp_path):
     assert shown.returncode == 0 and shown.stdout.count("synthetic-tiny") == 4
 
 
-def test_parallel_defaults_to_the_replicas_found_for_the_sweep():
+def test_parallel_defaults_to_the_replicas_found_for_the_sweep(monkeypatch):
     from orchestrator.cli.run import replicas_found
 
     found = {"gnn": ["a:1", "b:1", "c:1", "d:1"], "graphany": ["e:1"], "gcn": ["f:1", "g:1"]}
     assert replicas_found({"gcn", "gnn"}, found) == 4  # one container per GPU on 4 GPUs
     assert replicas_found({"gcn"}, found) == 2 and replicas_found({"graphany"}, found) == 1
     assert replicas_found({"mlp", "gnn-other"}, found) == 1 and replicas_found({"gnn"}, {}) == 1
+    # a DNS name counts as the addresses behind it (a Swarm dnsrr service with 3 tasks)
+    tasks = [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (f"10.0.1.{i}", 50051)) for i in (3, 4, 5)]
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *args, **kwargs: tasks)
+    assert replicas_found({"gnn"}, {"gnn": ["dns:///gnn:50051"]}) == 3
 
 
 def test_missing_gfm_weights_stop_the_run_before_any_trial_and_name_the_fetch_command(tmp_path, mirror):
