@@ -28,10 +28,11 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m pip install -q -e ".[dev]"
 	touch $(STAMP)
 
-# Regenerate the committed gRPC stubs (tests fail when they are stale).
+# Regenerate the committed gRPC stubs in the contract package (tests fail when they are stale):
+# proto/nodeground/v1/*.proto is compiled as contract/v1/*.proto, so the stubs import as contract.v1.
 proto: $(STAMP)
-	$(PYTHON) -m grpc_tools.protoc -Iproto --python_out=proto --pyi_out=proto \
-		--grpc_python_out=proto $(PROTO_FILES)
+	$(PYTHON) -m grpc_tools.protoc -Icontract/v1=proto/nodeground/v1 --python_out=. --pyi_out=. \
+		--grpc_python_out=. $(PROTO_FILES)
 
 demo: $(STAMP)
 	$(PYTHON) -m orchestrator.demo

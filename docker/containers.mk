@@ -140,7 +140,7 @@ base-offline: base-os
 	$(call build_base,$(BASE_OS_TAG),1)
 
 # Base only if absent (OFFLINE=1 picks the offline base); family images are
-# always (re)built, which is a cache hit unless methods/ or proto/ changed.
+# always (re)built, which is a cache hit unless contract/ or methods/ changed.
 images:
 	@if $(DOCKER) image inspect $(IMAGE_BASE) >/dev/null 2>&1; then \
 		echo "$(IMAGE_BASE) present"; \
@@ -188,9 +188,9 @@ UP_FAMILIES = $(filter $(COMPOSE_SERVICES),$(FAMILIES))
 PROJECT_FILTER = --filter label=com.docker.compose.project=$(COMPOSE_PROJECT)
 
 # GFM weights are mounted from where `make weights` and `orchestrator weights` put them: the one
-# rule of methods/sdk/weights.py (stdlib only, so any python3 >= 3.11 can answer). Created first,
+# rule of contract/weights.py (stdlib only, so any python3 >= 3.11 can answer). Created first,
 # so that Docker does not create it root-owned and empty.
-WEIGHTS_DIR_CMD = $(if $(wildcard $(PYTHON)),$(PYTHON),python3) methods/sdk/weights.py
+WEIGHTS_DIR_CMD = $(if $(wildcard $(PYTHON)),$(PYTHON),python3) -m contract.weights
 
 up: images $(if $(filter 1,$(GPU)),gpu-compose)
 	@for f in $(filter-out $(COMPOSE_SERVICES),$(FAMILIES)); do \

@@ -19,14 +19,14 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO), str(REPO / "proto")]
+sys.path[:0] = [str(REPO)]
 
 import yaml  # noqa: E402
 
-from methods.families import ROOT, load_families  # noqa: E402
+from contract.families import ROOT, load_families  # noqa: E402
+from contract.handshake import FAMILY_LABEL, PORT_LABEL, SERVICE_PORT  # noqa: E402
 
 NETWORK = "nodeground"
-PORT = 50051
 
 
 def stack(replicas: dict[str, int], weights: str, gpu: bool, threads: int, memory: str, only: list[str] | None = None, prefix: str = "nodeground") -> dict:
@@ -40,7 +40,7 @@ def stack(replicas: dict[str, int], weights: str, gpu: bool, threads: int, memor
             continue
         service: dict = {
             "image": f"{prefix}/{family.image.rpartition('/')[2]}:latest",
-            "command": ["python", "-m", "methods.serve", "--family", name, "--host", "0.0.0.0", "--port", str(PORT)],
+            "command": ["python", "-m", "methods.serve", "--family", name, "--host", "0.0.0.0", "--port", str(SERVICE_PORT)],
             "environment": {"NODEGROUND_THREADS": str(threads)},
             "networks": [NETWORK],
             "deploy": {
@@ -48,7 +48,7 @@ def stack(replicas: dict[str, int], weights: str, gpu: bool, threads: int, memor
                 "replicas": replicas.get(name, 1),
                 "restart_policy": {"condition": "on-failure"},
                 "resources": {"limits": {"memory": memory}},
-                "labels": {"nodeground.family": name, "nodeground.port": str(PORT)},
+                "labels": {FAMILY_LABEL: name, PORT_LABEL: str(SERVICE_PORT)},
             },
         }
         if (ROOT / family.module.rpartition(".")[2] / "weights.toml").exists():

@@ -25,7 +25,7 @@ ORCHESTRATOR_IMAGE ?= $(IMAGE_PREFIX)/orchestrator:latest
 # the wheelhouse, whose orchestrator wheels `make wheels` fetches.
 image-orchestrator: images
 	tar -chf - --exclude=__pycache__ --exclude='*.pyc' docker/orchestrator/Dockerfile docker/requirements-orchestrator.txt \
-		pyproject.toml README.md proto methods orchestrator datasets $(if $(filter 1,$(OFFLINE)),$(WHEELHOUSE)) \
+		pyproject.toml README.md contract methods orchestrator datasets $(if $(filter 1,$(OFFLINE)),$(WHEELHOUSE)) \
 		| $(DOCKER) build -f docker/orchestrator/Dockerfile -t $(ORCHESTRATOR_IMAGE) --build-arg BASE=$(BASE_TAG) --build-arg OFFLINE=$(OFFLINE) -
 
 swarm-init:

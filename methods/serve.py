@@ -16,18 +16,18 @@ from pathlib import Path
 
 import torch
 
-from methods.families import load_families, method_classes
+from contract.families import load_families
+from contract.handshake import READY_PREFIX, SERVICE_PORT
+from methods.families import method_classes
 from methods.sdk.health_file import HEALTH_FILE_ENV, loopback_address, start_health_file
 from methods.sdk.service import DEFAULT_GRAPH_CACHE_BYTES, DEFAULT_MAX_MODELS, DEFAULT_MAX_UPLOAD_BYTES, DEFAULT_UPLOAD_WAIT_SECONDS, MethodServicer, build_server
-
-READY_PREFIX = "NODEGROUND_LISTENING"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="nodeground-serve", description=__doc__)
     parser.add_argument("--family", required=True, help="method family to host (a folder under methods/)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (0.0.0.0 in containers)")
-    parser.add_argument("--port", type=int, default=50051, help="port to bind; 0 picks a free one")
+    parser.add_argument("--port", type=int, default=SERVICE_PORT, help="port to bind; 0 picks a free one")
     parser.add_argument("--graph-cache-bytes", type=int, default=int(os.environ.get("NODEGROUND_GRAPH_CACHE_BYTES", DEFAULT_GRAPH_CACHE_BYTES)))
     parser.add_argument("--max-upload-bytes", type=int, default=int(os.environ.get("NODEGROUND_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES)),
                         help="largest graph accepted (tensors plus its N x C prediction); the memory available bounds it too")

@@ -12,7 +12,7 @@ import json
 import math
 from typing import Any
 
-from methods.sdk.space import ChoiceParam, Config, FloatParam, IntParam, Param
+from contract.space import ChoiceParam, Config, FloatParam, IntParam, Param
 
 MAX_ATTEMPTS_PER_CONFIG = 200  # a small space runs out of unique configs; then the sequence ends
 

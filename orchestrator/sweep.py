@@ -41,13 +41,14 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from importlib import metadata
 from typing import Any
 
 import grpc
 import numpy as np
 
-from methods.sdk.wire import BundleError, GraphBundle, make_bundle
-from nodeground.v1 import method_service_pb2 as pb
+from contract.v1 import method_service_pb2 as pb
+from contract.wire import BundleError, GraphBundle, make_bundle
 from orchestrator import __version__
 from orchestrator.data.graph import Graph
 from orchestrator.data.registry import dataset_hash, load_dataset
@@ -162,19 +163,25 @@ def shard_of(trials: list[PlannedTrial], count: int) -> list[int]:
 
 
 def host_info() -> str:
-    import torch
-
+    """This host, for the trial record; torch's version is read from its metadata (the orchestrator never imports it)."""
     return json.dumps(
         {
             "hostname": socket.gethostname(),
             "platform": platform.platform(),
             "cpu_count": os.cpu_count(),
             "python": platform.python_version(),
-            "torch": torch.__version__,
+            "torch": _installed_version("torch"),
             "orchestrator": __version__,
         },
         sort_keys=True,
     )
+
+
+def _installed_version(distribution: str) -> str | None:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def hidden_label_bundle(graph: Graph, split: Split) -> GraphBundle:

@@ -61,7 +61,7 @@ def tiny_graph(n: int = 60, classes: int = 3, features: int = 5, seed: int = 0) 
 @contextlib.contextmanager
 def served(family: str, *flags: str, **env: str) -> Iterator[tuple[psutil.Process, str]]:
     """A real service process for ``family`` on a free loopback port (one torch thread): its process and endpoint."""
-    from methods.serve import READY_PREFIX
+    from contract.handshake import READY_PREFIX
     from orchestrator.services.client import MethodClient
 
     proc = subprocess.Popen(

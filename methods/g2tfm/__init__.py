@@ -28,6 +28,7 @@ from scipy.sparse.linalg import eigsh
 from sklearn.decomposition import PCA
 from sklearn.preprocessing import QuantileTransformer, StandardScaler
 
+from contract.wire import GraphBundle
 from methods.g2tfm.model import DEFAULT_PEARL, DEFAULT_TABPFN, G2TNet, load_tabpfn_state
 from methods.graphpfn.common import (
     FrozenGFM,
@@ -43,7 +44,6 @@ from methods.graphpfn.common import (
 )
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext
 from methods.sdk.method import seed_everything
-from methods.sdk.wire import GraphBundle
 
 TABPFN_ID = "tabpfn-v2-classifier"
 PEARL_ID = "g2tfm-pearl-random"

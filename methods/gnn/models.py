@@ -40,6 +40,7 @@ from torch_geometric.nn import (
     SAGEConv,
 )
 
+from contract.wire import GraphBundle
 from methods.sdk import (
     FLOAT_BYTES,
     ChoiceParam,
@@ -52,7 +53,6 @@ from methods.sdk import (
 )
 from methods.sdk.graph_ops import WeightedPropagation, edges_without_self_loops, sym_norm_weights
 from methods.sdk.method import graph_tensors
-from methods.sdk.wire import GraphBundle
 
 VERSION = "2026-11-29"
 

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import GATConv, GCNConv, GINConv, GPSConv
 
+from contract.wire import GraphBundle
 from methods.sdk import (
     FLOAT_BYTES,
     ChoiceParam,
@@ -33,7 +34,6 @@ from methods.sdk import (
 )
 from methods.sdk.graph_ops import WeightedPropagation, edges_without_self_loops, laplacian_eigenvectors, sym_norm_weights
 from methods.sdk.method import graph_tensors
-from methods.sdk.wire import GraphBundle
 
 VERSION = "2026-11-29"
 

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from contract.wire import GraphBundle
 from methods.graphany.checkpoint import GraphAnyCheckpoint, load_checkpoint
 from methods.graphany.model import build_attention, channel_features, distance_features, fuse, least_squares, linear_gnn_predictions
+from methods.gvt.frozen import adaptation_flags, resolve_weights
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, Method
 from methods.sdk.method import graph_tensors
-from methods.gvt.frozen import adaptation_flags, resolve_weights
-from methods.sdk.wire import GraphBundle
 
 VERSION = "2026-12-01"
 CHECKPOINTS = ("arxiv", "cora", "product", "wisconsin")

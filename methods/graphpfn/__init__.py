@@ -28,6 +28,7 @@ import torch
 from sklearn.decomposition import PCA
 from sklearn.preprocessing import QuantileTransformer, StandardScaler
 
+from contract.wire import GraphBundle
 from methods.graphpfn.common import (
     FrozenGFM,
     attention_chunk,
@@ -50,7 +51,6 @@ from methods.graphpfn.model import (
 )
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext
 from methods.sdk.method import seed_everything
-from methods.sdk.wire import GraphBundle
 
 LIMIX_ID = "limix-16m"
 ADAPTERS_ID = "graphpfn-1.3-adapters"

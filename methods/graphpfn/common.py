@@ -34,8 +34,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from contract.weights import WeightsError, load_weights_catalog
 from methods.sdk.method import FitContext, Method, ResourceError, available_memory_bytes
-from methods.sdk.weights import ResolvedWeights, WeightsError, load_weights_catalog, resolve, safe_torch_load, weights_problems  # noqa: F401 (re-exported for the PFN families)
+from methods.sdk.weights import ResolvedWeights, resolve, safe_torch_load, weights_problems  # noqa: F401 (re-exported for the PFN families)
 
 BUDGET_ENV = "NODEGROUND_MEMORY_BUDGET_BYTES"
 RANDOM_ENV = "NODEGROUND_RANDOM_INIT_WEIGHTS"

@@ -13,9 +13,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from contract.weights import WeightsError, file_sha256, load_weights_catalog
 from methods.sdk import ChoiceParam, Config, FitContext
 from methods.sdk.method import SELECTION_RULES, EpochSelection, train_epochs
-from methods.sdk.weights import WeightsError, file_sha256, load_weights_catalog, resolve
+from methods.sdk.weights import resolve
 
 
 def resolve_weights(weights_id: str, override: str) -> tuple[Path, dict[str, Any]]:

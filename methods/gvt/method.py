@@ -15,12 +15,13 @@ import numpy as np
 import torch
 from torch import nn
 
+from contract.weights import WeightsError
+from contract.wire import GraphBundle
+from methods.gvt.frozen import SELECTION, adaptation_flags, head_probabilities, resolve_weights, train_head
 from methods.gvt.model import GraphViewTransformation, recurrent_representations
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, FloatParam, IntParam, Method
 from methods.sdk.method import graph_tensors, seed_everything
-from methods.gvt.frozen import SELECTION, adaptation_flags, head_probabilities, resolve_weights, train_head
-from methods.sdk.weights import WeightsError, safe_torch_load
-from methods.sdk.wire import GraphBundle
+from methods.sdk.weights import safe_torch_load
 
 VERSION = "2026-12-02"
 SEEDS = (0, 42, 123, 2026, 9999)

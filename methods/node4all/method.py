@@ -9,12 +9,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from contract.wire import GraphBundle
 from methods.gvt.frozen import SELECTION, adaptation_flags, head_probabilities, resolve_weights, train_head
 from methods.gvt.method import load_state_dict
 from methods.node4all.model import CGTEncoder, encode
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, FloatParam, Method
 from methods.sdk.method import graph_tensors, seed_everything
-from methods.sdk.wire import GraphBundle
 
 VERSION = "2026-12-02"
 

@@ -28,6 +28,7 @@ import torch
 from sklearn.decomposition import TruncatedSVD
 from sklearn.preprocessing import PowerTransformer
 
+from contract.wire import GraphBundle
 from methods.graphpfn.common import (
     FrozenGFM,
     attention_chunk,
@@ -43,7 +44,6 @@ from methods.graphpfn.common import (
 from methods.nodepfn.model import DEFAULT_ARCH, NodePFNNet, arch_from_config
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, IntParam, ResourceError
 from methods.sdk.method import seed_everything
-from methods.sdk.wire import GraphBundle
 
 WEIGHTS_ID = "nodepfn-epoch30"
 SOFTMAX_TEMPERATURE = 0.8  # upstream: logits / exp(log(0.8))

@@ -1,5 +1,6 @@
 """Method SDK: subclass TorchNodeClassifier (or Method), state capabilities, config and space."""
 
+from contract.space import ChoiceParam, Config, ConfigError, FloatParam, IntParam
 from methods.sdk.method import (
     FLOAT_BYTES,
     Capabilities,
@@ -14,7 +15,6 @@ from methods.sdk.method import (
     graph_tensors,
     require_memory,
 )
-from methods.sdk.space import ChoiceParam, Config, ConfigError, FloatParam, IntParam
 
 __all__ = [
     "FLOAT_BYTES",

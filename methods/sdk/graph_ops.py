@@ -15,8 +15,8 @@ import torch
 from torch import Tensor
 from torch_geometric.nn import MessagePassing
 
+from contract.wire import GraphBundle
 from methods.sdk.method import graph_tensors
-from methods.sdk.wire import GraphBundle
 
 
 def edges_without_self_loops(graph: GraphBundle, device: torch.device) -> Tensor:

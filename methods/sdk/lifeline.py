@@ -1,6 +1,6 @@
 """Exit with the launcher: a service started by a parent that may be killed must not outlive it.
 
-A launcher that starts a service as a child sets ``NODEGROUND_PARENT_PID`` to its own pid in the
+A launcher that starts a service as a child sets ``NODEGROUND_PARENT_PID`` (``contract.handshake``) to its own pid in the
 child's environment. ``watch_parent`` then polls the service's parent pid; once it changes (the
 launcher died, even by SIGKILL, and the child was re-parented) it calls ``on_orphaned``, which by
 default sends the service SIGTERM so it shuts down the way it does on ``docker stop``.
@@ -15,7 +15,8 @@ import signal
 import threading
 from collections.abc import Callable
 
-PARENT_PID_ENV = "NODEGROUND_PARENT_PID"
+from contract.handshake import PARENT_PID_ENV
+
 POLL_SECONDS = 0.5
 
 

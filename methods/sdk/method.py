@@ -23,9 +23,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from methods.sdk.space import Config, Param, validate_config
+from contract.space import Config, Param, validate_config
+from contract.wire import GraphBundle
 from methods.sdk.weights import weights_problems
-from methods.sdk.wire import GraphBundle
 
 
 class FitInterrupted(Exception):

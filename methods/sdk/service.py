@@ -44,15 +44,16 @@ import numpy as np
 import torch
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from contract.handshake import HEALTH_SERVICES
+from contract.space import ConfigError, config_from_proto, config_to_proto, param_to_proto, value_to_proto
+from contract.v1 import method_service_pb2 as pb
+from contract.v1 import method_service_pb2_grpc as pb_grpc
+from contract.weights import WeightsError
+from contract.wire import MAX_MESSAGE_BYTES, BundleError, BundleTooLarge, GraphBundle, decode, encode_probabilities, held_bytes
 from methods.sdk.lifeline import watch_parent
 from methods.sdk.memory import available_ram_bytes
 from methods.sdk.method import FitContext, FitInterrupted, Method, ResourceError, pick_device
 from methods.sdk.probe import ResourceProbe
-from methods.sdk.space import ConfigError, config_from_proto, config_to_proto, param_to_proto, value_to_proto
-from methods.sdk.weights import WeightsError
-from methods.sdk.wire import MAX_MESSAGE_BYTES, BundleError, BundleTooLarge, GraphBundle, decode, encode_probabilities, held_bytes
-from nodeground.v1 import method_service_pb2 as pb
-from nodeground.v1 import method_service_pb2_grpc as pb_grpc
 
 log = logging.getLogger("nodeground.service")
 
@@ -69,7 +70,6 @@ DEFAULT_MAX_GRAPHS = 16
 DEFAULT_MAX_MODELS = 32  # fitted models held at once (the orchestrator holds one per trial in flight)
 CONTROL_THREADS = 4  # health, Describe, HasGraph, Release: never queued behind compute
 READINESS_POLL_S = 2.0  # how often a service that reads weights re-verifies them
-HEALTH_SERVICES = ("", "nodeground.v1.MethodService")
 _KINDS = {"supervised": pb.METHOD_KIND_SUPERVISED, "gfm": pb.METHOD_KIND_GFM}
 _REPORTED_LIBRARIES = ("torch", "torch_geometric", "numpy", "scipy", "grpcio", "protobuf")
 

@@ -1,45 +1,16 @@
-"""Pretrained weights as data: a catalog per family, a read-only directory, verification on load.
+"""Loading pretrained weights in a service: verification against the catalog, a code-free ``torch.load``.
 
-Each GFM family lists its checkpoints in ``methods/<family>/weights.toml``
-(``[[weights]]`` entries: id, model, version, url, sha256, license,
-description). Weights are never baked into images: they live in a directory
-laid out like their upstream URLs without the scheme (the same layout as a
-download mirror), mounted read-only into containers and named by
-``NODEGROUND_WEIGHTS`` (default ``$NODEGROUND_CACHE/weights``). A file whose
-sha256 differs from the catalog is refused.
+The catalog, the directory rule and the digest are the contract's (``contract.weights``);
+a file whose sha256 differs from the catalog is refused here.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
-METHODS_ROOT = Path(__file__).resolve().parents[1]
-
-
-class WeightsError(RuntimeError):
-    """Weights missing, unknown, or failing verification."""
-
-
-@dataclass(frozen=True)
-class WeightsEntry:
-    id: str
-    model: str
-    version: str
-    url: str
-    sha256: str
-    license: str
-    description: str = ""
-
-    @property
-    def relative_path(self) -> Path:
-        parsed = urlparse(self.url)
-        return Path(parsed.netloc) / parsed.path.lstrip("/")
+from contract.weights import WeightsEntry, WeightsError, file_sha256, load_weights_catalog, weights_dir
 
 
 @dataclass(frozen=True)
@@ -48,41 +19,6 @@ class ResolvedWeights:
     path: Path
     sha256: str
     official: bool  # the catalog's file, byte for byte
-
-
-def load_weights_catalog(root: Path = METHODS_ROOT) -> dict[str, WeightsEntry]:
-    entries: dict[str, WeightsEntry] = {}
-    for path in sorted(root.glob("*/weights.toml")):
-        for item in tomllib.loads(path.read_text()).get("weights", []):
-            entry = WeightsEntry(**item)
-            if entry.id in entries:
-                raise WeightsError(f"weights id {entry.id!r} is listed twice ({path})")
-            entries[entry.id] = entry
-    return entries
-
-
-def weights_dir() -> Path:
-    """Where weights live: the one rule that `orchestrator weights`, `make weights`, `make up` and the services use."""
-    explicit = os.environ.get("NODEGROUND_WEIGHTS")
-    if explicit:
-        return Path(explicit)
-    cache = os.environ.get("NODEGROUND_CACHE") or Path.home() / ".cache" / "nodeground"
-    return Path(cache) / "weights"
-
-
-_VERIFIED: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> sha256: hash each file once
-
-
-def file_sha256(path: Path) -> str:
-    stat = path.stat()
-    key = (str(path), stat.st_size, stat.st_mtime_ns)
-    if key not in _VERIFIED:
-        h = hashlib.sha256()
-        with path.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-        _VERIFIED[key] = h.hexdigest()
-    return _VERIFIED[key]
 
 
 UNVERIFIED = "unverified"  # catalog sha256 for a file whose digest could not be recorded yet
@@ -152,7 +88,3 @@ def weights_problems(ids: tuple[str, ...], allow_unverified: bool = False, allow
         except WeightsError as exc:
             problems[weights_id] = str(exc)
     return problems
-
-
-if __name__ == "__main__":  # `python methods/sdk/weights.py`: print the weights directory (used by `make up`)
-    print(weights_dir())

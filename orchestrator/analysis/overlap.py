@@ -18,7 +18,7 @@ from functools import lru_cache
 
 import pandas as pd
 
-from methods.families import load_families
+from contract.families import load_families
 
 _KEYS = ["view", "dataset", "regime", "split"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from methods.families import load_families
+from contract.families import load_families
 from orchestrator.records import COLUMNS
 
 # Method names as the records store them, read from the family manifests (the one place a

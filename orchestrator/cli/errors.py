@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import typer
 
-from methods.sdk.space import ConfigError
+from contract.space import ConfigError
 from orchestrator.data.fetch import FetchError
 from orchestrator.data.graph import GraphError
 from orchestrator.data.loaders import LoaderError

@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from methods.families import load_families
+from contract.families import load_families
 from orchestrator.cli.errors import UserError, user_errors
 
 app = typer.Typer(help="List the method families, scaffold contributed methods.", no_args_is_help=True)

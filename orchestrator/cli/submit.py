@@ -53,7 +53,7 @@ def submit(
     """Benchmark an image in the sandbox and write a checksummed submission bundle."""
     from google.protobuf.json_format import MessageToDict
 
-    from nodeground.v1 import method_service_pb2 as pb
+    from contract.v1 import method_service_pb2 as pb
     from orchestrator.services.sandbox import Sandbox, SandboxError, SandboxLimits
 
     check_count("budget", budget, MAX_BUDGET)

@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from methods.sdk.weights import WeightsError, file_sha256, load_weights_catalog, weights_dir
+from contract.weights import WeightsError, file_sha256, load_weights_catalog, weights_dir
 from orchestrator.cli.errors import UserError, user_errors
 from orchestrator.data.fetch import FetchError, fetch
 

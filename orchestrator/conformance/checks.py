@@ -35,10 +35,10 @@ import grpc
 import numpy as np
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from methods.sdk.space import ConfigError, config_from_proto, config_to_proto, param_from_proto, validate_config
-from methods.sdk.wire import MAX_MESSAGE_BYTES, encode
-from nodeground.v1 import method_service_pb2 as pb
-from nodeground.v1 import method_service_pb2_grpc as pb_grpc
+from contract.space import ConfigError, config_from_proto, config_to_proto, param_from_proto, validate_config
+from contract.v1 import method_service_pb2 as pb
+from contract.v1 import method_service_pb2_grpc as pb_grpc
+from contract.wire import MAX_MESSAGE_BYTES, encode
 from orchestrator.conformance.graphs import GraphCase, make_case, standard_cases
 from orchestrator.conformance.guard import GuardedClient, LabelLeak
 from orchestrator.sampling import config_sequence

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from methods.sdk.wire import CHUNK_BYTES, GraphBundle, make_bundle
+from contract.wire import CHUNK_BYTES, GraphBundle, make_bundle
 from orchestrator.data.graph import canonical_edges
 
 

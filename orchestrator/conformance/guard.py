@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from methods.sdk.wire import GraphBundle
+from contract.wire import GraphBundle
 from orchestrator.services.client import CallResult, MethodClient
 
 

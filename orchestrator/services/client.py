@@ -20,11 +20,11 @@ import grpc
 import numpy as np
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from methods.sdk.space import Config, Param, config_from_proto, config_to_proto, param_from_proto
-from methods.sdk.weights import weights_dir
-from methods.sdk.wire import MAX_MESSAGE_BYTES, BundleError, GraphBundle, decode_probabilities, encode
-from nodeground.v1 import method_service_pb2 as pb
-from nodeground.v1 import method_service_pb2_grpc as pb_grpc
+from contract.space import Config, Param, config_from_proto, config_to_proto, param_from_proto
+from contract.v1 import method_service_pb2 as pb
+from contract.v1 import method_service_pb2_grpc as pb_grpc
+from contract.weights import weights_dir
+from contract.wire import MAX_MESSAGE_BYTES, BundleError, GraphBundle, decode_probabilities, encode
 
 _KIND_NAMES = {pb.METHOD_KIND_SUPERVISED: "supervised", pb.METHOD_KIND_GFM: "gfm"}
 WATCHDOG_INTERVAL_S = 5.0  # seconds between health probes while a call is in flight

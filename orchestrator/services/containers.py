@@ -17,11 +17,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-log = logging.getLogger(__name__)
+from contract.handshake import FAMILY_LABEL, PORT_LABEL, SERVICE_PORT
 
-FAMILY_LABEL = "nodeground.family"
-PORT_LABEL = "nodeground.port"
-DEFAULT_PORT = "50051"
+log = logging.getLogger(__name__)
 
 # Host IPs that mean "all interfaces": dial them on loopback.
 _ANY_HOST = {"", "0.0.0.0", "::", "[::]"}
@@ -67,7 +65,7 @@ def endpoints_from_containers(containers: list[Any]) -> dict[str, list[str]]:
             state = (attrs.get("State") or {}).get("Status") or getattr(c, "status", "running")
             if state != "running":
                 continue
-            port = str(labels.get(PORT_LABEL) or DEFAULT_PORT).strip()
+            port = str(labels.get(PORT_LABEL) or SERVICE_PORT).strip()
             ports = (attrs.get("NetworkSettings") or {}).get("Ports") or {}
             bindings = ports.get(f"{port}/tcp") if "/" not in port else ports.get(port)
             addrs = _host_addresses(bindings)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from methods.families import Family, family_of, load_families
+from contract.families import Family, family_of, load_families
 from orchestrator.services.client import MethodClient, Replica, ServiceNotReady, ServiceUnavailable
 from orchestrator.services.discovery import DiscoveryError, is_dns_target, resolve_replicas
 from orchestrator.services.embedded import EmbeddedService, EmbeddedServices

@@ -23,8 +23,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from methods.sdk.lifeline import PARENT_PID_ENV
-from methods.serve import READY_PREFIX
+from contract.handshake import PARENT_PID_ENV, READY_PREFIX
 from orchestrator.services.client import ServiceUnavailable
 
 START_TIMEOUT_S = 120.0

@@ -30,10 +30,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from contract.handshake import PORT_LABEL, SERVICE_PORT
 from orchestrator.services.client import ServiceUnavailable
 
 SANDBOX_LABEL = "nodeground.sandbox"
-DEFAULT_PORT = 50051
 RELAY_IMAGE = os.environ.get("NODEGROUND_RELAY_IMAGE", "nodeground/base:latest")
 SOCKET_NAME = "method.sock"
 
@@ -179,7 +179,7 @@ class Sandbox:
             raise SandboxError(f"weights directory not found: {self.weights}")
         self.socket_dir = Path(tempfile.mkdtemp(prefix="nodeground-sandbox-"))
         os.chmod(self.socket_dir, 0o700)
-        port = int(self.info["labels"].get("nodeground.port") or DEFAULT_PORT)
+        port = int(self.info["labels"].get(PORT_LABEL) or SERVICE_PORT)
         try:
             self._start_method()
             self._start_relay(port)
@@ -261,7 +261,7 @@ class Sandbox:
         self._remove(self.container)
         self.relay = self.container = None
         self._start_method()
-        self._start_relay(int(self.info["labels"].get("nodeground.port") or DEFAULT_PORT))
+        self._start_relay(int(self.info["labels"].get(PORT_LABEL) or SERVICE_PORT))
 
     def logs(self, tail: int = 200) -> str:
         if self.container is None:

@@ -75,7 +75,7 @@ def built_report(small_store, tmp_path_factory):
 REPO = Path(__file__).resolve().parents[2]
 # This checkout's code run as the console script runs it (as tests/integration/test_cli.py does).
 ORCHESTRATOR = [sys.executable, "-c", "from orchestrator.cli.main import app; app()"]
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "proto")])}
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 #: The cell removed from the real sweep's store, so the report must impute it.
 REMOVED = {"method": "mlp", "dataset": "texas", "regime": "10/10/80", "split": 1}
 

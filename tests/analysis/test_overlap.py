@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from methods.families import load_families
+from contract.families import load_families
 from orchestrator.analysis import overlap as ov
 from orchestrator.analysis.site import compute_analysis
 

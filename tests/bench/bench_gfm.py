@@ -42,7 +42,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-for extra in (ROOT, ROOT / "proto"):
+for extra in (ROOT,):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
@@ -187,7 +187,7 @@ def main() -> None:
         print(f"upstream not found for {', '.join(missing)}: set NODEGROUND_UPSTREAM to a folder holding the checkouts "
               f"{', '.join(UPSTREAM_DIRS[m] + '/' for m in missing)} each with its own virtual environment in .venv/ "
               "(only our numbers are printed for those)")
-    from methods.sdk.weights import WeightsError
+    from contract.weights import WeightsError
 
     with tempfile.TemporaryDirectory(prefix="bench-gfm-") as tmp:
         work = Path(tmp)

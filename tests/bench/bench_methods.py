@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-for extra in (ROOT, ROOT / "proto"):
+for extra in (ROOT,):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
@@ -33,9 +33,9 @@ import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 from torch_geometric.nn import GATConv, GCN2Conv, GCNConv  # noqa: E402
 
+from contract.wire import make_bundle  # noqa: E402
 from methods.gnn.models import GAT, GCN, GCNII  # noqa: E402
 from methods.sdk.method import FitContext, pick_device  # noqa: E402
-from methods.sdk.wire import make_bundle  # noqa: E402
 from orchestrator.data.synthetic import sbm_graph  # noqa: E402
 
 NUM_NODES = int(os.environ.get("BENCH_NODES", 100_000))

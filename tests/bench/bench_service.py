@@ -13,9 +13,9 @@ import time
 import numpy as np
 import torch
 
+from contract.wire import make_bundle
 from methods.gnn import GCN, MLP
 from methods.sdk.method import FitContext
-from methods.sdk.wire import make_bundle
 from orchestrator.data.splits import make_split
 from orchestrator.data.synthetic import sbm_graph
 from orchestrator.services.client import MethodClient

@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from methods.families import Family
+from contract.families import Family
+from contract.wire import GraphBundle
 from methods.sdk import Capabilities, Config, FitContext, FloatParam, Method
-from methods.sdk.wire import GraphBundle
 
 REPO = Path(__file__).resolve().parents[2]
 READY = "BENCH_LISTENING"
@@ -75,7 +75,7 @@ def serve() -> None:
 
 
 def start_services(count: int) -> tuple[list[subprocess.Popen], list[str]]:
-    env = {**os.environ, "NODEGROUND_PARENT_PID": str(os.getpid()), "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "proto")])}
+    env = {**os.environ, "NODEGROUND_PARENT_PID": str(os.getpid()), "PYTHONPATH": str(REPO)}
     procs = [
         subprocess.Popen([sys.executable, "-m", "tests.bench.bench_sweep", "--serve"], cwd=REPO, env=env, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
         for _ in range(count)

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-for extra in (ROOT, ROOT / "proto", Path(__file__).resolve().parent):
+for extra in (ROOT, Path(__file__).resolve().parent):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
@@ -21,11 +21,11 @@ import gfm_probe  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from contract.wire import make_bundle  # noqa: E402
 from methods.graphany.method import GraphAny  # noqa: E402
 from methods.gvt.method import RGVT  # noqa: E402
 from methods.node4all.method import Node4All  # noqa: E402
 from methods.sdk.method import FitContext  # noqa: E402
-from methods.sdk.wire import make_bundle  # noqa: E402
 
 
 def configs(job: dict) -> dict[str, tuple[type, dict]]:

@@ -45,7 +45,7 @@ MAX_EPOCH_RATIO, MEMORY_RATIO_RANGE, MAX_WALL_S = 1.10, (0.9, 1.1), 8 * 60
 
 def bootstrap(wheels: Path | None) -> None:
     """Make this checkout importable here and in the services it starts; install the carried wheels first."""
-    paths = [str(ROOT), str(ROOT / "proto")]
+    paths = [str(ROOT)]
     if wheels is not None:
         found = sorted(wheels.glob("*.whl"))
         if not found:

@@ -13,10 +13,10 @@ from collections.abc import Iterator
 import grpc
 import numpy as np
 
+from contract.v1 import method_service_pb2 as pb
+from contract.wire import GraphBundle, encode_probabilities
 from methods.sdk import Capabilities, FitContext, FloatParam, Method, ResourceError
 from methods.sdk.service import MethodServicer, build_server
-from methods.sdk.wire import GraphBundle, encode_probabilities
-from nodeground.v1 import method_service_pb2 as pb
 
 RELEASE_HANGS = threading.Event()  # set at teardown so that hung fits end
 

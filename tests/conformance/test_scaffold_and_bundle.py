@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from methods.families import load_families
+from contract.families import load_families
 from methods.sdk.service import MethodServicer, build_server
 from orchestrator.cli.main import app
 from orchestrator.conformance import FAIL, Options, run_checks

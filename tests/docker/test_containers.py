@@ -137,8 +137,8 @@ def compose_up():
 
 def test_discovered_and_serving(compose_up):
     import grpc
-    from nodeground.v1 import method_service_pb2 as pb
-    from nodeground.v1 import method_service_pb2_grpc as pb_grpc
+    from contract.v1 import method_service_pb2 as pb
+    from contract.v1 import method_service_pb2_grpc as pb_grpc
 
     endpoints = compose_up.get(FAMILY)
     assert endpoints, f"discover_endpoints() found no {FAMILY} container: {compose_up}"

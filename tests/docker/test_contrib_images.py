@@ -53,7 +53,7 @@ def test_scaffold_builds_and_validates_unchanged(tmp_path):
     ctx.mkdir()
     for name in ("pyproject.toml", "README.md", ".dockerignore"):
         shutil.copy(ROOT / name, ctx / name)
-    shutil.copytree(ROOT / "proto", ctx / "proto", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "contract", ctx / "contract", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "methods", ctx / "methods", ignore=shutil.ignore_patterns("__pycache__", "node_modules", "*.egg-info"))
     out = CliRunner().invoke(app, ["methods", "new", "democi", "--root", str(ctx)])
     assert out.exit_code == 0, out.output

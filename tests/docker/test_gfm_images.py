@@ -70,7 +70,7 @@ def test_in_context_images_validate_with_random_init(image):
 @pytest.mark.parametrize("image", ["nodepfn"], indirect=True)
 def test_tight_container_refuses_with_its_estimate_and_stays_up(image):
     """A 1 GiB container: the budget comes from the cgroup, so the fit is refused, not OOM-killed."""
-    from methods.sdk.wire import make_bundle
+    from contract.wire import make_bundle
     from orchestrator.services.client import MethodClient
     from orchestrator.services.sandbox import Sandbox, SandboxLimits
     from tests.conftest import tiny_graph

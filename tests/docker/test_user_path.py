@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from methods.families import family_of, load_families
+from contract.families import family_of, load_families
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(5400)]
 
@@ -91,7 +91,7 @@ def test_readme_path_from_make_up_to_report_validate_and_down(user_env, tmp_path
         fetched = step("make weights", ["make", "weights"], 900, check=False)
         unreachable = [line.split()[0] for line in fetched.stdout.splitlines() if " FAILED " in line]
         assert fetched.returncode == 0 or unreachable, fetched.stdout + fetched.stderr
-        from methods.sdk.weights import load_weights_catalog
+        from contract.weights import load_weights_catalog
 
         models = {entry.id: entry.model for entry in load_weights_catalog().values()}
         assert {models.get(i, i) for i in unreachable} <= IN_CONTEXT, f"weights that should be fetchable failed: {unreachable}"

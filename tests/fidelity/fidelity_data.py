@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from methods.sdk.wire import GraphBundle, make_bundle
+from contract.wire import GraphBundle, make_bundle
 from orchestrator.data.fetch import cache_dir, fetch
 from orchestrator.data.graph import canonical_edges
 

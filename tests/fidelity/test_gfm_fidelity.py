@@ -69,8 +69,8 @@ import pytest
 import torch
 from sklearn.metrics import roc_auc_score
 
+from contract.wire import make_bundle
 from methods.sdk.method import FitContext
-from methods.sdk.wire import make_bundle
 
 # Node4All's full protocol (8 datasets x 10 splits) takes hours on a small CPU: far above the
 # suite-wide per-test timeout.

@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from methods.sdk.wire import MAX_MESSAGE_BYTES, BundleError, BundleTooLarge, decode, encode, held_bytes, make_bundle
-from nodeground.v1 import method_service_pb2 as pb
-from nodeground.v1 import method_service_pb2_grpc as pb_grpc
+from contract.v1 import method_service_pb2 as pb
+from contract.v1 import method_service_pb2_grpc as pb_grpc
+from contract.wire import MAX_MESSAGE_BYTES, BundleError, BundleTooLarge, decode, encode, held_bytes, make_bundle
 from orchestrator.cli.main import app
 from orchestrator.data.registry import add_user_dataset
 from orchestrator.data.user import UserDatasetError

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
+from contract.weights import load_weights_catalog
+from contract.wire import make_bundle
 from methods.sdk.method import FitContext
-from methods.sdk.weights import load_weights_catalog
-from methods.sdk.wire import make_bundle
 from tests.conftest import tiny_graph
 
 

@@ -14,11 +14,11 @@ import pytest
 import torch
 from sklearn.metrics import roc_auc_score
 
-from methods.gvt import RGVT
+from contract.wire import make_bundle
 from methods.graphany import GraphAny
+from methods.gvt import RGVT
 from methods.node4all import Node4All
 from methods.sdk import ConfigError
-from methods.sdk.wire import make_bundle
 from orchestrator.data.graph import canonical_edges
 from tests.gfm.conftest import ctx
 

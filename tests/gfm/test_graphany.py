@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import torch
 
+from contract.weights import load_weights_catalog
 from methods.graphany import GraphAny
 from methods.graphany.checkpoint import CheckpointError, load_checkpoint
 from methods.graphany.model import entropy_normalized_probabilities
-from methods.sdk.weights import load_weights_catalog
 from tests.gfm.conftest import ctx
 
 EXPECTED = {  # (n_hidden, n_mlp_layer, entropy) as saved upstream

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from contract.weights import load_weights_catalog
 from methods.gvt import RGVT
 from methods.gvt.method import load_state_dict
 from methods.gvt.model import GraphViewTransformation, recurrent_representations
 from methods.node4all import Node4All
 from methods.node4all.model import CGTEncoder, encode
-from methods.sdk.weights import load_weights_catalog
 from tests.gfm.conftest import ctx
 
 QUICK = {"max_epochs": 30, "patience": 10}

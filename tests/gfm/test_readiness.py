@@ -9,11 +9,12 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from methods.families import load_families, method_classes
+from contract.families import load_families
+from contract.v1 import method_service_pb2 as pb
+from contract.weights import load_weights_catalog
+from methods.families import method_classes
 from methods.sdk import service as service_module
 from methods.sdk.service import MethodServicer, build_server
-from methods.sdk.weights import load_weights_catalog
-from nodeground.v1 import method_service_pb2 as pb
 from orchestrator.services.client import MethodClient, ServiceNotReady
 
 GRAPHANY_IDS = ("graphany-arxiv", "graphany-cora", "graphany-product", "graphany-wisconsin")

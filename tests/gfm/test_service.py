@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from methods.families import load_families, method_classes
+from contract.families import load_families
+from contract.space import value_from_proto
+from contract.weights import load_weights_catalog
+from methods.families import method_classes
 from methods.sdk.service import MethodServicer, build_server
-from methods.sdk.space import value_from_proto
-from methods.sdk.weights import load_weights_catalog
 from orchestrator.services.client import MethodClient
 
 CASES = {
@@ -54,8 +55,8 @@ def test_families_through_service(service, graph):
 def test_graphany_infers_in_predict_and_the_service_times_it(weights):
     """GraphAny's predict applies the fitted LinearGNNs and the attention to every node, and the service's
     predict seconds cover that and the encoding of the reply: most of the call, not ~0 (issue: 0.0 vs 0.25 s)."""
+    from contract.wire import make_bundle
     from orchestrator.data.synthetic import sbm_graph
-    from methods.sdk.wire import make_bundle
 
     graph = sbm_graph("predict-time", num_nodes=3000, num_classes=5, num_features=32, avg_degree=6.0, seed=0)
     labels = graph.y.astype(np.int64).copy()

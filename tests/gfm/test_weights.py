@@ -8,10 +8,10 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+from contract.weights import WeightsError, load_weights_catalog
 from methods.graphany import GraphAny
 from methods.gvt import RGVT
 from methods.node4all import Node4All
-from methods.sdk.weights import WeightsError, load_weights_catalog
 from orchestrator.cli import weights as weights_cli
 from tests.gfm.conftest import ctx
 

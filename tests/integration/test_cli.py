@@ -17,7 +17,7 @@ from orchestrator.cli.main import app
 REPO = Path(__file__).resolve().parents[2]
 # This checkout's code (not whichever copy of the package the environment installed), run as the console script runs it.
 ORCHESTRATOR = [sys.executable, "-c", "from orchestrator.cli.main import app; app()"]
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "proto")])}
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 runner = CliRunner()
 
 
@@ -233,7 +233,7 @@ def test_export_and_show_workflow_refuse_bad_input_in_one_line(tmp_path):
 
 
 def test_methods_list_shows_every_family_and_method_from_the_manifests():
-    from methods.families import load_families
+    from contract.families import load_families
 
     result = CliRunner().invoke(app, ["methods", "list"])
     assert result.exit_code == 0, result.output

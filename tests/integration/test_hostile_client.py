@@ -14,10 +14,10 @@ import psutil
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from methods.sdk.space import config_to_proto
-from methods.sdk.wire import MAX_MESSAGE_BYTES, TENSOR_ORDER, make_bundle
-from nodeground.v1 import method_service_pb2 as pb
-from nodeground.v1 import method_service_pb2_grpc as pb_grpc
+from contract.space import config_to_proto
+from contract.v1 import method_service_pb2 as pb
+from contract.v1 import method_service_pb2_grpc as pb_grpc
+from contract.wire import MAX_MESSAGE_BYTES, TENSOR_ORDER, make_bundle
 from orchestrator.services.client import MethodClient
 from tests.conftest import served, tiny_graph
 

@@ -11,13 +11,13 @@ import pytest
 import torch
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from contract.v1 import method_service_pb2 as pb
+from contract.v1 import method_service_pb2_grpc as pb_grpc
+from contract.wire import GraphBundle, make_bundle
 from methods.gnn import GCN, MLP
 from methods.sdk import Capabilities, Config, FitContext, FloatParam, Method
 from methods.sdk.method import pick_device
 from methods.sdk.service import MethodServicer, build_server, nvidia_driver_version
-from methods.sdk.wire import GraphBundle, make_bundle
-from nodeground.v1 import method_service_pb2 as pb
-from nodeground.v1 import method_service_pb2_grpc as pb_grpc
 from orchestrator.services.client import MethodClient
 from tests.conftest import tiny_graph
 
@@ -155,7 +155,7 @@ def test_unknown_graph_is_a_failed_precondition(service):
 def test_corrupt_upload_is_refused_and_service_stays_up(service, graph):
     _, client = service
     stub = pb_grpc.MethodServiceStub(client._channel)
-    from methods.sdk.wire import encode
+    from contract.wire import encode
 
     chunks = list(encode(graph, chunk_bytes=256))
     chunks[0].header.graph_hash = "f" * 64

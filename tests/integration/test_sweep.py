@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from methods.families import load_families
+from contract.families import load_families
 from methods.gnn import GCN, MLP
 from methods.sdk.service import MethodServicer, build_server
 from orchestrator.data.registry import load_dataset

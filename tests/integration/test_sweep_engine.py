@@ -11,16 +11,15 @@ import numpy as np
 import pytest
 import torch
 
-from methods.families import Family
+from contract.families import Family
+from contract.wire import GraphBundle
 from methods.gnn import MLP
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, Method, ResourceError
 from methods.sdk.service import MethodServicer, build_server
-from methods.sdk.wire import GraphBundle
 from orchestrator.results import selected_results, selected_with_workflow
+from orchestrator.services.client import MethodClient
 from orchestrator.services.directory import Directory, ServiceDirectory, resolve_methods
 from orchestrator.store import Store
-from orchestrator.services.client import MethodClient
-from orchestrator.services.directory import Directory
 from orchestrator.sweep import Sweep, SweepPlan
 
 

@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from methods.families import Family
+from contract.families import Family
+from contract.v1 import method_service_pb2 as pb
+from contract.wire import GraphBundle, encode_probabilities
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, Method
 from methods.sdk.service import MethodServicer, build_server
-from methods.sdk.wire import GraphBundle, encode_probabilities
-from nodeground.v1 import method_service_pb2 as pb
 from orchestrator.services import client as client_module
 from orchestrator.services.directory import ServiceDirectory, resolve_methods
 from orchestrator.services.embedded import EmbeddedService, EmbeddedServices

@@ -38,7 +38,7 @@ def orchestrator(*args: str) -> list[str]:
 
 
 def child_env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "proto")]), "NODEGROUND_THREADS": "1"}
+    return {**os.environ, "PYTHONPATH": str(REPO), "NODEGROUND_THREADS": "1"}
 
 
 def rows(store: Path) -> int:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from methods.sdk.wire import GraphBundle
+from contract.wire import GraphBundle
 from tests.methods.helpers import tiny_bundle
 
 torch.set_num_threads(1)  # tiny graphs: threads only add contention

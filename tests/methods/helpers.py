@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from contract.wire import GraphBundle, make_bundle
 from methods.sdk.method import FitContext
-from methods.sdk.wire import GraphBundle, make_bundle
 from orchestrator.data.graph import canonical_edges
 
 

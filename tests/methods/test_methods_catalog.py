@@ -6,8 +6,9 @@ import datetime as dt
 
 import pytest
 
-from methods.families import load_families, method_classes
-from methods.sdk.space import ChoiceParam, FloatParam, IntParam
+from contract.families import load_families
+from contract.space import ChoiceParam, FloatParam, IntParam
+from methods.families import method_classes
 
 EXPECTED = {
     "gnn": ["mlp", "gcn", "graphsage", "gat", "gatv2", "gin", "appnp", "jknet", "gcnii", "gprgnn", "fagcn"],

@@ -5,12 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from contract.families import load_families
+from contract.v1 import method_service_pb2 as pb
+from contract.wire import make_bundle
 from tests.methods.helpers import cpu_context, tiny_bundle
 from tests.methods.test_methods_catalog import all_methods
 
+from methods.gnn.models import FAGCN, GAT, GIN, GPRGNN, GCNII, GATv2, GraphSAGE, JKNet
 import methods.graph_transformer.models as gt
 import methods.sdk.method as sdk_method
-from methods.gnn.models import FAGCN, GAT, GIN, GPRGNN, GCNII, GATv2, GraphSAGE, JKNet
 from methods.graph_transformer.models import (
     GraphGPS,
     NAGphormer,
@@ -18,12 +21,10 @@ from methods.graph_transformer.models import (
     PolynormerGlobalAttention,
     SGFormerAttention,
 )
+from methods.families import method_classes
 from methods.sdk import ResourceError
 from methods.sdk.graph_ops import hop_features, laplacian_eigenvectors
 from methods.sdk.service import MethodServicer
-from methods.sdk.wire import make_bundle
-from methods.families import load_families, method_classes
-from nodeground.v1 import method_service_pb2 as pb
 
 
 def _dense_adjacency(bundle) -> np.ndarray:

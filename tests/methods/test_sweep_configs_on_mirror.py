@@ -23,8 +23,8 @@ import pytest
 from tests.methods.helpers import cpu_context
 from tests.methods.test_methods_catalog import all_methods
 
+from contract.wire import GraphBundle
 from methods.sdk import ResourceError
-from methods.sdk.wire import GraphBundle
 from orchestrator.data.registry import load_dataset
 from orchestrator.data.splits import Split, graph_split
 from orchestrator.sampling import config_sequence, sequence_key

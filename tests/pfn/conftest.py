@@ -47,7 +47,7 @@ def service(random_weights):
 
 
 def ring_graph(n: int, classes: int, features: int = 6, seed: int = 0):
-    from methods.sdk.wire import make_bundle
+    from contract.wire import make_bundle
     from tests.conftest import tiny_graph
 
     x, e, y = tiny_graph(n, classes=classes, features=features, seed=seed)

@@ -8,9 +8,9 @@ import grpc
 import numpy as np
 import pytest
 
+from contract.space import value_from_proto
+from contract.wire import make_bundle
 from methods.graphpfn.common import state_sha256
-from methods.sdk.space import value_from_proto
-from methods.sdk.wire import make_bundle
 from tests.pfn.conftest import ring_graph
 
 METHODS = ("graphpfn", "nodepfn", "g2tfm")

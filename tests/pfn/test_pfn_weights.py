@@ -7,12 +7,13 @@ import numpy as np
 import pytest
 import torch
 
+from contract.weights import WeightsError, load_weights_catalog
 from methods.g2tfm.model import DEFAULT_PEARL, DEFAULT_TABPFN, G2TNet, load_tabpfn_state
 from methods.graphpfn.model import DEFAULT_ARCH as GRAPHPFN_ARCH
 from methods.graphpfn.model import GraphPFNNet, load_limix_state
 from methods.nodepfn.model import DEFAULT_ARCH as NODEPFN_ARCH
 from methods.nodepfn.model import NodePFNNet
-from methods.sdk.weights import WeightsError, load_weights_catalog, resolve
+from methods.sdk.weights import resolve
 
 
 def test_graphpfn_official_structure():
@@ -79,7 +80,7 @@ def test_catalog_entries_and_unverified_refusal(tmp_path):
 
 
 def _weights_present(*ids: str) -> bool:
-    from methods.sdk.weights import weights_dir
+    from contract.weights import weights_dir
 
     catalog = load_weights_catalog()
     return all((weights_dir() / catalog[i].relative_path).is_file() for i in ids)
@@ -97,10 +98,10 @@ def test_real_weights_on_texas(method, ids, monkeypatch):
     monkeypatch.setenv("NODEGROUND_ALLOW_UNVERIFIED_WEIGHTS", "1")
     import importlib
 
+    from contract.wire import make_bundle
     from methods.sdk.method import FitContext, pick_device
     from orchestrator.data.registry import load_dataset
     from orchestrator.data.splits import graph_split
-    from methods.sdk.wire import make_bundle
 
     cls = importlib.import_module(f"methods.{method}").METHODS[0]
     graph = load_dataset("texas")

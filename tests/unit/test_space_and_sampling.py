@@ -1,6 +1,6 @@
 import pytest
 
-from methods.sdk.space import (
+from contract.space import (
     ChoiceParam,
     ConfigError,
     FloatParam,

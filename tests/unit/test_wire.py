@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from methods.sdk.wire import (
+from contract.v1 import method_service_pb2 as pb
+from contract.wire import (
     MAX_MESSAGE_BYTES,
     BundleError,
     decode,
@@ -10,7 +11,6 @@ from methods.sdk.wire import (
     encode_probabilities,
     make_bundle,
 )
-from nodeground.v1 import method_service_pb2 as pb
 from tests.conftest import tiny_graph
 
 
@@ -93,7 +93,7 @@ def _header_chunk(b, **changes):
 
 
 def test_admit_sees_the_header_before_any_buffer_is_allocated():
-    from methods.sdk.wire import BundleTooLarge, held_bytes
+    from contract.wire import BundleTooLarge, held_bytes
 
     b = bundle()
     seen = []

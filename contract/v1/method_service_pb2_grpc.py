@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from nodeground.v1 import method_service_pb2 as nodeground_dot_v1_dot_method__service__pb2
+from contract.v1 import method_service_pb2 as contract_dot_v1_dot_method__service__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -18,7 +18,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in nodeground/v1/method_service_pb2_grpc.py depends on'
+        + ' but the generated code in contract/v1/method_service_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -36,33 +36,33 @@ class MethodServiceStub:
         """
         self.Describe = channel.unary_unary(
                 '/nodeground.v1.MethodService/Describe',
-                request_serializer=nodeground_dot_v1_dot_method__service__pb2.DescribeRequest.SerializeToString,
-                response_deserializer=nodeground_dot_v1_dot_method__service__pb2.DescribeResponse.FromString,
+                request_serializer=contract_dot_v1_dot_method__service__pb2.DescribeRequest.SerializeToString,
+                response_deserializer=contract_dot_v1_dot_method__service__pb2.DescribeResponse.FromString,
                 _registered_method=True)
         self.HasGraph = channel.unary_unary(
                 '/nodeground.v1.MethodService/HasGraph',
-                request_serializer=nodeground_dot_v1_dot_method__service__pb2.HasGraphRequest.SerializeToString,
-                response_deserializer=nodeground_dot_v1_dot_method__service__pb2.HasGraphResponse.FromString,
+                request_serializer=contract_dot_v1_dot_method__service__pb2.HasGraphRequest.SerializeToString,
+                response_deserializer=contract_dot_v1_dot_method__service__pb2.HasGraphResponse.FromString,
                 _registered_method=True)
         self.UploadGraph = channel.stream_unary(
                 '/nodeground.v1.MethodService/UploadGraph',
-                request_serializer=nodeground_dot_v1_dot_method__service__pb2.GraphChunk.SerializeToString,
-                response_deserializer=nodeground_dot_v1_dot_method__service__pb2.UploadGraphResponse.FromString,
+                request_serializer=contract_dot_v1_dot_method__service__pb2.GraphChunk.SerializeToString,
+                response_deserializer=contract_dot_v1_dot_method__service__pb2.UploadGraphResponse.FromString,
                 _registered_method=True)
         self.Fit = channel.unary_unary(
                 '/nodeground.v1.MethodService/Fit',
-                request_serializer=nodeground_dot_v1_dot_method__service__pb2.FitRequest.SerializeToString,
-                response_deserializer=nodeground_dot_v1_dot_method__service__pb2.FitResponse.FromString,
+                request_serializer=contract_dot_v1_dot_method__service__pb2.FitRequest.SerializeToString,
+                response_deserializer=contract_dot_v1_dot_method__service__pb2.FitResponse.FromString,
                 _registered_method=True)
         self.Predict = channel.unary_stream(
                 '/nodeground.v1.MethodService/Predict',
-                request_serializer=nodeground_dot_v1_dot_method__service__pb2.PredictRequest.SerializeToString,
-                response_deserializer=nodeground_dot_v1_dot_method__service__pb2.PredictChunk.FromString,
+                request_serializer=contract_dot_v1_dot_method__service__pb2.PredictRequest.SerializeToString,
+                response_deserializer=contract_dot_v1_dot_method__service__pb2.PredictChunk.FromString,
                 _registered_method=True)
         self.Release = channel.unary_unary(
                 '/nodeground.v1.MethodService/Release',
-                request_serializer=nodeground_dot_v1_dot_method__service__pb2.ReleaseRequest.SerializeToString,
-                response_deserializer=nodeground_dot_v1_dot_method__service__pb2.ReleaseResponse.FromString,
+                request_serializer=contract_dot_v1_dot_method__service__pb2.ReleaseRequest.SerializeToString,
+                response_deserializer=contract_dot_v1_dot_method__service__pb2.ReleaseResponse.FromString,
                 _registered_method=True)
 
 
@@ -116,33 +116,33 @@ def add_MethodServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'Describe': grpc.unary_unary_rpc_method_handler(
                     servicer.Describe,
-                    request_deserializer=nodeground_dot_v1_dot_method__service__pb2.DescribeRequest.FromString,
-                    response_serializer=nodeground_dot_v1_dot_method__service__pb2.DescribeResponse.SerializeToString,
+                    request_deserializer=contract_dot_v1_dot_method__service__pb2.DescribeRequest.FromString,
+                    response_serializer=contract_dot_v1_dot_method__service__pb2.DescribeResponse.SerializeToString,
             ),
             'HasGraph': grpc.unary_unary_rpc_method_handler(
                     servicer.HasGraph,
-                    request_deserializer=nodeground_dot_v1_dot_method__service__pb2.HasGraphRequest.FromString,
-                    response_serializer=nodeground_dot_v1_dot_method__service__pb2.HasGraphResponse.SerializeToString,
+                    request_deserializer=contract_dot_v1_dot_method__service__pb2.HasGraphRequest.FromString,
+                    response_serializer=contract_dot_v1_dot_method__service__pb2.HasGraphResponse.SerializeToString,
             ),
             'UploadGraph': grpc.stream_unary_rpc_method_handler(
                     servicer.UploadGraph,
-                    request_deserializer=nodeground_dot_v1_dot_method__service__pb2.GraphChunk.FromString,
-                    response_serializer=nodeground_dot_v1_dot_method__service__pb2.UploadGraphResponse.SerializeToString,
+                    request_deserializer=contract_dot_v1_dot_method__service__pb2.GraphChunk.FromString,
+                    response_serializer=contract_dot_v1_dot_method__service__pb2.UploadGraphResponse.SerializeToString,
             ),
             'Fit': grpc.unary_unary_rpc_method_handler(
                     servicer.Fit,
-                    request_deserializer=nodeground_dot_v1_dot_method__service__pb2.FitRequest.FromString,
-                    response_serializer=nodeground_dot_v1_dot_method__service__pb2.FitResponse.SerializeToString,
+                    request_deserializer=contract_dot_v1_dot_method__service__pb2.FitRequest.FromString,
+                    response_serializer=contract_dot_v1_dot_method__service__pb2.FitResponse.SerializeToString,
             ),
             'Predict': grpc.unary_stream_rpc_method_handler(
                     servicer.Predict,
-                    request_deserializer=nodeground_dot_v1_dot_method__service__pb2.PredictRequest.FromString,
-                    response_serializer=nodeground_dot_v1_dot_method__service__pb2.PredictChunk.SerializeToString,
+                    request_deserializer=contract_dot_v1_dot_method__service__pb2.PredictRequest.FromString,
+                    response_serializer=contract_dot_v1_dot_method__service__pb2.PredictChunk.SerializeToString,
             ),
             'Release': grpc.unary_unary_rpc_method_handler(
                     servicer.Release,
-                    request_deserializer=nodeground_dot_v1_dot_method__service__pb2.ReleaseRequest.FromString,
-                    response_serializer=nodeground_dot_v1_dot_method__service__pb2.ReleaseResponse.SerializeToString,
+                    request_deserializer=contract_dot_v1_dot_method__service__pb2.ReleaseRequest.FromString,
+                    response_serializer=contract_dot_v1_dot_method__service__pb2.ReleaseResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -170,8 +170,8 @@ class MethodService:
             request,
             target,
             '/nodeground.v1.MethodService/Describe',
-            nodeground_dot_v1_dot_method__service__pb2.DescribeRequest.SerializeToString,
-            nodeground_dot_v1_dot_method__service__pb2.DescribeResponse.FromString,
+            contract_dot_v1_dot_method__service__pb2.DescribeRequest.SerializeToString,
+            contract_dot_v1_dot_method__service__pb2.DescribeResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -197,8 +197,8 @@ class MethodService:
             request,
             target,
             '/nodeground.v1.MethodService/HasGraph',
-            nodeground_dot_v1_dot_method__service__pb2.HasGraphRequest.SerializeToString,
-            nodeground_dot_v1_dot_method__service__pb2.HasGraphResponse.FromString,
+            contract_dot_v1_dot_method__service__pb2.HasGraphRequest.SerializeToString,
+            contract_dot_v1_dot_method__service__pb2.HasGraphResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -224,8 +224,8 @@ class MethodService:
             request_iterator,
             target,
             '/nodeground.v1.MethodService/UploadGraph',
-            nodeground_dot_v1_dot_method__service__pb2.GraphChunk.SerializeToString,
-            nodeground_dot_v1_dot_method__service__pb2.UploadGraphResponse.FromString,
+            contract_dot_v1_dot_method__service__pb2.GraphChunk.SerializeToString,
+            contract_dot_v1_dot_method__service__pb2.UploadGraphResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -251,8 +251,8 @@ class MethodService:
             request,
             target,
             '/nodeground.v1.MethodService/Fit',
-            nodeground_dot_v1_dot_method__service__pb2.FitRequest.SerializeToString,
-            nodeground_dot_v1_dot_method__service__pb2.FitResponse.FromString,
+            contract_dot_v1_dot_method__service__pb2.FitRequest.SerializeToString,
+            contract_dot_v1_dot_method__service__pb2.FitResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -278,8 +278,8 @@ class MethodService:
             request,
             target,
             '/nodeground.v1.MethodService/Predict',
-            nodeground_dot_v1_dot_method__service__pb2.PredictRequest.SerializeToString,
-            nodeground_dot_v1_dot_method__service__pb2.PredictChunk.FromString,
+            contract_dot_v1_dot_method__service__pb2.PredictRequest.SerializeToString,
+            contract_dot_v1_dot_method__service__pb2.PredictChunk.FromString,
             options,
             channel_credentials,
             insecure,
@@ -305,8 +305,8 @@ class MethodService:
             request,
             target,
             '/nodeground.v1.MethodService/Release',
-            nodeground_dot_v1_dot_method__service__pb2.ReleaseRequest.SerializeToString,
-            nodeground_dot_v1_dot_method__service__pb2.ReleaseResponse.FromString,
+            contract_dot_v1_dot_method__service__pb2.ReleaseRequest.SerializeToString,
+            contract_dot_v1_dot_method__service__pb2.ReleaseResponse.FromString,
             options,
             channel_credentials,
             insecure,

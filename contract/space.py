@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Union
 
-from nodeground.v1 import method_service_pb2 as pb
+from contract.v1 import method_service_pb2 as pb
 
 ConfigValue = Union[int, float, str, bool]
 Config = dict[str, ConfigValue]

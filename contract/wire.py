@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from nodeground.v1 import method_service_pb2 as pb
+from contract.v1 import method_service_pb2 as pb
 
 CHUNK_BYTES = 2 << 20  # 2 MiB of payload per message: well under gRPC's 4 MiB default
 MAX_MESSAGE_BYTES = 4 << 20

@@ -1,1 +1,0 @@
-"""Generated gRPC stubs live in subpackages named after the proto package (nodeground.v1)."""

@@ -1,1 +1,0 @@
-"""Stubs generated from method_service.proto by `make proto`; do not edit by hand."""
