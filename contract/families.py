@@ -10,6 +10,7 @@ file; the service imports the same classes to host them (``methods.families``).
 from __future__ import annotations
 
 import ast
+import functools
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,10 +50,16 @@ def declared_methods(folder: Path) -> tuple[str, ...]:
     """
     names: list[str] = []
     for path in sorted(folder.rglob("*.py")):
-        for node in ast.parse(path.read_text(), filename=str(path)).body:
-            if isinstance(node, ast.ClassDef) and node.bases and (name := _class_name_literal(node)) is not None:
-                names.append(name)
+        stat = path.stat()
+        names.extend(_declared_in(str(path), stat.st_mtime_ns, stat.st_size))
     return tuple(names)
+
+
+@functools.lru_cache(maxsize=512)
+def _declared_in(path: str, mtime_ns: int, size: int) -> tuple[str, ...]:
+    """One file's method names (parsed once per version of the file)."""
+    tree = ast.parse(Path(path).read_text(), filename=path)
+    return tuple(name for node in tree.body if isinstance(node, ast.ClassDef) and node.bases and (name := _class_name_literal(node)) is not None)
 
 
 def _class_name_literal(node: ast.ClassDef) -> str | None:
