@@ -1,12 +1,16 @@
-"""Method families as data: each folder methods/<family>/ holds a manifest.toml.
+"""Method families as data: each folder methods/<family>/ holds a manifest.toml and its code.
 
-The orchestrator reads manifests to know which family serves a method without
-importing any model code; the service imports the family's module to host it
-(``methods.families.method_classes``).
+The orchestrator learns which family serves a method without importing any model
+code: the manifest says the family's image, module and kind, and the methods are
+read from the family's source as text. A method is declared once, by its class
+(``name = "gat"`` in a class body under methods/<family>/), so adding one is one
+file; the service imports the same classes to host them (``methods.families``).
 """
 
 from __future__ import annotations
 
+import ast
+import functools
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,10 +37,42 @@ def load_families(root: Path = ROOT) -> dict[str, Family]:
     for manifest in sorted(root.glob("*/manifest.toml")):
         data = tomllib.loads(manifest.read_text())
         graphs = data.get("pretraining_graphs")
-        family = Family(data["family"], data["image"], data["module"], tuple(data["methods"]),
+        family = Family(data["family"], data["image"], data["module"], declared_methods(manifest.parent),
                         None if graphs is None else tuple(graphs), data.get("kind", "supervised"))
         families[family.name] = family
     return families
+
+
+def declared_methods(folder: Path) -> tuple[str, ...]:
+    """The method names a family's source declares: every top-level class whose body sets ``name = "<literal>"``.
+
+    Files in path order, classes in file order (the order `orchestrator methods list` shows).
+    """
+    names: list[str] = []
+    for path in sorted(folder.rglob("*.py")):
+        stat = path.stat()
+        names.extend(_declared_in(str(path), stat.st_mtime_ns, stat.st_size))
+    return tuple(names)
+
+
+@functools.lru_cache(maxsize=512)
+def _declared_in(path: str, mtime_ns: int, size: int) -> tuple[str, ...]:
+    """One file's method names (parsed once per version of the file)."""
+    tree = ast.parse(Path(path).read_text(), filename=path)
+    return tuple(name for node in tree.body if isinstance(node, ast.ClassDef) and node.bases and (name := _class_name_literal(node)) is not None)
+
+
+def _class_name_literal(node: ast.ClassDef) -> str | None:
+    """``name = "x"`` or ``name, version, ... = "x", ...`` in the class body."""
+    for statement in node.body:
+        if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
+            continue
+        target, value = statement.targets[0], statement.value
+        pairs = zip(target.elts, value.elts) if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) else [(target, value)]
+        for left, right in pairs:
+            if isinstance(left, ast.Name) and left.id == "name" and isinstance(right, ast.Constant) and isinstance(right.value, str):
+                return right.value
+    return None
 
 
 def family_of(method: str, families: dict[str, Family]) -> Family | None:
@@ -44,4 +80,3 @@ def family_of(method: str, families: dict[str, Family]) -> Family | None:
         if method in family.methods:
             return family
     return None
-

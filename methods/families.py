@@ -3,17 +3,32 @@
 from __future__ import annotations
 
 import importlib
+import pkgutil
 
 from contract.families import Family
+from methods.sdk.method import Method
 
 
-def method_classes(family: Family) -> list:
-    """Import the family's module and return its METHODS, checked against the manifest."""
-    module = importlib.import_module(family.module)
-    classes = list(module.METHODS)
-    names = tuple(m.name for m in classes)
-    if names != family.methods:
-        raise RuntimeError(f"family {family.name}: manifest lists {family.methods} but {family.module} defines {names}")
+def method_classes(family: Family) -> list[type[Method]]:
+    """Import every module of the family's package and return its methods, in the order its source declares them.
+
+    A method is a ``Method`` subclass defined in the package with its own ``name``; the names must be
+    those ``contract.families`` read from the source (the orchestrator's view and the service's agree).
+    """
+    package = importlib.import_module(family.module)
+    for info in pkgutil.walk_packages(package.__path__, prefix=f"{family.module}."):
+        importlib.import_module(info.name)
+    found: dict[str, type[Method]] = {}
+    pending: list[type[Method]] = [Method]
+    while pending:
+        for cls in pending.pop().__subclasses__():
+            pending.append(cls)
+            if cls.__module__.startswith(f"{family.module}.") or cls.__module__ == family.module:
+                if "name" in vars(cls):
+                    found.setdefault(cls.name, cls)
+    if set(found) != set(family.methods):
+        raise RuntimeError(f"family {family.name}: its source declares {family.methods} but {family.module} defines {tuple(sorted(found))}")
+    classes = [found[name] for name in family.methods]
     kinds = {m.name: m.kind for m in classes if m.kind != family.kind}
     if kinds:
         raise RuntimeError(f"family {family.name}: manifest says kind {family.kind!r} but {family.module} has {kinds}")

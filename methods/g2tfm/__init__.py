@@ -241,4 +241,3 @@ def _laplacian_pe(edges: np.ndarray, n: int, k: int) -> np.ndarray:
     return pe
 
 
-METHODS = [G2TFM]

@@ -2,4 +2,3 @@
 
 from methods.gnn.models import APPNP, FAGCN, GAT, GCN, GCNII, GIN, GPRGNN, MLP, GATv2, GraphSAGE, JKNet
 
-METHODS = [MLP, GCN, GraphSAGE, GAT, GATv2, GIN, APPNP, JKNet, GCNII, GPRGNN, FAGCN]

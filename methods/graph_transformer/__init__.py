@@ -2,4 +2,3 @@
 
 from methods.graph_transformer.models import SGFormer, GraphGPS, NAGphormer, Polynormer
 
-METHODS = [Polynormer, SGFormer, NAGphormer, GraphGPS]

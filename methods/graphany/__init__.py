@@ -2,4 +2,3 @@
 
 from methods.graphany.method import GraphAny
 
-METHODS = [GraphAny]

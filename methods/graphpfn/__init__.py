@@ -217,4 +217,3 @@ def _prepare_features(x: np.ndarray, train: np.ndarray, config: Config, seed: in
     return np.ascontiguousarray(x[:, keep], dtype=np.float32)
 
 
-METHODS = [GraphPFN]

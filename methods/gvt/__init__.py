@@ -2,4 +2,3 @@
 
 from methods.gvt.method import RGVT
 
-METHODS = [RGVT]

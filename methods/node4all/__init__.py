@@ -2,4 +2,3 @@
 
 from methods.node4all.method import Node4All
 
-METHODS = [Node4All]

@@ -253,4 +253,3 @@ def _preprocess(x: torch.Tensor, n_ctx: int, transform: str, max_features: int) 
     return x / (x.shape[1] / max_features)
 
 
-METHODS = [NodePFN]

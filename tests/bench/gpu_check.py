@@ -136,7 +136,8 @@ def _epoch_line(row: dict[str, Any]) -> str:
 def epoch_rows(device_name: str, small: bool, log_dir: Path, repeats: int) -> list[dict[str, Any]]:
     import torch
 
-    from methods.gnn import METHODS
+    from contract.families import load_families
+    from methods.families import method_classes
     from orchestrator.data.splits import make_split
     from orchestrator.services.client import MethodClient
     from orchestrator.services.embedded import EmbeddedService
@@ -150,7 +151,7 @@ def epoch_rows(device_name: str, small: bool, log_dir: Path, repeats: int) -> li
     print(f"graph: {graph.num_nodes:,} nodes, {graph.edge_index.shape[1] - graph.num_nodes:,} directed edges "
           f"(+{graph.num_nodes:,} self-loops), {graph.x.shape[1]} features, {graph.num_classes} classes; "
           f"{epochs} epochs per fit, median of {repeats} interleaved runs", flush=True)
-    classes = {m.name: m for m in METHODS}
+    classes = {m.name: m for m in method_classes(load_families()["gnn"])}
     service = EmbeddedService("gnn", log_dir=log_dir)
     service.start()
     client = MethodClient(service.endpoint)

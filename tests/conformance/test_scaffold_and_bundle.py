@@ -29,7 +29,8 @@ def test_scaffold_builds_an_honest_method_that_passes(tmp_path):
     for rel in ("methods/demo_x/__init__.py", "methods/demo_x/method.py", "methods/demo_x/manifest.toml", "methods/demo_x/README.md", "docker/demo_x/Dockerfile"):
         assert (tmp_path / rel).is_file(), rel
     manifest = tomllib.loads((tmp_path / "methods/demo_x/manifest.toml").read_text())
-    assert manifest["family"] == "demo_x" and manifest["methods"] == ["demo_x"] and manifest["config"]["demo_x"]["lr"] == 0.05
+    assert manifest["family"] == "demo_x" and "methods" not in manifest and manifest["config"]["demo_x"]["lr"] == 0.05
+    assert load_families(tmp_path / "methods")["demo_x"].methods == ("demo_x",)  # declared once, by its class
     dockerfile = (tmp_path / "docker/demo_x/Dockerfile").read_text()
     assert 'nodeground.family="demo_x"' in dockerfile and "smoke ok" in dockerfile and "{{" not in dockerfile
     again = CliRunner().invoke(app, ["methods", "new", "demo_x", "--root", str(tmp_path)])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 import pytest
@@ -10,6 +11,7 @@ from contract.families import load_families
 from contract.space import ChoiceParam, FloatParam, IntParam
 from methods.families import method_classes
 
+# The benchmark's definition (SPEC: the 15 supervised methods), checked against what the code declares.
 EXPECTED = {
     "gnn": ["mlp", "gcn", "graphsage", "gat", "gatv2", "gin", "appnp", "jknet", "gcnii", "gprgnn", "fagcn"],
     "graph-transformer": ["polynormer", "sgformer", "nagphormer", "graphgps"],
@@ -25,8 +27,8 @@ def all_methods() -> list:
 def test_families_host_the_fifteen_methods() -> None:
     families = load_families()
     for name, methods in EXPECTED.items():
-        assert list(families[name].methods) == methods
-        assert [m.name for m in method_classes(families[name])] == methods
+        assert sorted(families[name].methods) == sorted(methods)  # read from the source, torch-free
+        assert [m.name for m in method_classes(families[name])] == list(families[name].methods)  # the service hosts the same
     assert families["graph-transformer"].image == "nodeground/graph-transformer"
     assert families["graph-transformer"].module == "methods.graph_transformer"
     assert len(all_methods()) == 15
@@ -60,14 +62,11 @@ def test_stack_gnns_offer_the_strong_baseline_options() -> None:
 
 
 
-def test_every_family_declares_the_kind_its_methods_have(tmp_path) -> None:
+def test_every_family_declares_the_kind_its_methods_have() -> None:
     """The manifest's kind is what `orchestrator methods list` shows without importing model code."""
     families = load_families()
     assert sorted(f.name for f in families.values() if f.kind == "supervised") == sorted(EXPECTED)
     for family in families.values():
         assert {m.kind for m in method_classes(family)} == {family.kind}, family.name
-    (tmp_path / "gnn").mkdir()
-    (tmp_path / "gnn" / "manifest.toml").write_text(
-        f'family = "gnn"\nimage = "x/gnn"\nmodule = "methods.gnn"\nmethods = {EXPECTED["gnn"]}\nkind = "gfm"\n'.replace("'", '"'))
     with pytest.raises(RuntimeError, match="manifest says kind 'gfm'"):
-        method_classes(load_families(tmp_path)["gnn"])
+        method_classes(dataclasses.replace(families["gnn"], kind="gfm"))

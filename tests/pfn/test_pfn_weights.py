@@ -96,14 +96,15 @@ def test_real_weights_on_texas(method, ids, monkeypatch):
     if not _weights_present(*ids):
         pytest.skip(f"{method}: official weights {', '.join(ids)} not in NODEGROUND_WEIGHTS (fetch them; not reachable offline)")
     monkeypatch.setenv("NODEGROUND_ALLOW_UNVERIFIED_WEIGHTS", "1")
-    import importlib
 
+    from contract.families import load_families
     from contract.wire import make_bundle
+    from methods.families import method_classes
     from methods.sdk.method import FitContext, pick_device
     from orchestrator.data.registry import load_dataset
     from orchestrator.data.splits import graph_split
 
-    cls = importlib.import_module(f"methods.{method}").METHODS[0]
+    cls = method_classes(load_families()[method])[0]
     graph = load_dataset("texas")
     split = graph_split(graph, "public", 0)
     labels = np.full(graph.num_nodes, -1)
