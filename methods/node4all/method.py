@@ -9,10 +9,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from methods.gvt.frozen import SELECTION, adaptation_flags, head_probabilities, resolve_weights, train_head
-from methods.gvt.method import load_state_dict
 from methods.node4all.model import CGTEncoder, encode
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, FloatParam, Method
+from methods.sdk.frozen import SELECTION, adaptation_flags, head_probabilities, load_state_dict, locate_weights, train_head
 from methods.sdk.method import graph_tensors, seed_everything
 from methods.sdk.wire import GraphBundle
 
@@ -69,10 +68,10 @@ class Node4All(Method):
 
     def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> Node4AllState:
         started = time.perf_counter()
-        path, info = resolve_weights("node4all-cgt", str(config["weights_file"]))
+        path, provenance = locate_weights("node4all-cgt", str(config["weights_file"]))
         encoder = CGTEncoder.from_state_dict(load_state_dict(path)).to(ctx.device)
         data = graph_tensors(graph, ctx.device)
-        key = ("node4all-embeddings", info["weights_sha256"], str(ctx.device))
+        key = ("node4all-embeddings", provenance.sha256, str(ctx.device))
         if key not in graph.cache:
             t0 = time.perf_counter()
             graph.cache[key] = encode(encoder, data.x, data.edge_index, check=ctx.check)
@@ -85,7 +84,7 @@ class Node4All(Method):
         train_t = torch.as_tensor(train, dtype=torch.long, device=ctx.device)
         val_t = torch.as_tensor(val, dtype=torch.long, device=ctx.device)
         selected = train_head(head, z, data.y, train_t, val_t, config, ctx)
-        ctx.info.update(info, selection=str(config["selection"]), **selected.info())
+        ctx.info.update(provenance.info(), selection=str(config["selection"]), **selected.info())
         ctx.info.update(adaptation_flags(head_probabilities(head, z), selected.best_epoch), adapt_seconds=time.perf_counter() - started)
         return Node4AllState(head=head.eval(), z=z, encoder=encoder)
 

@@ -45,8 +45,8 @@ import torch
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from methods.sdk.lifeline import watch_parent
-from methods.sdk.memory import available_ram_bytes
-from methods.sdk.method import FitContext, FitInterrupted, Method, ResourceError, pick_device
+from methods.sdk.memory import ResourceError, available_ram_bytes
+from methods.sdk.method import FitContext, FitInterrupted, Method, pick_device
 from methods.sdk.probe import ResourceProbe
 from methods.sdk.space import ConfigError, config_from_proto, config_to_proto, param_to_proto, value_to_proto
 from methods.sdk.weights import WeightsError

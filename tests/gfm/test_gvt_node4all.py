@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from methods.gvt import RGVT
-from methods.gvt.method import load_state_dict
+from methods.sdk.frozen import load_state_dict
 from methods.gvt.model import GraphViewTransformation, recurrent_representations
 from methods.node4all import Node4All
 from methods.node4all.model import CGTEncoder, encode
