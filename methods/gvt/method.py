@@ -8,7 +8,6 @@ validation accuracy, which on an imbalanced binary task keeps an untrained head.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -16,7 +15,7 @@ from torch import nn
 
 from methods.gvt.model import GraphViewTransformation, recurrent_representations
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, FloatParam, IntParam, Method
-from methods.sdk.frozen import SELECTION, adaptation_flags, head_probabilities, load_state_dict, locate_weights, train_head
+from methods.sdk.frozen import SELECTION, HeadState, adaptation_flags, head_probabilities, load_state_dict, locate_weights, train_head
 from methods.sdk.method import graph_tensors, seed_everything
 from methods.sdk.wire import GraphBundle
 
@@ -38,13 +37,6 @@ class Head(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
-
-
-@dataclass
-class GVTState:
-    head: nn.Module
-    z: torch.Tensor
-    encoder: nn.Module  # the frozen view transformation (kept for inspection)
 
 
 class RGVT(Method):
@@ -76,7 +68,7 @@ class RGVT(Method):
     settings = (SELECTION,)
     weights = tuple(f"gvt-seed{s}" for s in SEEDS)
 
-    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> GVTState:
+    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> HeadState:
         started = time.perf_counter()
         seed = int(config["checkpoint_seed"])
         path, provenance = locate_weights(f"gvt-seed{seed}", str(config["weights_file"]))
@@ -109,7 +101,7 @@ class RGVT(Method):
         for r in results:
             ctx.info.update({f"val_loss_depth{r[0]}": r[1].val_loss, f"val_accuracy_depth{r[0]}": r[1].val_accuracy})
         ctx.info["adapt_seconds"] = time.perf_counter() - started
-        return GVTState(head=head.eval(), z=cached[d - 1], encoder=gvt)
+        return HeadState(head=head.eval(), z=cached[d - 1], encoder=gvt)
 
-    def predict(self, state: GVTState, graph: GraphBundle) -> np.ndarray:
-        return head_probabilities(state.head, state.z).float().cpu().numpy()
+    def predict(self, state: HeadState, graph: GraphBundle) -> np.ndarray:
+        return state.probabilities()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -11,7 +10,7 @@ from torch import nn
 
 from methods.node4all.model import CGTEncoder, encode
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, FloatParam, Method
-from methods.sdk.frozen import SELECTION, adaptation_flags, head_probabilities, load_state_dict, locate_weights, train_head
+from methods.sdk.frozen import SELECTION, HeadState, adaptation_flags, head_probabilities, load_state_dict, locate_weights, train_head
 from methods.sdk.method import graph_tensors, seed_everything
 from methods.sdk.wire import GraphBundle
 
@@ -30,13 +29,6 @@ class Head(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
-
-
-@dataclass
-class Node4AllState:
-    head: nn.Module
-    z: torch.Tensor
-    encoder: nn.Module  # the frozen encoder (kept for inspection)
 
 
 class Node4All(Method):
@@ -66,7 +58,7 @@ class Node4All(Method):
     settings = (SELECTION,)
     weights = ("node4all-cgt",)
 
-    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> Node4AllState:
+    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> HeadState:
         started = time.perf_counter()
         path, provenance = locate_weights("node4all-cgt", str(config["weights_file"]))
         encoder = CGTEncoder.from_state_dict(load_state_dict(path)).to(ctx.device)
@@ -86,7 +78,7 @@ class Node4All(Method):
         selected = train_head(head, z, data.y, train_t, val_t, config, ctx)
         ctx.info.update(provenance.info(), selection=str(config["selection"]), **selected.info())
         ctx.info.update(adaptation_flags(head_probabilities(head, z), selected.best_epoch), adapt_seconds=time.perf_counter() - started)
-        return Node4AllState(head=head.eval(), z=z, encoder=encoder)
+        return HeadState(head=head.eval(), z=z, encoder=encoder)
 
-    def predict(self, state: Node4AllState, graph: GraphBundle) -> np.ndarray:
-        return head_probabilities(state.head, state.z).float().cpu().numpy()
+    def predict(self, state: HeadState, graph: GraphBundle) -> np.ndarray:
+        return state.probabilities()

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -227,6 +228,18 @@ def train_head(head: nn.Module, z: torch.Tensor, y: torch.Tensor, train: torch.T
 def head_probabilities(head: nn.Module, z: torch.Tensor) -> torch.Tensor:
     with torch.no_grad():
         return torch.softmax(head.eval()(z), dim=1)
+
+
+@dataclass
+class HeadState:
+    """What a fit of a frozen encoder with a trained head keeps: predict is the head on the nodes' representations."""
+
+    head: nn.Module
+    z: torch.Tensor  # the frozen representations of every node
+    encoder: nn.Module  # the frozen encoder (kept for inspection)
+
+    def probabilities(self) -> np.ndarray:
+        return head_probabilities(self.head, self.z).float().cpu().numpy()
 
 
 def adaptation_flags(probs: torch.Tensor, best_epoch: int | None = None) -> dict[str, bool]:
