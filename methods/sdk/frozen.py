@@ -38,11 +38,19 @@ from torch import nn
 
 from methods.sdk.method import SELECTION_RULES, EpochSelection, FitContext, Method, make_optimizer, train_epochs
 from methods.sdk.space import ChoiceParam, Config
-from methods.sdk.weights import ResolvedWeights, WeightsError, file_sha256, load_weights_catalog, resolve, safe_torch_load, weights_problems
+from methods.sdk.weights import (
+    ResolvedWeights,
+    WeightsError,
+    file_sha256,
+    load_weights_catalog,
+    resolve,
+    safe_torch_load,
+    unverified_allowed,
+    weights_problems,
+)
 
 RANDOM_ENV = "NODEGROUND_RANDOM_INIT_WEIGHTS"
 ARCH_ENV = "NODEGROUND_RANDOM_INIT_ARCH"
-UNVERIFIED_ENV = "NODEGROUND_ALLOW_UNVERIFIED_WEIGHTS"
 RANDOM_INIT_SEED = 20260101  # fixed: the "random-init" weights are the same in every process
 
 
@@ -59,10 +67,6 @@ class Provenance:
 
     def info(self) -> dict[str, Any]:
         return {"weights_id": self.weights_id, "weights_sha256": self.sha256, "weights_official": self.official}
-
-
-def unverified_allowed() -> bool:
-    return os.environ.get(UNVERIFIED_ENV, "") == "1"
 
 
 def random_init_allowed() -> bool:

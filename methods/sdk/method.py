@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from methods.sdk.space import ChoiceParam, Config, FloatParam, IntParam, Param, validate_config
-from methods.sdk.weights import weights_problems
+from methods.sdk.weights import unverified_allowed, weights_problems
 from methods.sdk.wire import GraphBundle
 
 
@@ -101,7 +101,7 @@ class Method(ABC):
     @classmethod
     def weights_problems(cls) -> dict[str, str]:
         """Weights id -> why it cannot be used now; while any is listed the service is not healthy."""
-        return weights_problems(cls.weights)
+        return weights_problems(cls.weights, allow_unverified=unverified_allowed())
 
     @abstractmethod
     def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> Any:

@@ -86,6 +86,12 @@ def file_sha256(path: Path) -> str:
 
 
 UNVERIFIED = "unverified"  # catalog sha256 for a file whose digest could not be recorded yet
+UNVERIFIED_ENV = "NODEGROUND_ALLOW_UNVERIFIED_WEIGHTS"
+
+
+def unverified_allowed() -> bool:
+    """Whether this process accepts ``unverified`` catalog entries (results from them are never official)."""
+    return os.environ.get(UNVERIFIED_ENV, "") == "1"
 
 
 def resolve(entry: WeightsEntry, root: Path | None = None, allow_unverified: bool = False) -> ResolvedWeights:
