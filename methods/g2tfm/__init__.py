@@ -17,7 +17,6 @@ output coding, so more classes are refused).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,20 +29,12 @@ from sklearn.preprocessing import QuantileTransformer, StandardScaler
 
 from contract.wire import GraphBundle
 from methods.g2tfm.model import DEFAULT_PEARL, DEFAULT_TABPFN, G2TNet, load_tabpfn_state
-from methods.graphpfn.common import (
-    FrozenGFM,
-    attention_chunk,
-    edges_without_self_loops,
-    finish_probs,
-    load_frozen,
-    memory_budget_bytes,
-    param_bytes,
-    report_weights,
-    require_memory,
-    safe_torch_load,
-)
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext
+from methods.sdk.frozen import FrozenGFM, load_frozen
+from methods.sdk.memory import memory_budget_bytes, require_memory
 from methods.sdk.method import seed_everything
+from methods.sdk.pfn import attention_chunk, edge_array_without_self_loops, finish_probs, param_bytes
+from methods.sdk.weights import safe_torch_load
 
 TABPFN_ID = "tabpfn-v2-classifier"
 PEARL_ID = "g2tfm-pearl-random"
@@ -91,12 +82,12 @@ class G2TFM(FrozenGFM):
     def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> G2TState:
         seed_everything(ctx.seed)
         frozen = load_frozen("g2tfm", self.weights, G2TNet, {**DEFAULT_TABPFN, **DEFAULT_PEARL}, _load_state, ctx.device)
-        report_weights(ctx, frozen)
+        frozen.report(ctx)
         arch = frozen.config
         if graph.num_classes > arch["n_out"]:
             raise ValueError(f"g2tfm supports at most {arch['n_out']} classes (TabPFN-v2's decoder, no output coding); the graph has {graph.num_classes}")
         n = graph.num_nodes
-        edges = edges_without_self_loops(graph.edge_index)
+        edges = edge_array_without_self_loops(graph.edge_index)
         train = np.sort(train)
         table = _graph_table(graph.features, edges, n, train, config, ctx.seed)
         ctx.check()
@@ -126,7 +117,7 @@ class G2TFM(FrozenGFM):
         batch = min(MAX_QUERY_BATCH, n)
         while batch > 1 and sum(estimate(batch).values()) > budget:
             batch //= 2
-        require_memory(self.name, estimate(batch), ctx.device, ctx)
+        require_memory(self.name, estimate(batch), ctx.device, "in-context inference", ctx.info)
         ctx.info.update(n_table_features=int(f), query_batch=int(batch), n_context=int(len(train)))
         return G2TState(
             net=frozen.module,

@@ -43,6 +43,7 @@ from torch_geometric.nn import (
 from contract.wire import GraphBundle
 from methods.sdk import (
     FLOAT_BYTES,
+    TRAIN_SPACE,
     ChoiceParam,
     Config,
     FloatParam,
@@ -65,13 +66,6 @@ TRAIN_DEFAULTS: Config = {
     "max_epochs": 500,
     "patience": 50,
 }
-
-TRAIN_SPACE = (
-    FloatParam("lr", 1e-4, 5e-2, log=True),
-    FloatParam("weight_decay", 1e-7, 1e-2, log=True),
-    ChoiceParam("optimizer", ("adam", "adamw")),
-    IntParam("patience", 20, 300),
-)
 
 # The stack's knobs; the defaults are the classic two-layer form.
 STACK_DEFAULTS: Config = {

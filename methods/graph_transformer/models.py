@@ -24,6 +24,7 @@ from torch_geometric.nn import GATConv, GCNConv, GINConv, GPSConv
 from contract.wire import GraphBundle
 from methods.sdk import (
     FLOAT_BYTES,
+    TRAIN_SPACE,
     ChoiceParam,
     Config,
     FloatParam,
@@ -36,13 +37,6 @@ from methods.sdk.graph_ops import WeightedPropagation, edges_without_self_loops,
 from methods.sdk.method import graph_tensors
 
 VERSION = "2026-11-29"
-
-TRAIN_SPACE = (
-    FloatParam("lr", 1e-4, 5e-2, log=True),
-    FloatParam("weight_decay", 1e-7, 1e-2, log=True),
-    ChoiceParam("optimizer", ("adam", "adamw")),
-    IntParam("patience", 20, 300),
-)
 
 
 class _MemoryChecked(TorchNodeClassifier):

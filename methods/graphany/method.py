@@ -10,8 +10,8 @@ import torch
 from contract.wire import GraphBundle
 from methods.graphany.checkpoint import GraphAnyCheckpoint, load_checkpoint
 from methods.graphany.model import build_attention, channel_features, distance_features, fuse, least_squares, linear_gnn_predictions
-from methods.gvt.frozen import adaptation_flags, resolve_weights
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, Method
+from methods.sdk.frozen import adaptation_flags, locate_weights
 from methods.sdk.method import graph_tensors
 
 VERSION = "2026-12-01"
@@ -40,7 +40,7 @@ class GraphAny(Method):
     def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> GraphAnyState:
         """Adaptation: the LinearGNN channels solved on the training nodes (inference over all nodes is predict's)."""
         started = time.perf_counter()
-        path, info = resolve_weights(f"graphany-{config['checkpoint']}", str(config["weights_file"]))
+        path, provenance = locate_weights(f"graphany-{config['checkpoint']}", str(config["weights_file"]))
         ckpt = load_checkpoint(path)
         attention = build_attention(ckpt)
         data = graph_tensors(graph, torch.device("cpu"))
@@ -55,7 +55,7 @@ class GraphAny(Method):
         ctx.check()
         state = GraphAnyState(ckpt, attention, feats, solutions)
         fused, weights = self._fuse(state, torch.as_tensor(val, dtype=torch.long))
-        ctx.info.update(info, **adaptation_flags(torch.softmax(fused, dim=1)))  # over validation nodes
+        ctx.info.update(provenance.info(), **adaptation_flags(torch.softmax(fused, dim=1)))  # over validation nodes
         ctx.info.update(
             checkpoint=str(config["checkpoint"]),
             features_cached=cached,

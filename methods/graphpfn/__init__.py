@@ -11,7 +11,7 @@ Limits, as upstream: the decoder has 10 outputs; more classes use error-correcti
 output codes across ensemble members (each member solves a ≤10-way meta task;
 the ensemble needs at least max(ceil(log10 C), ceil(C/9)) members). The
 quadratic in-context attention and the per-edge adapter attention are
-estimated before running (``methods.graphpfn.common.require_memory``).
+estimated before running (``methods.sdk.memory.require_memory``).
 
 Rows of context (training) nodes are not predicted by GraphPFN (upstream
 returns zeros for them); we return uniform rows there.
@@ -28,18 +28,6 @@ import torch
 from sklearn.decomposition import PCA
 from sklearn.preprocessing import QuantileTransformer, StandardScaler
 
-from contract.wire import GraphBundle
-from methods.graphpfn.common import (
-    FrozenGFM,
-    attention_chunk,
-    edges_without_self_loops,
-    finish_probs,
-    load_frozen,
-    param_bytes,
-    report_weights,
-    require_memory,
-    safe_torch_load,
-)
 from methods.graphpfn.model import (
     DEFAULT_ARCH,
     GraphPFNNet,
@@ -50,7 +38,12 @@ from methods.graphpfn.model import (
     min_ecoc_members,
 )
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext
+from methods.sdk.frozen import FrozenGFM, load_frozen
+from methods.sdk.memory import require_memory
 from methods.sdk.method import seed_everything
+from methods.sdk.pfn import attention_chunk, edge_array_without_self_loops, finish_probs, param_bytes
+from methods.sdk.weights import safe_torch_load
+from contract.wire import GraphBundle
 
 LIMIX_ID = "limix-16m"
 ADAPTERS_ID = "graphpfn-1.3-adapters"
@@ -108,7 +101,7 @@ class GraphPFN(FrozenGFM):
         n_classes = graph.num_classes
         members_n = int(config["ensemble_size"])
         frozen = load_frozen("graphpfn", self.weights, GraphPFNNet, DEFAULT_ARCH, _load_state, ctx.device)
-        report_weights(ctx, frozen)
+        frozen.report(ctx)
         arch = {**frozen.config, "n_random_features": int(config["n_random_features"])}
         frozen.module.arch.update(n_random_features=arch["n_random_features"])
         alphabet = int(arch["max_num_classes"])
@@ -120,7 +113,7 @@ class GraphPFN(FrozenGFM):
                     f"ensemble_size >= {need} (got {members_n})"
                 )
         features = _prepare_features(graph.features, train, config, ctx.seed)
-        edges = edges_without_self_loops(graph.edge_index)
+        edges = edge_array_without_self_loops(graph.edge_index)
         n, f = features.shape
         tokens = math.ceil((f + arch["n_random_features"]) / arch["features_per_group"]) + 1
         e, hid, heads = arch["embed_dim"], arch["hid_dim"], arch["nhead"]
@@ -136,7 +129,8 @@ class GraphPFN(FrozenGFM):
                 "graph adapters": 3.0 * n_edges * tokens * heads * 4 + 3.0 * chunk_edges * tokens * e * 4,
             },
             ctx.device,
-            ctx,
+            "in-context inference",
+            ctx.info,
         )
         gen = torch.Generator().manual_seed(ctx.seed)
         codebook = ecoc_codebook(n_classes, members_n, alphabet, gen) if n_classes > alphabet else None

@@ -8,30 +8,19 @@ validation accuracy, which on an imbalanced binary task keeps an untrained head.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
-from contract.weights import WeightsError
 from contract.wire import GraphBundle
-from methods.gvt.frozen import SELECTION, adaptation_flags, head_probabilities, resolve_weights, train_head
 from methods.gvt.model import GraphViewTransformation, recurrent_representations
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, FloatParam, IntParam, Method
+from methods.sdk.frozen import SELECTION, HeadState, adaptation_flags, head_probabilities, load_state_dict, locate_weights, train_head
 from methods.sdk.method import graph_tensors, seed_everything
-from methods.sdk.weights import safe_torch_load
 
 VERSION = "2026-12-02"
 SEEDS = (0, 42, 123, 2026, 9999)
-
-
-def load_state_dict(path: Path) -> dict[str, torch.Tensor]:
-    state = safe_torch_load(path)
-    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise WeightsError(f"{path.name} is not a plain state dict")
-    return state
 
 
 class Head(nn.Module):
@@ -48,13 +37,6 @@ class Head(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
-
-
-@dataclass
-class GVTState:
-    head: nn.Module
-    z: torch.Tensor
-    encoder: nn.Module  # the frozen view transformation (kept for inspection)
 
 
 class RGVT(Method):
@@ -86,15 +68,15 @@ class RGVT(Method):
     settings = (SELECTION,)
     weights = tuple(f"gvt-seed{s}" for s in SEEDS)
 
-    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> GVTState:
+    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> HeadState:
         started = time.perf_counter()
         seed = int(config["checkpoint_seed"])
-        path, info = resolve_weights(f"gvt-seed{seed}", str(config["weights_file"]))
+        path, provenance = locate_weights(f"gvt-seed{seed}", str(config["weights_file"]))
         gvt = GraphViewTransformation.from_state_dict(load_state_dict(path)).to(ctx.device)
         depth, max_depth = int(config["depth"]), int(config["max_depth"])
         depths = list(range(1, max_depth + 1)) if depth == 0 else [depth]
         data = graph_tensors(graph, ctx.device)
-        key = ("gvt-representations", info["weights_sha256"], str(ctx.device))
+        key = ("gvt-representations", provenance.sha256, str(ctx.device))
         cached = graph.cache.get(key)
         if cached is None or len(cached) < max(depths):
             t0 = time.perf_counter()
@@ -114,12 +96,12 @@ class RGVT(Method):
         # the depth whose head scores best under the same rule; the shallowest on ties, as upstream's max() over 1..L
         rule = str(config["selection"])
         d, selected, head = min(results, key=lambda r: (r[1].score(rule), r[0]))
-        ctx.info.update(info, depth=d, selection=rule, **selected.info())
+        ctx.info.update(provenance.info(), depth=d, selection=rule, **selected.info())
         ctx.info.update(adaptation_flags(head_probabilities(head, cached[d - 1]), selected.best_epoch))
         for r in results:
             ctx.info.update({f"val_loss_depth{r[0]}": r[1].val_loss, f"val_accuracy_depth{r[0]}": r[1].val_accuracy})
         ctx.info["adapt_seconds"] = time.perf_counter() - started
-        return GVTState(head=head.eval(), z=cached[d - 1], encoder=gvt)
+        return HeadState(head=head.eval(), z=cached[d - 1], encoder=gvt)
 
-    def predict(self, state: GVTState, graph: GraphBundle) -> np.ndarray:
-        return head_probabilities(state.head, state.z).float().cpu().numpy()
+    def predict(self, state: HeadState, graph: GraphBundle) -> np.ndarray:
+        return state.probabilities()

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
 from contract.wire import GraphBundle
-from methods.gvt.frozen import SELECTION, adaptation_flags, head_probabilities, resolve_weights, train_head
-from methods.gvt.method import load_state_dict
 from methods.node4all.model import CGTEncoder, encode
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, FloatParam, Method
+from methods.sdk.frozen import SELECTION, HeadState, adaptation_flags, head_probabilities, load_state_dict, locate_weights, train_head
 from methods.sdk.method import graph_tensors, seed_everything
 
 VERSION = "2026-12-02"
@@ -31,13 +29,6 @@ class Head(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
-
-
-@dataclass
-class Node4AllState:
-    head: nn.Module
-    z: torch.Tensor
-    encoder: nn.Module  # the frozen encoder (kept for inspection)
 
 
 class Node4All(Method):
@@ -67,12 +58,12 @@ class Node4All(Method):
     settings = (SELECTION,)
     weights = ("node4all-cgt",)
 
-    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> Node4AllState:
+    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> HeadState:
         started = time.perf_counter()
-        path, info = resolve_weights("node4all-cgt", str(config["weights_file"]))
+        path, provenance = locate_weights("node4all-cgt", str(config["weights_file"]))
         encoder = CGTEncoder.from_state_dict(load_state_dict(path)).to(ctx.device)
         data = graph_tensors(graph, ctx.device)
-        key = ("node4all-embeddings", info["weights_sha256"], str(ctx.device))
+        key = ("node4all-embeddings", provenance.sha256, str(ctx.device))
         if key not in graph.cache:
             t0 = time.perf_counter()
             graph.cache[key] = encode(encoder, data.x, data.edge_index, check=ctx.check)
@@ -85,9 +76,9 @@ class Node4All(Method):
         train_t = torch.as_tensor(train, dtype=torch.long, device=ctx.device)
         val_t = torch.as_tensor(val, dtype=torch.long, device=ctx.device)
         selected = train_head(head, z, data.y, train_t, val_t, config, ctx)
-        ctx.info.update(info, selection=str(config["selection"]), **selected.info())
+        ctx.info.update(provenance.info(), selection=str(config["selection"]), **selected.info())
         ctx.info.update(adaptation_flags(head_probabilities(head, z), selected.best_epoch), adapt_seconds=time.perf_counter() - started)
-        return Node4AllState(head=head.eval(), z=z, encoder=encoder)
+        return HeadState(head=head.eval(), z=z, encoder=encoder)
 
-    def predict(self, state: Node4AllState, graph: GraphBundle) -> np.ndarray:
-        return head_probabilities(state.head, state.z).float().cpu().numpy()
+    def predict(self, state: HeadState, graph: GraphBundle) -> np.ndarray:
+        return state.probabilities()

@@ -17,7 +17,6 @@ Rows of context (training) nodes are not predicted upstream; we return uniform r
 from __future__ import annotations
 
 import itertools
-import math
 import random
 import warnings
 from dataclasses import dataclass
@@ -28,22 +27,14 @@ import torch
 from sklearn.decomposition import TruncatedSVD
 from sklearn.preprocessing import PowerTransformer
 
-from contract.wire import GraphBundle
-from methods.graphpfn.common import (
-    FrozenGFM,
-    attention_chunk,
-    edges_without_self_loops,
-    finish_probs,
-    load_frozen,
-    param_bytes,
-    report_weights,
-    require_memory,
-    safe_torch_load,
-    memory_budget_bytes,
-)
 from methods.nodepfn.model import DEFAULT_ARCH, NodePFNNet, arch_from_config
-from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, IntParam, ResourceError
+from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, IntParam
+from methods.sdk.frozen import FrozenGFM, load_frozen
+from methods.sdk.memory import memory_budget_bytes, require_memory
 from methods.sdk.method import seed_everything
+from methods.sdk.pfn import attention_chunk, edge_array_without_self_loops, finish_probs, param_bytes
+from methods.sdk.weights import safe_torch_load
+from contract.wire import GraphBundle
 
 WEIGHTS_ID = "nodepfn-epoch30"
 SOFTMAX_TEMPERATURE = 0.8  # upstream: logits / exp(log(0.8))
@@ -92,7 +83,7 @@ class NodePFN(FrozenGFM):
     def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> NodePFNState:
         seed_everything(ctx.seed)
         frozen = load_frozen("nodepfn", self.weights, NodePFNNet, DEFAULT_ARCH, _load_state, ctx.device)
-        report_weights(ctx, frozen)
+        frozen.report(ctx)
         arch = frozen.config
         if graph.num_classes > arch["max_num_classes"]:
             raise ValueError(f"nodepfn supports at most {arch['max_num_classes']} classes (its decoder's width, no output coding); the graph has {graph.num_classes}")
@@ -100,7 +91,7 @@ class NodePFN(FrozenGFM):
             raise ValueError(f"n_components={config['n_components']} exceeds the model's {arch['num_features']} input features")
 
         n = graph.num_nodes
-        edges = edges_without_self_loops(graph.edge_index)
+        edges = edge_array_without_self_loops(graph.edge_index)
         loops = np.arange(n, dtype=np.int64)
         full = np.concatenate([edges, np.stack([loops, loops])], axis=1)
         # The memory check comes first: the ensemble's inputs alone can exceed a small container.
@@ -125,7 +116,7 @@ class NodePFN(FrozenGFM):
         batch = min(MAX_INFERENCE_BATCH, n_configs)
         while batch > 1 and sum(estimate(batch).values()) > budget:
             batch //= 2  # same result, smaller inference batches (upstream's batch_size_inference)
-        require_memory(self.name, estimate(batch), ctx.device, ctx)
+        require_memory(self.name, estimate(batch), ctx.device, "in-context inference", ctx.info)
         x = _smooth(graph.features.astype(np.float32), full, n, int(config["smoothing_steps"]))
         if x.shape[1] > int(config["n_components"]):
             k = min(int(config["n_components"]), x.shape[1], n - 1)

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch_geometric.nn import GCNConv
 
-from methods.graphpfn.common import chunked_attention
+from methods.sdk.pfn import chunked_attention
 
 DEFAULT_ARCH: dict[str, Any] = {
     # the released checkpoint's config (a real checkpoint's config wins)

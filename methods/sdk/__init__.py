@@ -1,23 +1,29 @@
-"""Method SDK: subclass TorchNodeClassifier (or Method), state capabilities, config and space."""
+"""Method SDK: subclass TorchNodeClassifier (or Method), state capabilities, config and space.
+
+Helpers a family shares with others live here too: the memory budget
+(``methods.sdk.memory``), frozen weights with provenance and trained heads
+(``methods.sdk.frozen``), in-context inference (``methods.sdk.pfn``). A family
+imports only the SDK and its own modules.
+"""
 
 from contract.space import ChoiceParam, Config, ConfigError, FloatParam, IntParam
+from methods.sdk.memory import ResourceError, available_memory_bytes, require_memory
 from methods.sdk.method import (
     FLOAT_BYTES,
+    TRAIN_SPACE,
     Capabilities,
     FitContext,
     FitInterrupted,
     GraphTensors,
     Method,
-    ResourceError,
     TorchNodeClassifier,
-    available_memory_bytes,
     edge_message_bytes,
     graph_tensors,
-    require_memory,
 )
 
 __all__ = [
     "FLOAT_BYTES",
+    "TRAIN_SPACE",
     "Capabilities",
     "ChoiceParam",
     "Config",

@@ -1,4 +1,4 @@
-"""Memory a fit may still use, as the process's container sees it.
+"""Memory a fit may still use, as the process's container sees it, and the one budget rule every family uses.
 
 ``psutil`` reports the host's RAM, but a method service usually runs in a
 container whose cgroup caps it far lower (the sandbox's 4 GiB, compose's
@@ -10,9 +10,13 @@ available RAM and the cgroup's limit minus what the cgroup already holds
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import psutil
+import torch
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 _NO_LIMIT = 1 << 60  # cgroup v1 writes a number near 2**63 for "no limit"
@@ -62,3 +66,66 @@ def available_ram_bytes(root: Path = CGROUP_ROOT) -> int:
     available = int(psutil.virtual_memory().available)
     headroom = cgroup_headroom_bytes(root)
     return available if headroom is None else min(available, headroom)
+
+
+class ResourceError(Exception):
+    """A configuration cannot fit in the memory available; raised before or instead of an OOM crash."""
+
+
+BUDGET_ENV = "NODEGROUND_MEMORY_BUDGET_BYTES"
+# A fit may plan on this fraction of the memory available on its device. Estimates count the
+# dominant terms (activations, attention, weights), not the CUDA context, the allocator's
+# fragmentation or the interpreter's heap; a quarter is left for those. One fraction for every
+# family, so that an `oom` record means the same thing whichever method refused.
+BUDGET_FRACTION = 0.75
+
+
+def available_memory_bytes(device: torch.device) -> int:
+    """Memory a fit may still use on ``device``: free GPU memory, or RAM within the container's limit."""
+    if device.type == "cuda" and torch.cuda.is_available():
+        free, _total = torch.cuda.mem_get_info(device)
+        return int(free)
+    return available_ram_bytes()
+
+
+def memory_budget_bytes(device: torch.device) -> int:
+    """What a fit may plan on: ``NODEGROUND_MEMORY_BUDGET_BYTES`` when set, else ``BUDGET_FRACTION`` of the available memory."""
+    explicit = os.environ.get(BUDGET_ENV)
+    if explicit:
+        try:
+            return int(float(explicit))
+        except ValueError as exc:
+            raise ValueError(f"{BUDGET_ENV}={explicit!r} is not a number of bytes") from exc
+    return int(available_memory_bytes(device) * BUDGET_FRACTION)
+
+
+def fmt_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def require_memory(method: str, estimate: float | Mapping[str, float], device: torch.device, what: str,
+                   info: dict[str, Any] | None = None) -> None:
+    """Raise ``ResourceError`` when ``estimate`` bytes (a total, or named parts) exceed the memory budget.
+
+    Called before building what grows faster than the graph (quadratic
+    attention, wide LSTM readouts, in-context inference), so the caller gets a
+    refusal with numbers (an ``oom`` record) instead of a killed process.
+    With ``info`` (a fit's ``ctx.info``) the estimate and the budget are reported too.
+    """
+    total = float(sum(estimate.values())) if isinstance(estimate, Mapping) else float(estimate)
+    budget = memory_budget_bytes(device)
+    if info is not None:
+        info["memory_estimate_bytes"] = int(total)
+        info["memory_budget_bytes"] = int(budget)
+    if total <= budget:
+        return
+    parts = ": " + ", ".join(f"{k} {fmt_bytes(v)}" for k, v in estimate.items()) if isinstance(estimate, Mapping) else ""
+    source = BUDGET_ENV if os.environ.get(BUDGET_ENV) else f"{BUDGET_FRACTION:.0%} of the {fmt_bytes(budget / BUDGET_FRACTION)} free"
+    raise ResourceError(
+        f"{method}: {what} needs about {fmt_bytes(total)} on {device.type} (estimated{parts}), over the memory "
+        f"budget of {fmt_bytes(budget)} ({source}); refused before running: choose a smaller configuration or a larger device"
+    )

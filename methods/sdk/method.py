@@ -23,9 +23,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from contract.space import Config, Param, validate_config
+from contract.space import ChoiceParam, Config, FloatParam, IntParam, Param, validate_config
+from methods.sdk.weights import unverified_allowed, weights_problems
 from contract.wire import GraphBundle
-from methods.sdk.weights import weights_problems
 
 
 class FitInterrupted(Exception):
@@ -34,10 +34,6 @@ class FitInterrupted(Exception):
     def __init__(self, reason: str, timed_out: bool) -> None:
         super().__init__(reason)
         self.timed_out = timed_out
-
-
-class ResourceError(Exception):
-    """A configuration cannot fit in the memory available; raised before or instead of an OOM crash."""
 
 
 @dataclass(frozen=True)
@@ -105,7 +101,7 @@ class Method(ABC):
     @classmethod
     def weights_problems(cls) -> dict[str, str]:
         """Weights id -> why it cannot be used now; while any is listed the service is not healthy."""
-        return weights_problems(cls.weights)
+        return weights_problems(cls.weights, allow_unverified=unverified_allowed())
 
     @abstractmethod
     def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> Any:
@@ -146,34 +142,7 @@ class TrainedModel:
     config: Config = field(default_factory=dict)
 
 
-def available_memory_bytes(device: torch.device) -> int:
-    """Memory a fit may still use on ``device``: free GPU memory, or RAM within the container's limit."""
-    if device.type == "cuda":
-        free, _total = torch.cuda.mem_get_info(device)
-        return int(free)
-    from methods.sdk.memory import available_ram_bytes
-
-    return available_ram_bytes()
-
-
-MEMORY_HEADROOM = 0.8  # a fit may use at most this fraction of the free memory
 FLOAT_BYTES = 4  # activations are float32: memory estimates count floats and multiply by this
-
-
-def require_memory(method: str, estimate: float, device: torch.device, what: str) -> None:
-    """Raise ``ResourceError`` when ``estimate`` bytes exceed the usable free memory of ``device``.
-
-    Called before building a model whose activations grow faster than the graph
-    (quadratic attention, wide LSTM readouts), so the caller gets a refusal with
-    numbers instead of a killed process.
-    """
-    available = available_memory_bytes(device)
-    if estimate > MEMORY_HEADROOM * available:
-        raise ResourceError(
-            f"{method}: {what} needs about {estimate / 2**30:.2f} GiB of activation memory, but only "
-            f"{available / 2**30:.2f} GiB is free on {device} (limit {MEMORY_HEADROOM:.0%}); "
-            "choose a smaller configuration or a larger device"
-        )
 
 
 def edge_message_bytes(graph: GraphBundle, width: int, layers: int, heads: int = 1, floats_per_unit: float = 1.25) -> float:
@@ -278,6 +247,21 @@ def train_epochs(model: nn.Module, optimizer: torch.optim.Optimizer, train_logit
     return dataclasses.replace(best, epochs=epochs)
 
 
+def make_optimizer(params: Any, config: Config) -> torch.optim.Optimizer:
+    """Adam, or AdamW when ``config["optimizer"]`` says so, at the config's ``lr`` and ``weight_decay``."""
+    optimizer_cls = torch.optim.AdamW if config.get("optimizer") == "adamw" else torch.optim.Adam
+    return optimizer_cls(params, lr=float(config["lr"]), weight_decay=float(config["weight_decay"]))
+
+
+# The search space of the training keys ``TorchNodeClassifier`` reads; a method adds its model's keys.
+TRAIN_SPACE: tuple[Param, ...] = (
+    FloatParam("lr", 1e-4, 5e-2, log=True),
+    FloatParam("weight_decay", 1e-7, 1e-2, log=True),
+    ChoiceParam("optimizer", ("adam", "adamw")),
+    IntParam("patience", 20, 300),
+)
+
+
 class TorchNodeClassifier(Method):
     """Full-batch training with early stopping on validation loss and best-epoch restore.
 
@@ -321,10 +305,7 @@ class TorchNodeClassifier(Method):
         inputs = self.model_inputs(graph, config, ctx.device)
         binary = graph.num_classes == 2
         model = self.build_model(config, data.x.shape[1], 1 if binary else graph.num_classes).to(ctx.device)
-        optimizer_cls = torch.optim.AdamW if config.get("optimizer") == "adamw" else torch.optim.Adam
-        optimizer = optimizer_cls(
-            self.param_groups(model, config), lr=float(config["lr"]), weight_decay=float(config["weight_decay"])
-        )
+        optimizer = make_optimizer(self.param_groups(model, config), config)
         train_t = torch.as_tensor(train, dtype=torch.long, device=ctx.device)
         val_t = torch.as_tensor(val, dtype=torch.long, device=ctx.device)
         y_train, y_val = data.y[train_t], data.y[val_t]

@@ -51,8 +51,8 @@ from contract.v1 import method_service_pb2_grpc as pb_grpc
 from contract.weights import WeightsError
 from contract.wire import MAX_MESSAGE_BYTES, BundleError, BundleTooLarge, GraphBundle, decode, encode_probabilities, held_bytes
 from methods.sdk.lifeline import watch_parent
-from methods.sdk.memory import available_ram_bytes
-from methods.sdk.method import FitContext, FitInterrupted, Method, ResourceError, pick_device
+from methods.sdk.memory import ResourceError, available_ram_bytes
+from methods.sdk.method import FitContext, FitInterrupted, Method, pick_device
 from methods.sdk.probe import ResourceProbe
 
 log = logging.getLogger("nodeground.service")

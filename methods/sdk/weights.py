@@ -6,6 +6,7 @@ a file whose sha256 differs from the catalog is refused here.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,12 @@ class ResolvedWeights:
 
 
 UNVERIFIED = "unverified"  # catalog sha256 for a file whose digest could not be recorded yet
+UNVERIFIED_ENV = "NODEGROUND_ALLOW_UNVERIFIED_WEIGHTS"
+
+
+def unverified_allowed() -> bool:
+    """Whether this process accepts ``unverified`` catalog entries (results from them are never official)."""
+    return os.environ.get(UNVERIFIED_ENV, "") == "1"
 
 
 def resolve(entry: WeightsEntry, root: Path | None = None, allow_unverified: bool = False) -> ResolvedWeights:

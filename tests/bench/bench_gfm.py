@@ -91,9 +91,9 @@ def _job(work: Path) -> dict:
     import torch
 
     from methods.graphany.checkpoint import load_checkpoint
-    from methods.gvt.frozen import resolve_weights
+    from methods.sdk.frozen import locate_weights
 
-    path, _ = resolve_weights("graphany-arxiv", "")
+    path, _ = locate_weights("graphany-arxiv", "")
     ckpt = load_checkpoint(path)
     torch.save({f"mlp.{k}": v for k, v in ckpt.state_dict.items()}, work / "graphany_state.pt")
     return {
@@ -101,8 +101,8 @@ def _job(work: Path) -> dict:
         "graphany_checkpoint": "arxiv", "graphany_weights": str(path), "graphany_state": str(work / "graphany_state.pt"),
         "graphany_config": {"n_hidden": ckpt.n_hidden, "feat_channels": list(ckpt.feat_channels), "pred_channels": list(ckpt.pred_channels),
                             "att_temperature": ckpt.att_temperature, "entropy": ckpt.entropy, "n_mlp_layer": ckpt.n_mlp_layer},
-        "gvt_weights": str(resolve_weights("gvt-seed42", "")[0]),
-        "node4all_weights": str(resolve_weights("node4all-cgt", "")[0]),
+        "gvt_weights": str(locate_weights("gvt-seed42", "")[0]),
+        "node4all_weights": str(locate_weights("node4all-cgt", "")[0]),
         "nodepfn_arch": NODEPFN_ARCH, "nodepfn_state": _nodepfn_state(work),
     }
 
@@ -111,7 +111,7 @@ def _nodepfn_state(work: Path) -> str:
     """NodePFN's released structure with the random parameters a random-init service would use."""
     import torch
 
-    from methods.graphpfn.common import RANDOM_INIT_SEED
+    from methods.sdk.frozen import RANDOM_INIT_SEED
     from methods.nodepfn.model import NodePFNNet
 
     torch.manual_seed(RANDOM_INIT_SEED)

@@ -40,7 +40,7 @@ def configs(job: dict) -> dict[str, tuple[type, dict]]:
 
 def nodepfn_network(arrays: dict, job: dict, out: Path) -> None:
     """NodePFN's network alone (random parameters, official structure): one in-context forward pass."""
-    from methods.graphpfn.common import attention_chunk
+    from methods.sdk.pfn import attention_chunk
     from methods.nodepfn.model import NodePFNNet
 
     x, y, edges = (torch.from_numpy(arrays[k]) for k in ("pfn_x", "pfn_y", "pfn_edge_index"))

@@ -7,7 +7,7 @@ import torch
 
 from contract.weights import load_weights_catalog
 from methods.gvt import RGVT
-from methods.gvt.method import load_state_dict
+from methods.sdk.frozen import load_state_dict
 from methods.gvt.model import GraphViewTransformation, recurrent_representations
 from methods.node4all import Node4All
 from methods.node4all.model import CGTEncoder, encode

@@ -13,7 +13,7 @@ from tests.methods.test_methods_catalog import all_methods
 
 from methods.gnn.models import FAGCN, GAT, GIN, GPRGNN, GCNII, GATv2, GraphSAGE, JKNet
 import methods.graph_transformer.models as gt
-import methods.sdk.method as sdk_method
+import methods.sdk.memory as sdk_memory
 from methods.graph_transformer.models import (
     GraphGPS,
     NAGphormer,
@@ -151,7 +151,7 @@ def test_quadratic_attention_that_cannot_fit_is_a_resource_error() -> None:
 @pytest.mark.parametrize("method", [Polynormer, NAGphormer, gt.SGFormer], ids=lambda m: m.name)
 def test_linear_attention_refuses_when_memory_is_short(method, multiclass, monkeypatch) -> None:
     bundle, train, val = multiclass
-    monkeypatch.setattr(sdk_method, "available_memory_bytes", lambda device: 1024)
+    monkeypatch.setattr(sdk_memory, "available_memory_bytes", lambda device: 1024)
     with pytest.raises(ResourceError, match=method.name):
         method().fit(bundle, train, val, method.default_config, cpu_context())
 
@@ -159,7 +159,7 @@ def test_linear_attention_refuses_when_memory_is_short(method, multiclass, monke
 def test_jknet_lstm_readout_refuses_what_cannot_fit(multiclass, monkeypatch) -> None:
     bundle, train, val = multiclass
     lstm = JKNet.resolve_config({"jk": "lstm", "hidden": 512, "num_layers": 8, "max_epochs": 2})
-    monkeypatch.setattr(sdk_method, "available_memory_bytes", lambda device: 64 * 2**20)
+    monkeypatch.setattr(sdk_memory, "available_memory_bytes", lambda device: 64 * 2**20)
     with pytest.raises(ResourceError, match=r"jknet: an LSTM readout over 8 layers of 512 on \d+ nodes needs about"):
         JKNet().fit(bundle, train, val, lstm, cpu_context())
     JKNet().fit(bundle, train, val, {**lstm, "hidden": 32, "num_layers": 2}, cpu_context())  # small LSTM fits
@@ -189,7 +189,7 @@ def test_edge_attention_refuses_what_cannot_fit(method, wide, narrow, named, mul
     """Layers that weight every edge's full-width message by a learned coefficient keep those messages for the backward."""
     bundle, train, val = multiclass
     config = method.resolve_config({**wide, "max_epochs": 2})
-    monkeypatch.setattr(sdk_method, "available_memory_bytes", lambda device: 2 * 2**20)
+    monkeypatch.setattr(sdk_memory, "available_memory_bytes", lambda device: 2 * 2**20)
     with pytest.raises(ResourceError, match=rf"{method.name}: {named} needs about"):
         method().fit(bundle, train, val, config, cpu_context())
     method().fit(bundle, train, val, {**config, **narrow}, cpu_context())  # a narrow one fits
@@ -201,13 +201,13 @@ def test_gcnii_depth_refuses_what_cannot_fit(multiclass, monkeypatch) -> None:
     from orchestrator.conformance.graphs import standard_cases
 
     large = standard_cases()[-1].bundle
-    monkeypatch.setattr(sdk_method, "available_memory_bytes", lambda device: 3.4 * 2**30)  # 4 GiB minus the service
-    with pytest.raises(ResourceError, match=r"gcnii: 64 GCNII layers of 64 on 20481 nodes needs about 3\.\d\d GiB"):
+    monkeypatch.setattr(sdk_memory, "available_memory_bytes", lambda device: 3.4 * 2**30)  # 4 GiB minus the service
+    with pytest.raises(ResourceError, match=r"gcnii: 64 GCNII layers of 64 on 20481 nodes needs about 3\.\d GiB"):
         GCNII().check_resources(large, GCNII.default_config, torch.device("cpu"))
-    monkeypatch.setattr(sdk_method, "available_memory_bytes", lambda device: 7.4 * 2**30)  # compose's 8 GiB container
+    monkeypatch.setattr(sdk_memory, "available_memory_bytes", lambda device: 7.4 * 2**30)  # compose's 8 GiB container
     GCNII().check_resources(large, GCNII.default_config, torch.device("cpu"))
     bundle, train, val = multiclass
-    monkeypatch.setattr(sdk_method, "available_memory_bytes", lambda device: 2 * 2**20)
+    monkeypatch.setattr(sdk_memory, "available_memory_bytes", lambda device: 2 * 2**20)
     config = GCNII.resolve_config({"hidden": 512, "num_layers": 64, "max_epochs": 2})
     with pytest.raises(ResourceError, match=r"gcnii: 64 GCNII layers of 512"):
         GCNII().fit(bundle, train, val, config, cpu_context())

@@ -8,9 +8,9 @@ import grpc
 import numpy as np
 import pytest
 
+from methods.sdk.frozen import state_sha256
 from contract.space import value_from_proto
 from contract.wire import make_bundle
-from methods.graphpfn.common import state_sha256
 from tests.pfn.conftest import ring_graph
 
 METHODS = ("graphpfn", "nodepfn", "g2tfm")
@@ -109,9 +109,9 @@ def test_context_over_memory_budget_is_refused_with_the_estimate(service, monkey
 def test_missing_weights_without_random_init_fail_clearly(service, monkeypatch):
     _, client = service
     monkeypatch.setenv("NODEGROUND_RANDOM_INIT_WEIGHTS", "0")
-    from methods.graphpfn import common
+    from methods.sdk import frozen
 
-    common._CACHE.clear()
+    frozen._CACHE.clear()
     bundle, _ = ring_graph(30, 3)
     client.ensure_graph(bundle)
     labeled = np.flatnonzero(bundle.labels >= 0)
