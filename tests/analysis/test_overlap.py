@@ -6,7 +6,7 @@ import pandas as pd
 
 from methods.families import load_families
 from orchestrator.analysis import overlap as ov
-from orchestrator.analysis.site import compute_analysis
+from orchestrator.analysis.tables import compute_analysis
 
 from .conftest import trial_rows
 
