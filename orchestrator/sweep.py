@@ -66,6 +66,7 @@ from orchestrator.records import (
 )
 from orchestrator.sampling import config_sequence, sequence_key
 from orchestrator.services.client import MethodClient, MethodSpec, Replica, ServiceNotReady, ServiceUnavailable
+from orchestrator.services.directory import Directory
 from orchestrator.store import ServiceRecord, Store
 
 PROVENANCE_PREFIX = "weights_"  # fit info keys copied into extra_json (weights_id, weights_sha256, weights_official)
@@ -99,36 +100,6 @@ class SweepPlan:
     budget: int
     time_limit: float = DEFAULT_TIME_LIMIT_S  # seconds, per fit and per predict (see README, "Time limits")
     shard: tuple[int, int] = (0, 1)  # (index, count): run only this slice of the plan's cells (shard_of)
-
-
-class Directory:
-    """Where each method's services are: replicas to run trials on, able to recover a dead one.
-
-    ``on_ready`` (set by the sweep) is called with every replica that comes up, before it runs a trial
-    (a directory that has no replicas of its own, only ``client``, never calls it).
-
-    A minimal directory implements ``client`` and ``recover``: each trial then runs on
-    ``client(method)`` (one service; run such a sweep with ``parallel=1``) and ``recover`` is
-    given the replica wrapping that client.
-    """
-
-    on_ready: Callable[[Replica], None] | None = None
-
-    def client(self, method: str) -> MethodClient:
-        """A client of one of the method's services (for Describe)."""
-        raise NotImplementedError
-
-    def acquire(self, method: str) -> Replica:
-        """Hold a replica for one trial (blocks while all are busy); ServiceUnavailable when none is left."""
-        client = self.client(method)
-        return Replica(pool=method, family="", endpoint=client.endpoint, client=client, source="remote", methods=(method,))
-
-    def release(self, replica: Replica) -> None:
-        """Hand a replica back after its trial."""
-
-    def recover(self, replica: Replica) -> bool:
-        """Try to bring a replica back after it stopped answering."""
-        raise NotImplementedError
 
 
 @dataclass

@@ -13,10 +13,9 @@ from rich.console import Console
 from rich.table import Table
 
 from orchestrator.cli.errors import UserError, user_errors
-from orchestrator.data.registry import list_tasks, load_dataset, resolve_name, tasks
+from orchestrator.data.registry import add_user_dataset, list_tasks, load_dataset, resolve_name, tasks
 from orchestrator.data.splits import ALL_REGIMES, export_splits
 from orchestrator.data.stats import SUBGROUP_PROPERTIES, stats_rows
-from orchestrator.data.user import add_user_dataset
 
 app = typer.Typer(help="The dataset catalog: list tasks, compute statistics, export splits, add your own graph.", no_args_is_help=True)
 out = Console(width=200)

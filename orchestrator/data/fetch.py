@@ -8,8 +8,11 @@ a failed file is never left in the cache.
 
 A catalog file whose sha256 could not be known when the catalog was written is
 marked ``sha256 = "unverified"``: its first download is hashed and recorded in
-the lock file (``datasets/catalog.lock``, or ``$NODEGROUND_LOCK``), and every
-later fetch verifies against that recorded hash.
+the lock file (``$NODEGROUND_CACHE/catalog.lock``, or ``$NODEGROUND_LOCK``), and
+every later fetch verifies against that recorded hash. The lock lives beside the
+cache it vouches for, never in the checkout: a run writes nothing into the source
+tree (read-only installs, images). To pin a hash for everyone, write it into
+``datasets/catalog.toml``.
 """
 
 from __future__ import annotations
@@ -24,7 +27,6 @@ import pooch
 
 
 UNVERIFIED = "unverified"
-LOCK_PATH = Path(__file__).resolve().parents[2] / "datasets" / "catalog.lock"
 
 
 class FetchError(RuntimeError):
@@ -33,7 +35,7 @@ class FetchError(RuntimeError):
 
 def lock_path() -> Path:
     env = os.environ.get("NODEGROUND_LOCK")
-    return Path(env) if env else LOCK_PATH
+    return Path(env) if env else cache_dir() / "catalog.lock"
 
 
 def read_lock(path: Path | None = None) -> dict[str, str]:
@@ -55,7 +57,7 @@ def record_lock(url: str, sha256: str, path: Path | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     header = "" if path.exists() else (
         "# sha256 recorded at the first download of catalog files marked unverified.\n"
-        "# Format: <sha256>  <url>. Later downloads must match; commit this file to pin them.\n"
+        "# Format: <sha256>  <url>. Later downloads must match; to pin one for everyone, write it into datasets/catalog.toml.\n"
     )
     with path.open("a") as f:
         f.write(f"{header}{sha256}  {url}\n")

@@ -14,6 +14,7 @@ from orchestrator.data.fetch import is_local
 from orchestrator.data.graph import Graph
 from orchestrator.data.loaders import LOADERS, run_loader
 from orchestrator.data.synthetic import SYNTHETIC, load_synthetic
+from orchestrator.data.user import UserDatasetError, load_user_dataset, store_user_dataset, user_registry
 
 CATALOG_PATH = Path(__file__).resolve().parents[2] / "datasets" / "catalog.toml"
 
@@ -83,15 +84,11 @@ def validate_catalog(parsed: list[dict[str, Any]]) -> list[str]:
 
 
 def known_names() -> list[str]:
-    from orchestrator.data.user import user_registry
-
     return sorted(set(SYNTHETIC) | {t["name"] for t in tasks()} | set(user_registry()))
 
 
 def resolve_name(name: str) -> str:
     """The canonical task name for a name or alias; DatasetError with suggestions otherwise."""
-    from orchestrator.data.user import user_registry
-
     key = name.strip().lower()
     if key in SYNTHETIC:
         return key
@@ -103,6 +100,14 @@ def resolve_name(name: str) -> str:
     close = difflib.get_close_matches(key, sorted(set(known_names()) | set(catalog())), n=3)
     hint = f"; did you mean {', '.join(close)}?" if close else "; `orchestrator datasets list` shows the known datasets"
     raise DatasetError(f"unknown dataset {name!r}{hint}")
+
+
+def add_user_dataset(path: Path | str, name: str, replace: bool = False) -> Graph:
+    """Register a user's graph file as ``name`` (``orchestrator datasets add``); a built-in name is refused."""
+    name = name.strip()
+    if name in SYNTHETIC or name in catalog():
+        raise UserDatasetError(f"{name!r} is already a built-in dataset name; choose another --name")
+    return store_user_dataset(path, name, replace)
 
 
 def is_cached(entry: dict[str, Any]) -> bool:
@@ -135,8 +140,6 @@ def load_dataset(name: str) -> Graph:
         return load_synthetic(canonical)
     if canonical.lower() in catalog():
         return load_entry(catalog()[canonical.lower()])
-    from orchestrator.data.user import load_user_dataset
-
     return load_user_dataset(canonical)
 
 
@@ -149,8 +152,6 @@ def dataset_hash(name: str) -> str:
         if known is not None:
             return known
     elif canonical not in SYNTHETIC:
-        from orchestrator.data.user import user_registry
-
         known = user_registry().get(canonical, {}).get("content_hash")
         if known:
             return str(known)

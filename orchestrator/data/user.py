@@ -129,21 +129,16 @@ def validate_user_graph(name: str, x: np.ndarray, edges: np.ndarray, y: np.ndarr
     return graph
 
 
-def add_user_dataset(path: Path | str, name: str, replace: bool = False) -> Graph:
+def store_user_dataset(path: Path | str, name: str, replace: bool = False) -> Graph:
     """Validate ``path`` and register it as ``name``; returns the canonical graph.
 
+    Built-in names are the registry's to refuse (``registry.add_user_dataset``, the entry point).
     A name already registered is refused unless ``replace``: results are keyed by
     the dataset's content hash, so runs of the old graph are never served as the new one's.
     """
-    from orchestrator.data.registry import catalog
-    from orchestrator.data.synthetic import SYNTHETIC
-
     path = Path(path)
-    name = name.strip()
     if not _NAME.match(name):
         raise UserDatasetError(f"dataset name {name!r} must be 1-64 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit")
-    if name in SYNTHETIC or name in catalog():
-        raise UserDatasetError(f"{name!r} is already a built-in dataset name; choose another --name")
     existing = user_registry().get(name)
     if existing is not None and not replace:
         raise UserDatasetError(

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,7 +31,6 @@ from methods.families import Family, family_of, load_families
 from orchestrator.services.client import MethodClient, Replica, ServiceNotReady, ServiceUnavailable
 from orchestrator.services.discovery import DiscoveryError, is_dns_target, resolve_replicas
 from orchestrator.services.embedded import EmbeddedService, EmbeddedServices
-from orchestrator.sweep import Directory
 
 HEALTH_TIMEOUT_S = 10.0
 EMBEDDED_HEALTH_TIMEOUT_S = 60.0
@@ -39,6 +38,36 @@ RECOVERY_ATTEMPTS = 3  # health checks of a remote replica that stopped answerin
 RECOVERY_TIMEOUT_S = 15.0  # total wait over those attempts
 MAX_START_FAILURES = 2  # embedded starts that may fail in a row before a pool is given up
 RESOLVE_INTERVAL_S = 10.0  # how often a DNS-named pool looks for replicas that appeared
+
+
+class Directory:
+    """Where each method's services are: replicas to run trials on, able to recover a dead one.
+
+    ``on_ready`` (set by the sweep) is called with every replica that comes up, before it runs a trial
+    (a directory that has no replicas of its own, only ``client``, never calls it).
+
+    A minimal directory implements ``client`` and ``recover``: each trial then runs on
+    ``client(method)`` (one service; run such a sweep with ``parallel=1``) and ``recover`` is
+    given the replica wrapping that client.
+    """
+
+    on_ready: Callable[[Replica], None] | None = None
+
+    def client(self, method: str) -> MethodClient:
+        """A client of one of the method's services (for Describe)."""
+        raise NotImplementedError
+
+    def acquire(self, method: str) -> Replica:
+        """Hold a replica for one trial (blocks while all are busy); ServiceUnavailable when none is left."""
+        client = self.client(method)
+        return Replica(pool=method, family="", endpoint=client.endpoint, client=client, source="remote", methods=(method,))
+
+    def release(self, replica: Replica) -> None:
+        """Hand a replica back after its trial."""
+
+    def recover(self, replica: Replica) -> bool:
+        """Try to bring a replica back after it stopped answering."""
+        raise NotImplementedError
 
 
 class UnknownMethod(LookupError):

@@ -19,9 +19,9 @@ def mirror_path() -> Path:
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-    """A private NODEGROUND_CACHE and lock file; no mirror unless a test sets one."""
+    """A private NODEGROUND_CACHE (its lock file inside, as a user's); no mirror unless a test sets one."""
     monkeypatch.setenv("NODEGROUND_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("NODEGROUND_LOCK", str(tmp_path / "catalog.lock"))
+    monkeypatch.delenv("NODEGROUND_LOCK", raising=False)
     monkeypatch.delenv("NODEGROUND_MIRROR", raising=False)
     return tmp_path / "cache"
 
@@ -44,7 +44,7 @@ def mirror_cache(tmp_path_factory):
     root = tmp_path_factory.mktemp("mirror-cache")
     mp = pytest.MonkeyPatch()
     mp.setenv("NODEGROUND_CACHE", str(root / "cache"))
-    mp.setenv("NODEGROUND_LOCK", str(root / "catalog.lock"))
+    mp.delenv("NODEGROUND_LOCK", raising=False)
     mp.setenv("NODEGROUND_MIRROR", str(path))
     yield root / "cache"
     mp.undo()

@@ -8,9 +8,9 @@ import torch
 from typer.testing import CliRunner
 
 from orchestrator.cli.main import app
-from orchestrator.data.registry import load_dataset, resolve_name
+from orchestrator.data.registry import add_user_dataset, load_dataset, resolve_name
 from orchestrator.data.splits import graph_split
-from orchestrator.data.user import UserDatasetError, add_user_dataset
+from orchestrator.data.user import UserDatasetError
 
 
 def good_arrays(n: int = 30):

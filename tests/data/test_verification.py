@@ -44,7 +44,11 @@ def test_corrupted_cached_file_is_not_trusted(mirror):
 
 
 def test_unverified_file_is_locked_at_first_download(cache, tmp_path, monkeypatch):
+    """The first-seen hash goes into the cache's lock file, never into the checkout."""
+    from tests.conftest import REPO
+
     url = "https://example.org/data/graph.bin"
+    checkout = {p: p.stat().st_mtime for p in (REPO / "datasets").iterdir()}
     mirror = tmp_path / "m"
     (mirror / "example.org/data").mkdir(parents=True)
     (mirror / "example.org/data/graph.bin").write_bytes(b"first version")
@@ -52,6 +56,8 @@ def test_unverified_file_is_locked_at_first_download(cache, tmp_path, monkeypatc
     first = fetch(url, "unverified")
     recorded = read_lock()[url]
     assert first.read_bytes() == b"first version" and recorded in first.name
+    assert (cache / "catalog.lock").read_text().count(url) == 1
+    assert {p: p.stat().st_mtime for p in (REPO / "datasets").iterdir()} == checkout
     # upstream changes: the locked hash now refuses it
     (mirror / "example.org/data/graph.bin").write_bytes(b"second version")
     first.unlink()

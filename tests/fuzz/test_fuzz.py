@@ -22,7 +22,8 @@ from methods.sdk.wire import MAX_MESSAGE_BYTES, BundleError, BundleTooLarge, dec
 from nodeground.v1 import method_service_pb2 as pb
 from nodeground.v1 import method_service_pb2_grpc as pb_grpc
 from orchestrator.cli.main import app
-from orchestrator.data.user import UserDatasetError, add_user_dataset
+from orchestrator.data.registry import add_user_dataset
+from orchestrator.data.user import UserDatasetError
 from orchestrator.store import Store
 from tests.conftest import served, tiny_graph
 

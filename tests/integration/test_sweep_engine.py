@@ -17,10 +17,11 @@ from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, Method, R
 from methods.sdk.service import MethodServicer, build_server
 from methods.sdk.wire import GraphBundle
 from orchestrator.results import selected_results, selected_with_workflow
-from orchestrator.services.directory import ServiceDirectory, resolve_methods
+from orchestrator.services.directory import Directory, ServiceDirectory, resolve_methods
 from orchestrator.store import Store
 from orchestrator.services.client import MethodClient
-from orchestrator.sweep import Directory, Sweep, SweepPlan
+from orchestrator.services.directory import Directory
+from orchestrator.sweep import Sweep, SweepPlan
 
 
 class QuickMLP(MLP):
@@ -283,8 +284,8 @@ class OneClient(Directory):
             self._client.wait_healthy(10)
         return self._client
 
-    def recover(self, method):
-        self.recovered.append(method)
+    def recover(self, replica):
+        self.recovered.append(replica)
         return False
 
     def close(self):
@@ -304,7 +305,7 @@ def test_a_directory_with_only_client_and_recover_still_runs_sweeps(tmp_path, se
 
 def test_a_dataset_registered_anew_is_run_again_and_never_served_stale(tmp_path, servers, monkeypatch):
     """`datasets add --replace` with other content: the rerun executes its trials and results show only the new graph."""
-    from orchestrator.data.user import add_user_dataset
+    from orchestrator.data.registry import add_user_dataset
     from tests.conftest import tiny_graph
 
     monkeypatch.setenv("NODEGROUND_CACHE", str(tmp_path / "cache"))

@@ -1,0 +1,145 @@
+"""The golden sweep: the behaviour a refactor must keep.
+
+Every built-in family (two GNNs: the SDK's training loop and a propagation
+model) on a synthetic graph and on Texas, two splits, budget 3, through embedded
+gRPC services, was recorded once
+(``python -m tests.integration.test_golden``) into ``golden/``: the stored trial
+table and the report's tables computed from it. A rerun must store the same
+trials except what measures the machine (times, memory, endpoints, host), and
+the report of the recorded table must write the same tables.
+
+The PFN families' weights are not in the offline mirror: they run with their
+random-init weights (``NODEGROUND_RANDOM_INIT_WEIGHTS=1``), which are seeded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+GOLDEN = Path(__file__).parent / "golden"
+REPO = Path(__file__).resolve().parents[2]
+SWEEP = [
+    "--datasets", "synthetic-tiny,texas",
+    "--regimes", "10/10/80",
+    "--splits", "0,1",
+    "--budget", "3",
+    "--services", "embedded",
+    "--parallel", "2",
+]  # fmt: skip
+# What measures the machine or the moment, not the method: left out of the comparison.
+VOLATILE = (
+    "endpoint", "host_json", "started_at", "finished_at",
+    "fit_service_s", "fit_peak_rss_bytes", "fit_peak_gpu_bytes",
+    "predict_service_s", "predict_peak_rss_bytes", "predict_peak_gpu_bytes",
+    "upload_e2e_s", "fit_e2e_s", "predict_e2e_s",
+)  # fmt: skip
+VOLATILE_INFO = ("second", "time")  # fit_info keys holding a duration (adapt_seconds, ...)
+TOLERANCE = 1e-6  # metrics: equal up to float summation order across CPUs
+
+
+def _orchestrator(args: list[str], env: dict[str, str], timeout: float) -> None:
+    done = subprocess.run([sys.executable, "-m", "orchestrator", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+    if done.returncode:
+        raise AssertionError(f"orchestrator {' '.join(args[:1])} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+
+
+def _environment(mirror: Path, cache: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NODEGROUND_")}
+    env.update(
+        NODEGROUND_MIRROR=str(mirror),
+        NODEGROUND_CACHE=str(cache),
+        NODEGROUND_WEIGHTS=str(mirror),  # GraphAny, GVT and Node4All checkpoints, by upstream URL
+        NODEGROUND_RANDOM_INIT_WEIGHTS="1",
+        NODEGROUND_THREADS="1",
+    )
+    return env
+
+
+# One method per family (two for the GNNs), the cheapest to train: every family's service,
+# SDK paths and report rows, in minutes rather than the ~40 min of all 21 methods on two cores.
+METHODS = ("gcn", "appnp", "sgformer", "graphany", "gvt", "node4all", "graphpfn", "nodepfn", "g2tfm")
+
+
+def test_the_golden_sweep_covers_every_family():
+    from orchestrator.cli.methods import method_rows
+
+    assert {row["family"] for row in method_rows() if row["method"] in METHODS} == {row["family"] for row in method_rows()}
+
+
+def run_golden_sweep(mirror: Path, work: Path) -> Path:
+    """Run the golden sweep into ``work``; returns the exported trials CSV."""
+    env = _environment(mirror, work / "cache")
+    store = work / "golden.sqlite"
+    _orchestrator(["run", "--methods", ",".join(METHODS), *SWEEP, "--store", str(store)], env, timeout=3000)
+    _orchestrator(["export", "--store", str(store), "--format", "csv", "--out", str(work / "export")], env, timeout=300)
+    return work / "export" / "trials.csv"
+
+
+def write_report_tables(trials: Path, mirror: Path, work: Path) -> Path:
+    """The report of ``trials``; returns its tables directory."""
+    _orchestrator(["report", "--store", str(trials), "--out", str(work / "report")], _environment(mirror, work / "cache"), timeout=600)
+    return work / "report" / "tables"
+
+
+def comparable(trials: pd.DataFrame) -> pd.DataFrame:
+    """The trial table without what measures the machine, in a fixed order."""
+    frame = trials.drop(columns=[c for c in VOLATILE if c in trials.columns])
+
+    def steady(info: object) -> object:
+        if not isinstance(info, str):
+            return info
+        kept = {k: v for k, v in json.loads(info).items() if not any(word in k for word in VOLATILE_INFO)}
+        return json.dumps(kept, sort_keys=True)
+
+    frame["fit_info_json"] = frame["fit_info_json"].map(steady)
+    return frame.sort_values("trial_key").reset_index(drop=True)
+
+
+def assert_frames_match(actual: pd.DataFrame, expected: pd.DataFrame, what: str) -> None:
+    assert list(actual.columns) == list(expected.columns), f"{what}: columns differ"
+    assert len(actual) == len(expected), f"{what}: {len(actual)} rows, golden has {len(expected)}"
+    numeric = [c for c in expected.columns if pd.api.types.is_float_dtype(expected[c])]
+    pd.testing.assert_frame_equal(actual.drop(columns=numeric), expected.drop(columns=numeric), check_dtype=False, obj=what)
+    pd.testing.assert_frame_equal(actual[numeric], expected[numeric], check_dtype=False, atol=TOLERANCE, rtol=0, obj=what)
+
+
+@pytest.mark.slow
+def test_the_sweep_stores_the_golden_trials(mirror, tmp_path):
+    trials = run_golden_sweep(mirror, tmp_path)
+    assert_frames_match(comparable(pd.read_csv(trials)), comparable(pd.read_csv(GOLDEN / "trials.csv")), "trials")
+
+
+def test_the_report_of_the_golden_trials_writes_the_golden_tables(mirror, tmp_path):
+    tables = write_report_tables(GOLDEN / "trials.csv", mirror, tmp_path)
+    expected = sorted(p.name for p in (GOLDEN / "report").glob("*.csv"))
+    assert sorted(p.name for p in tables.glob("*.csv")) == expected
+    for name in expected:
+        assert_frames_match(pd.read_csv(tables / name), pd.read_csv(GOLDEN / "report" / name), name)
+
+
+def record(mirror: Path, work: Path) -> None:
+    """Write ``golden/``: the trials of a fresh golden sweep and the report tables computed from them."""
+    trials = run_golden_sweep(mirror, work)
+    shutil.rmtree(GOLDEN, ignore_errors=True)
+    (GOLDEN / "report").mkdir(parents=True)
+    shutil.copy(trials, GOLDEN / "trials.csv")
+    for table in sorted(write_report_tables(GOLDEN / "trials.csv", mirror, work).glob("*.csv")):
+        shutil.copy(table, GOLDEN / "report" / table.name)
+    print(f"recorded {GOLDEN}: {len(pd.read_csv(trials))} trials, {len(list((GOLDEN / 'report').glob('*.csv')))} report tables")
+
+
+if __name__ == "__main__":  # python -m tests.integration.test_golden: record the golden files (only before a refactor)
+    import tempfile
+
+    from tests.conftest import MIRROR
+
+    with tempfile.TemporaryDirectory() as scratch:
+        record(MIRROR, Path(scratch))
