@@ -160,7 +160,7 @@ def lines(df: pd.DataFrame, path: Path, title: str, x: str, y: str, group: str, 
         ax.plot(g[x], g[y], marker=".", lw=1, label=str(name))
     if hline is not None:
         ax.axhline(hline, color="k", lw=0.8, ls="--")
-    if log_x:
+    if log_x and df[y].notna().any():  # a log axis with nothing on it cannot place its ticks
         ax.set_xscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
