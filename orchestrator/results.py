@@ -1,38 +1,41 @@
-"""Selected results: per (method, dataset, regime, split), the ok trial with the lowest validation loss."""
+"""Selected results: per cell, the trial that the one selection rule picks, as `show` and `export` print them.
+
+The rule (the lowest finite validation loss among ok trials, ties to the earlier trial) is
+``orchestrator.analysis.workflow.workflow_costs``; `show`, `export` and the report all read it.
+"""
 
 from __future__ import annotations
 
 import pandas as pd
 from rich.table import Table
 
-from orchestrator.records import ACCEPTED_STATUSES, RETRIED_STATUSES, STATUS_OK, TrialRecord
+from orchestrator.records import ACCEPTED_STATUSES, RETRIED_STATUSES, TrialRecord
 
-CELL = ["method", "dataset", "regime", "split"]
+#: Columns of ``selected_results`` (what `show` prints), in order.
+SHOW_COLUMNS = ["method", "method_version", "dataset", "regime", "split", "trials", "failed", "trial_index", "val_loss", "primary_metric",
+                "test_primary", "test_accuracy", "config_json"]
 
 
 def selected_results(trials: pd.DataFrame) -> pd.DataFrame:
-    """One row per cell: the selected trial plus counts of executed and failed trials."""
-    counts = trials.groupby(CELL).agg(trials=("trial_key", "size"), failed=("status", lambda s: int((s != STATUS_OK).sum())))
-    ok = trials[trials["status"] == STATUS_OK]
-    if ok.empty:
-        best = pd.DataFrame(columns=[*CELL, "trial_index", "val_loss", "primary_metric", "test_primary"]).set_index(CELL)
-    else:
-        # lowest validation loss; ties go to the earlier trial (the default first)
-        order = ok.sort_values(["val_loss", "trial_index"], kind="stable")
-        best = order.groupby(CELL).head(1).set_index(CELL)
-    columns = ["trial_index", "val_loss", "primary_metric", "test_primary", "test_accuracy", "config_json"]
-    out = counts.join(best[[c for c in columns if c in best.columns]], how="left").reset_index()
-    return out.sort_values(CELL).reset_index(drop=True)
+    """One row per cell (method version included): the selected trial, and the cell's executed and failed trials.
+
+    A failed trial is one the rule could not select (not ok, or no finite validation loss).
+    """
+    selected = selected_with_workflow(trials).rename(columns={
+        "n_trials": "trials", "n_failed": "failed", "selected_trial_index": "trial_index",
+        "selected_config_json": "config_json"})
+    return selected[SHOW_COLUMNS]
 
 
 def results_table(selected: pd.DataFrame) -> Table:
     table = Table(title="Selected results (lowest validation loss)")
     for column in ("method", "dataset", "regime", "split", "trials", "failed", "selected", "val loss", "test metric", "value"):
         table.add_column(column, justify="left" if column in ("method", "dataset", "regime", "test metric") else "right", no_wrap=True)
+    versions = selected.groupby("method", observed=True)["method_version"].nunique()
     for row in selected.itertuples(index=False):
         chosen = pd.notna(row.trial_index)
         table.add_row(
-            row.method,
+            f"{row.method}@{row.method_version}" if versions[row.method] > 1 else row.method,
             row.dataset,
             row.regime,
             str(row.split),
@@ -40,7 +43,7 @@ def results_table(selected: pd.DataFrame) -> Table:
             str(row.failed),
             str(int(row.trial_index)) if chosen else "-",
             f"{row.val_loss:.4f}" if chosen else "-",
-            row.primary_metric if chosen else "no ok trial",
+            row.primary_metric if chosen else "none selectable",
             f"{row.test_primary:.4f}" if chosen else "-",
         )
     return table
@@ -101,7 +104,7 @@ def selected_with_workflow(trials: pd.DataFrame) -> pd.DataFrame:
     """One row per (method, version, dataset, regime, split): the selected trial and the cell's workflow figures.
 
     Selection and the cost figures both come from ``orchestrator.analysis.workflow.workflow_costs``
-    (full search): the lowest finite validation loss among ok trials, ties to the earlier trial.
+    (full search), the one selection rule.
     """
     from orchestrator.analysis.workflow import FULL, workflow_costs
 

@@ -11,6 +11,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from orchestrator.analysis.workflow import FULL  # noqa: E402
+
 KIND_COLORS = {"default": "#9aa5b1", "tuned": "#1f6feb", "gfm": "#d1495b", "budget": "#8fb5ef"}
 DPI = 90
 
@@ -26,18 +28,23 @@ def _save(fig, path: Path, left_labels=(), bottom_labels=()) -> None:
     plt.close(fig)
 
 
-def elo_bars(lb: pd.DataFrame, path: Path, title: str) -> None:
-    d = lb.sort_values("elo")
-    fig, ax = plt.subplots(figsize=(7, 0.22 * len(d) + 1.2))
+def _elo_axis(ax, board: pd.DataFrame, title: str, fontsize: int) -> pd.Series:
+    """Elo bars coloured by variant with their intervals, lowest first; returns the views drawn."""
+    d = board.sort_values("elo")
     y = np.arange(len(d))
-    colors = [KIND_COLORS.get(v, "#555") for v in d["variant"]]
+    colors = [KIND_COLORS.get(v, "#555") for v in d.get("variant", pd.Series("tuned", index=d.index))]
     ax.barh(y, d["elo"] - d["elo"].min() + 20, left=d["elo"].min() - 20, color=colors, alpha=0.8)
     xerr = [(d["elo"] - d["lower"]).clip(lower=0), (d["upper"] - d["elo"]).clip(lower=0)]
     ax.errorbar(d["elo"], y, xerr=xerr, fmt="none", ecolor="k", lw=0.8)
     ax.set_yticks(y, d["view"], fontsize=7)
     ax.set_xlabel("Elo (95% dataset-bootstrap interval)")
-    ax.set_title(title, fontsize=9)
-    _save(fig, path, d["view"])
+    ax.set_title(title, fontsize=fontsize)
+    return d["view"]
+
+
+def elo_bars(lb: pd.DataFrame, path: Path, title: str) -> None:
+    fig, ax = plt.subplots(figsize=(7, 0.22 * len(lb) + 1.2))
+    _save(fig, path, _elo_axis(ax, lb, title, 9))
 
 
 def rank_iqr(mr: pd.DataFrame, path: Path, title: str) -> None:
@@ -66,8 +73,13 @@ def cohort_elo(df: pd.DataFrame, path: Path, title: str) -> None:
     _save(fig, path, piv.index)
 
 
-def pareto(df: pd.DataFrame, path: Path, title: str, xlabel: str, trajectories: pd.DataFrame | None = None) -> None:
+def pareto(df: pd.DataFrame, path: Path, title: str, xlabel: str, budgets: bool = False) -> None:
+    """The views' tradeoffs, the frontier as a step line; ``budgets``: each method's path through its budgets."""
     fig, ax = plt.subplots(figsize=(7.5, 5.5))
+    trajectories = None
+    if budgets:
+        trajectories = df[df["variant"].isin(["budget", "default", "tuned"])].copy()
+        trajectories["k"] = trajectories["k"].fillna(trajectories["variant"].map({"default": 1, "tuned": 10**6}))
     if trajectories is not None and not trajectories.empty:
         for _method, g in trajectories.groupby("method"):
             g = g.sort_values("k")
@@ -90,6 +102,8 @@ def pareto(df: pd.DataFrame, path: Path, title: str, xlabel: str, trajectories: 
 
 
 def budget_curves(traj: pd.DataFrame, path: Path, title: str) -> None:
+    """Improvability and overhead against budget k; the full search sits just right of its own k."""
+    traj = traj.assign(k=traj["k"].where(traj["budget"] != FULL, traj["k"] * 1.3))
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     for method, g in traj.groupby("method"):
         g = g.sort_values("k")
@@ -131,16 +145,7 @@ def elo_panels(df: pd.DataFrame, path: Path, title: str, panel: str) -> None:
     fig, axes = plt.subplots(1, n, figsize=(5.2 * n, 0.22 * rows + 1.4), squeeze=False)
     labels = []
     for ax, (name, g) in zip(axes[0], groups):
-        d = g.sort_values("elo")
-        y = np.arange(len(d))
-        colors = [KIND_COLORS.get(v, "#555") for v in d.get("variant", pd.Series("tuned", index=d.index))]
-        ax.barh(y, d["elo"] - d["elo"].min() + 20, left=d["elo"].min() - 20, color=colors, alpha=0.8)
-        xerr = [(d["elo"] - d["lower"]).clip(lower=0), (d["upper"] - d["elo"]).clip(lower=0)]
-        ax.errorbar(d["elo"], y, xerr=xerr, fmt="none", ecolor="k", lw=0.8)
-        ax.set_yticks(y, d["view"], fontsize=7)
-        ax.set_xlabel("Elo (95% dataset-bootstrap interval)")
-        ax.set_title(str(name), fontsize=8)
-        labels += list(d["view"])
+        labels += list(_elo_axis(ax, g, str(name), 8))
     fig.suptitle(title, fontsize=9)
     fig.subplots_adjust(wspace=0.45)
     _save(fig, path, labels)
@@ -155,7 +160,7 @@ def lines(df: pd.DataFrame, path: Path, title: str, x: str, y: str, group: str, 
         ax.plot(g[x], g[y], marker=".", lw=1, label=str(name))
     if hline is not None:
         ax.axhline(hline, color="k", lw=0.8, ls="--")
-    if log_x:
+    if log_x and df[y].notna().any():  # a log axis with nothing on it cannot place its ticks
         ax.set_xscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -164,14 +169,16 @@ def lines(df: pd.DataFrame, path: Path, title: str, x: str, y: str, group: str, 
     _save(fig, path, bottom_labels=["x" * 4])
 
 
-def paired_bars(df: pd.DataFrame, path: Path, title: str, label: str, a: str, b: str, a_name: str, b_name: str) -> None:
-    """Two bars per row: ``a`` beside ``b`` (an omitted result beside what replaced it)."""
-    fig, ax = plt.subplots(figsize=(7, 0.3 * len(df) + 1.4))
-    y = np.arange(len(df))
-    ax.barh(y - 0.2, df[a], height=0.4, color=KIND_COLORS["gfm"], label=a_name)
-    ax.barh(y + 0.2, df[b], height=0.4, color=KIND_COLORS["default"], label=b_name)
-    ax.set_yticks(y, df[label], fontsize=7)
+def overlap_bars(omitted: pd.DataFrame, path: Path, title: str) -> None:
+    """Each omitted GFM result (mean over partitions) beside the gcn-Default result that replaced it."""
+    d = omitted.groupby(["view", "dataset"], as_index=False)[["omitted_score", "replacement_score"]].mean()
+    labels = d["view"] + " on " + d["dataset"]
+    fig, ax = plt.subplots(figsize=(7, 0.3 * len(d) + 1.4))
+    y = np.arange(len(d))
+    ax.barh(y - 0.2, d["omitted_score"], height=0.4, color=KIND_COLORS["gfm"], label="omitted GFM result")
+    ax.barh(y + 0.2, d["replacement_score"], height=0.4, color=KIND_COLORS["default"], label="gcn-Default replacement")
+    ax.set_yticks(y, labels, fontsize=7)
     ax.set_xlabel("test score (primary metric)")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7)
-    _save(fig, path, df[label])
+    _save(fig, path, labels)

@@ -6,7 +6,7 @@ import pandas as pd
 
 from contract.families import load_families
 from orchestrator.analysis import overlap as ov
-from orchestrator.analysis.site import compute_analysis
+from orchestrator.analysis.tables import compute_analysis
 
 from .conftest import trial_rows
 
@@ -66,3 +66,12 @@ def test_every_gfm_family_declares_its_pretraining_graphs():
     declared = ov.declared_pretraining()
     assert "ogbn-arxiv" in declared["graphany"] and declared["gvt"] == ("ogbn-arxiv",)
     assert {m for m, graphs in declared.items() if not graphs} == {"node4all", "graphpfn", "nodepfn", "g2tfm"}
+
+
+def test_the_site_of_a_store_without_validation_metrics_is_written(tmp_path):
+    """No val_accuracy recorded: the validation–test gap is unknown and its figure is drawn empty, not a crash."""
+    from orchestrator.analysis.site import build_report
+
+    an = build_report(store(), tmp_path / "site", rounds=5, compute_stats=False)
+    assert an.tables["validation_test_gap"]["val_gain"].isna().all()
+    assert (tmp_path / "site" / "figures" / "validation_test_gap_10-10-80.png").is_file()

@@ -137,3 +137,11 @@ def test_a_submission_bundle_joins_the_leaderboard_never_imputed(small_store, tm
     (bundle / "submission.json").write_text('{"id": "tampered"}\n')
     res = run(["--store", str(store), "--bundle", str(bundle), "--out", str(tmp_path / "r2")])
     assert res.exit_code == 2 and "changed after the bundle was sealed" in res.output
+
+
+def test_every_finding_links_a_written_figure(built_report):
+    res, out = built_report
+    assert res.exit_code == 0, res.output
+    findings = pd.read_csv(out / "tables" / "findings.csv")
+    figures = findings.loc[findings["figure"].str.startswith("figures/"), "figure"]
+    assert len(figures) and all((out / f).is_file() for f in figures), sorted(set(figures))

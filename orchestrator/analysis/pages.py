@@ -1,0 +1,103 @@
+"""The HTML of the report's pages: style, sorting script, tables, figures, and the files behind them.
+
+Pages use relative links, inline CSS and a few lines of inline JavaScript (table sorting, and a
+mark on each image once it has loaded), so the site opens from disk with no server and no network.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1b1f24;background:#fafbfc}
+header{background:#0d1b2a;color:#fff;padding:14px 24px}header h1{margin:0;font-size:20px}
+header p{margin:4px 0 0;color:#c9d4e0;font-size:13px}nav{padding:6px 24px;background:#e8eef5;font-size:13px}
+nav a{margin-right:14px;color:#0b4f9c;text-decoration:none}main{padding:8px 24px 40px}
+h2{border-bottom:2px solid #d0d7de;padding-bottom:4px;margin-top:34px}h3{margin-top:22px}
+table{border-collapse:collapse;font-size:12px;background:#fff;margin:8px 0}
+th,td{border:1px solid #d0d7de;padding:3px 7px;text-align:right;white-space:nowrap}
+th{background:#f0f3f6;cursor:pointer;position:sticky;top:0}td.l,th.l{text-align:left}
+tr.gfm td.l{color:#b3203a;font-weight:600}tr.default td.l{color:#57606a}
+.imp{color:#b35900}.note{background:#fff8c5;border:1px solid #d4a72c;padding:6px 10px;font-size:13px}
+figure{display:inline-block;margin:10px 12px 10px 0;vertical-align:top;background:#fff;border:1px solid #d0d7de;padding:6px}
+figcaption{font-size:12px;color:#57606a;max-width:760px}figure img{max-width:760px;height:auto;display:block}
+.small{font-size:12px;color:#57606a}.wrap{overflow-x:auto}
+"""
+
+_JS = """
+document.querySelectorAll('table.sortable').forEach(function(t){
+  t.querySelectorAll('th').forEach(function(th,i){th.addEventListener('click',function(){
+    var b=t.tBodies[0],rows=Array.from(b.rows),asc=th.dataset.asc!=='1';th.dataset.asc=asc?'1':'0';
+    rows.sort(function(x,y){var a=x.cells[i].dataset.v||x.cells[i].textContent,c=y.cells[i].dataset.v||y.cells[i].textContent;
+      var na=parseFloat(a),nc=parseFloat(c);if(!isNaN(na)&&!isNaN(nc))return asc?na-nc:nc-na;return asc?a.localeCompare(c):c.localeCompare(a)});
+    rows.forEach(function(r){b.appendChild(r)})})})});
+document.querySelectorAll('img').forEach(function(img){
+  function mark(){img.setAttribute('data-loaded', img.naturalWidth>0?'1':'0')}
+  if(img.complete){mark()}else{img.addEventListener('load',mark);img.addEventListener('error',mark)}});
+"""
+
+
+def write_table(df: pd.DataFrame, base: Path, index: bool = False) -> None:
+    """``df`` as ``<base>.csv`` and ``<base>.parquet`` (``index``: the index becomes the first columns)."""
+    base.parent.mkdir(parents=True, exist_ok=True)
+    d = df.reset_index() if index else df
+    d.to_csv(base.with_suffix(".csv"), index=False)
+    d2 = d.copy()
+    for c in d2.columns:
+        if d2[c].dtype == object:
+            d2[c] = d2[c].astype(str)
+    d2.columns = [str(c) for c in d2.columns]
+    d2.to_parquet(base.with_suffix(".parquet"), index=False)
+
+
+def _fmt(v, digits: int = 3) -> str:
+    if v is None or (isinstance(v, float) and not np.isfinite(v)):
+        return ""
+    if isinstance(v, (bool, np.bool_)):
+        return "yes" if v else ""
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        return f"{v:.{digits}f}"
+    return html.escape(str(v))
+
+
+def html_table(df: pd.DataFrame, cols: list[tuple[str, str, int]],
+               row_class: Callable[[pd.Series], str] | None = None, table_id: str = "") -> str:
+    """A sortable table of ``cols`` (column, header, digits; negative digits: left-aligned text)."""
+    head = "".join(f'<th class="{"l" if d < 0 else ""}">{html.escape(h)}</th>' for _, h, d in cols)
+    body = []
+    for _, r in df.iterrows():
+        cls = row_class(r) if row_class else ""
+        cells = []
+        for c, _h, d in cols:
+            v = r[c]
+            sv = "" if v is None or (isinstance(v, float) and not np.isfinite(v)) else str(v)
+            cells.append(f'<td class="{"l" if d < 0 else ""}" data-v="{html.escape(sv)}">{_fmt(v, max(d, 0))}</td>')
+        body.append(f'<tr class="{cls}">{"".join(cells)}</tr>')
+    tid = f' id="{table_id}"' if table_id else ""
+    return f'<div class="wrap"><table class="sortable"{tid}><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+
+
+def figure(rel: str, caption: str) -> str:
+    """A figure with its caption and links to the data it plots (CSV and Parquet beside the PNG)."""
+    stem = rel.rsplit(".", 1)[0]
+    return (f'<figure><img src="{rel}" alt="{html.escape(caption)}" loading="eager"><figcaption>{html.escape(caption)} '
+            f'Data: <a href="{stem}.csv">CSV</a> · <a href="{stem}.parquet">Parquet</a></figcaption></figure>')
+
+
+def page(title: str, body: str, subtitle: str) -> str:
+    """A whole page: header, navigation, ``body``."""
+    nav = ('<nav><a href="index.html">Leaderboard</a><a href="findings.html">Findings</a><a href="index.html#pareto">Pareto</a>'
+           '<a href="index.html#budgets">Tuning budgets</a><a href="index.html#tuning">Tuning requirements</a>'
+           '<a href="index.html#metrics">Task types and metrics</a><a href="index.html#subgroups">Subgroups</a>'
+           '<a href="index.html#robustness">Robustness</a><a href="index.html#overlap">Pretraining overlap</a>'
+           '<a href="datasets.html">Per dataset</a><a href="tables.html">Data files</a></nav>')
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+            f'<style>{_CSS}</style></head><body><header><h1>{html.escape(title)}</h1><p>{html.escape(subtitle)}</p>'
+            f'</header>{nav}<main>{body}</main><script>{_JS}</script></body></html>')
