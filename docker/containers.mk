@@ -6,7 +6,8 @@
 #                          offline path: wheelhouse + debootstrapped Debian base
 #   make up [GPU=1]        build what is missing, start every family's service (compose), wait for healthy
 #   make up FAMILIES="gnn graphany"          only these families
-#   make up SCALE="gnn=2 graph-transformer=2"  replicas per family (compose v1 and v2)
+#   make up SCALE="gnn=2 graphtransformer=2"  replicas per family (compose v1 and v2)
+#   make compose           rewrite docker/compose.yaml from the manifests (make up does it first)
 #   make wheels images GPU=1 [OFFLINE=1]
 #                          the CUDA variant: wheelhouse-cuda/, nodeground/<family>:cuda
 #   make up GPU=1 [GPUS=0,1]  one replica of each family per GPU, each pinned to its device
@@ -19,11 +20,10 @@ DOCKER ?= docker
 OFFLINE ?= 0
 GPU ?= 0
 
-# Families = the `family` named in each methods/*/manifest.toml that has a
-# docker/<family>/Dockerfile (a family's folder may differ from its name:
-# methods/graph_transformer serves family graph-transformer).
-FAMILIES ?= $(sort $(foreach f,$(foreach m,$(wildcard methods/*/manifest.toml),\
-	$(shell sed -n 's/^family *= *"\(.*\)".*/\1/p' $(m))),$(if $(wildcard docker/$(f)/Dockerfile),$(f))))
+# Families = the folders methods/<family>/ with a manifest.toml: the folder's name is the
+# family's name, its image's and its compose service's. Each builds from docker/family/Dockerfile
+# (--build-arg FAMILY=<family>), or from its own methods/<family>/Dockerfile if it has one.
+FAMILIES ?= $(sort $(patsubst methods/%/manifest.toml,%,$(wildcard methods/*/manifest.toml)))
 IMAGE_PREFIX ?= nodeground
 BASE_TAG ?= $(IMAGE_PREFIX)/base:latest
 PUBLIC_BASE_IMAGE ?= python:3.11-slim
@@ -73,7 +73,7 @@ export NODEGROUND_IMAGE_PREFIX := $(IMAGE_PREFIX)
 COMPOSE ?= $(shell if $(DOCKER) compose version >/dev/null 2>&1; then echo "$(DOCKER) compose"; \
 	elif command -v docker-compose >/dev/null 2>&1; then echo docker-compose; else echo false; fi)
 
-.PHONY: wheels base base-offline base-os base-cuda images gpu-compose up down test-docker test-user-path
+.PHONY: wheels base base-offline base-os base-cuda images compose gpu-compose up down test-docker test-user-path
 
 # GPU=1: the CUDA closure (requirements.txt without its torch, plus requirements-cuda.txt)
 # into $(WHEELHOUSE_CUDA) (about 3 GB; not part of CI). The CPU closure is downloaded
@@ -152,13 +152,13 @@ images:
 			echo "skipping $(IMAGE_PREFIX)/$$f:cuda: its manifest pins torch $$pin, not the torch of $(BASE_TAG_CUDA)"; continue; \
 		fi; \
 		echo "building $(IMAGE_PREFIX)/$$f:$(IMAGE_TAG)"; \
-		$(DOCKER) build -f docker/$$f/Dockerfile -t $(IMAGE_PREFIX)/$$f:$(IMAGE_TAG) \
-			--build-arg BASE=$(IMAGE_BASE) . ; \
+		if [ -f methods/$$f/Dockerfile ]; then df=methods/$$f/Dockerfile; else df=docker/family/Dockerfile; fi; \
+		$(DOCKER) build -f $$df -t $(IMAGE_PREFIX)/$$f:$(IMAGE_TAG) \
+			--build-arg BASE=$(IMAGE_BASE) --build-arg FAMILY=$$f . ; \
 	done
 
 # A family whose manifest says `torch = "..."` pins its own torch: prints it (exit 0), else exit 1.
-CUDA_PIN_OF = f() { m=$$(grep -l "^family *= *\"$$1\"" methods/*/manifest.toml | head -1); \
-	sed -n 's/^torch *= *"\(.*\)".*/\1/p' $$m | grep .; }; f
+CUDA_PIN_OF = f() { sed -n 's/^torch *= *"\(.*\)".*/\1/p' methods/$$1/manifest.toml | grep .; }; f
 
 # nodeground/base:cuda: the same Dockerfile with PyPI's CUDA torch. Offline, the build
 # context is a folder holding only the requirements and hard links to $(WHEELHOUSE_CUDA)
@@ -192,9 +192,9 @@ PROJECT_FILTER = --filter label=com.docker.compose.project=$(COMPOSE_PROJECT)
 # so that Docker does not create it root-owned and empty.
 WEIGHTS_DIR_CMD = $(if $(wildcard $(PYTHON)),$(PYTHON),python3) methods/sdk/weights.py
 
-up: images $(if $(filter 1,$(GPU)),gpu-compose)
+up: compose images $(if $(filter 1,$(GPU)),gpu-compose)
 	@for f in $(filter-out $(COMPOSE_SERVICES),$(FAMILIES)); do \
-		echo "note: $$f has no service in docker/compose.yaml (add one to start it with make up)" >&2; done
+		echo "note: $$f is not a family (no methods/$$f/manifest.toml), so it has no service in docker/compose.yaml" >&2; done
 	@for s in $(SCALE); do \
 		case " $(UP_FAMILIES) " in *" $${s%%=*} "*) ;; \
 		*) echo "SCALE=$$s: $${s%%=*} is not among the families started ($(UP_FAMILIES))" >&2; exit 2;; esac; \
@@ -213,6 +213,10 @@ up: images $(if $(filter 1,$(GPU)),gpu-compose)
 		sleep 1; \
 	done
 	$(COMPOSE) -p $(COMPOSE_PROJECT) $(COMPOSE_FILES) ps
+
+# docker/compose.yaml from the manifests (rewritten only when they changed: commit it with them).
+compose: install
+	@$(PYTHON) docker/services.py compose
 
 # The GPU override for the GPUs found (GPUS=... picks them), or :cuda images on CPU when none is.
 gpu-compose: install

@@ -2,16 +2,21 @@
 
 The orchestrator reads manifests to know which family serves a method without
 importing any model code; the service imports the family's module to host it.
+The folder's name is the family's name, its Python module (methods.<family>), its
+image (nodeground/<family>) and its compose, Swarm or Kubernetes service, so it is
+lowercase letters and digits only (FAMILY_NAME: a Python identifier and a DNS label).
 """
 
 from __future__ import annotations
 
 import importlib
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
+FAMILY_NAME = re.compile(r"[a-z][a-z0-9]{1,39}")
 
 
 @dataclass(frozen=True)
@@ -31,8 +36,11 @@ def load_families(root: Path = ROOT) -> dict[str, Family]:
     families = {}
     for manifest in sorted(root.glob("*/manifest.toml")):
         data = tomllib.loads(manifest.read_text())
+        name = manifest.parent.name
+        if data["family"] != name or not FAMILY_NAME.fullmatch(name):
+            raise ValueError(f"{manifest}: family {data['family']!r} must be its folder's name, 2-40 lowercase letters and digits")
         graphs = data.get("pretraining_graphs")
-        family = Family(data["family"], data["image"], data["module"], tuple(data["methods"]),
+        family = Family(name, f"nodeground/{name}", f"methods.{name}", tuple(data["methods"]),
                         None if graphs is None else tuple(graphs), data.get("kind", "supervised"))
         families[family.name] = family
     return families
