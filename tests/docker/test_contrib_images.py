@@ -23,6 +23,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE_IMAGES = ROOT / "tests" / "conformance" / "images"
+BASE = "nodeground/base:latest"
 FAST = ["--call-timeout", "120", "--deadline", "1", "--grace", "10", "--memory", "2g", "--cpus", "1"]
 
 
@@ -38,7 +39,7 @@ def _has_image(tag: str) -> bool:
 
 @pytest.fixture(scope="module", autouse=True)
 def engine(docker_engine):
-    if not (_has_image("nodeground/base:latest") and _has_image("nodeground/gnn:latest")):
+    if not (_has_image(BASE) and _has_image("nodeground/gnn:latest")):
         _sh(["make", "images"], timeout=3600)
 
 
@@ -51,13 +52,14 @@ def _validate(target: str) -> tuple[int, str]:
 def test_scaffold_builds_and_validates_unchanged(tmp_path):
     ctx = tmp_path / "ctx"
     ctx.mkdir()
-    for name in ("pyproject.toml", "README.md", ".dockerignore"):
+    for name in ("pyproject.toml", "README.md", ".dockerignore", "Makefile"):
         shutil.copy(ROOT / name, ctx / name)
-    shutil.copytree(ROOT / "proto", ctx / "proto", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(ROOT / "methods", ctx / "methods", ignore=shutil.ignore_patterns("__pycache__", "node_modules", "*.egg-info"))
+    ignore = shutil.ignore_patterns("__pycache__", "node_modules", "*.egg-info")
+    for folder in ("proto", "methods", "docker"):
+        shutil.copytree(ROOT / folder, ctx / folder, ignore=ignore)
     out = CliRunner().invoke(app, ["methods", "new", "democi", "--root", str(ctx)])
     assert out.exit_code == 0, out.output
-    _sh(["docker", "build", "-q", "-f", "docker/democi/Dockerfile", "-t", "nodeground/democi:latest", "."], cwd=ctx)
+    _sh(["make", "image-democi", f"BASE_TAG={BASE}"], cwd=ctx)  # what the scaffold tells a user to run
     try:
         code, output = _validate("nodeground/democi")
         assert code == 0, output
