@@ -23,7 +23,8 @@ GPU ?= 0
 # Families = the folders methods/<family>/ with a manifest.toml: the folder's name is the
 # family's name, its image's and its compose service's. Each builds from docker/family/Dockerfile
 # (--build-arg FAMILY=<family>), or from its own methods/<family>/Dockerfile if it has one.
-FAMILIES ?= $(sort $(patsubst methods/%/manifest.toml,%,$(wildcard methods/*/manifest.toml)))
+ALL_FAMILIES = $(sort $(patsubst methods/%/manifest.toml,%,$(wildcard methods/*/manifest.toml)))
+FAMILIES ?= $(ALL_FAMILIES)
 IMAGE_PREFIX ?= nodeground
 BASE_TAG ?= $(IMAGE_PREFIX)/base:latest
 PUBLIC_BASE_IMAGE ?= python:3.11-slim
@@ -147,6 +148,8 @@ images:
 	else \
 		$(MAKE) --no-print-directory $(if $(filter 1,$(GPU)),base-cuda,$(if $(filter 1,$(OFFLINE)),base-offline,base)); \
 	fi
+	@for f in $(FAMILIES); do [ -f methods/$$f/manifest.toml ] || { \
+		echo "no family $$f (no methods/$$f/manifest.toml); the families: $(ALL_FAMILIES)" >&2; exit 2; }; done
 	@set -e; for f in $(FAMILIES); do \
 		if [ "$(GPU)" = 1 ] && pin=$$($(CUDA_PIN_OF) $$f); then \
 			echo "skipping $(IMAGE_PREFIX)/$$f:cuda: its manifest pins torch $$pin, not the torch of $(BASE_TAG_CUDA)"; continue; \
@@ -182,9 +185,6 @@ else
 		--build-arg TORCH_REQUIREMENTS=docker/requirements-cuda.txt .
 endif
 
-# The families `make up` starts: FAMILIES that have a service in compose.yaml.
-COMPOSE_SERVICES = $(shell $(COMPOSE) -f docker/compose.yaml config --services 2>/dev/null)
-UP_FAMILIES = $(filter $(COMPOSE_SERVICES),$(FAMILIES))
 PROJECT_FILTER = --filter label=com.docker.compose.project=$(COMPOSE_PROJECT)
 
 # GFM weights are mounted from where `make weights` and `orchestrator weights` put them: the one
@@ -193,16 +193,14 @@ PROJECT_FILTER = --filter label=com.docker.compose.project=$(COMPOSE_PROJECT)
 WEIGHTS_DIR_CMD = $(if $(wildcard $(PYTHON)),$(PYTHON),python3) methods/sdk/weights.py
 
 up: compose images $(if $(filter 1,$(GPU)),gpu-compose)
-	@for f in $(filter-out $(COMPOSE_SERVICES),$(FAMILIES)); do \
-		echo "note: $$f is not a family (no methods/$$f/manifest.toml), so it has no service in docker/compose.yaml" >&2; done
 	@for s in $(SCALE); do \
-		case " $(UP_FAMILIES) " in *" $${s%%=*} "*) ;; \
-		*) echo "SCALE=$$s: $${s%%=*} is not among the families started ($(UP_FAMILIES))" >&2; exit 2;; esac; \
+		case " $(FAMILIES) " in *" $${s%%=*} "*) ;; \
+		*) echo "SCALE=$$s: $${s%%=*} is not among the families started ($(FAMILIES))" >&2; exit 2;; esac; \
 		case "$${s#*=}" in ''|*[!0-9]*) echo "SCALE=$$s: the replica count must be a number" >&2; exit 2;; esac; \
 	done
 	w="$$($(WEIGHTS_DIR_CMD))" && mkdir -p "$$w" && \
 		NODEGROUND_WEIGHTS="$$w" $(COMPOSE) -p $(COMPOSE_PROJECT) $(COMPOSE_FILES) up -d --no-build --remove-orphans \
-		$(foreach s,$(SCALE),--scale $(s)) $(UP_FAMILIES)
+		$(foreach s,$(SCALE),--scale $(s)) $(FAMILIES)
 	@# Wait (UP_WAIT seconds, 0 = don't) until every service reports healthy, so an
 	@# `orchestrator run` started right after `make up` finds them serving.
 	@for i in $$(seq $(UP_WAIT)); do \
