@@ -212,9 +212,11 @@ up: compose images $(if $(filter 1,$(GPU)),gpu-compose)
 	done
 	$(COMPOSE) -p $(COMPOSE_PROJECT) $(COMPOSE_FILES) ps
 
-# docker/compose.yaml from the manifests (rewritten only when they changed: commit it with them).
+# docker/compose.yaml from the manifests (rewritten only when they changed: commit it with them),
+# and docker/compose.gpu.yaml, the GPU override for GPU 0 generated from it.
 compose: install
 	@$(PYTHON) docker/services.py compose
+	@$(PYTHON) -m orchestrator.services.gpus --compose docker/compose.yaml --gpus 0 --out docker/compose.gpu.yaml >/dev/null
 
 # The GPU override for the GPUs found (GPUS=... picks them), or :cuda images on CPU when none is.
 gpu-compose: install
