@@ -1,8 +1,11 @@
 """Method families as data: each folder methods/<family>/ holds a manifest.toml and its code.
 
 The orchestrator learns which family serves a method without importing any model
-code: the manifest says the family's image, module and kind, and the methods are
-read from the family's source as text. A method is declared once, by its class
+code: the manifest says the family's kind (and a GFM's pretraining graphs), and the
+methods are read from the family's source as text. The folder's name is the family's
+name, its Python module (methods.<family>), its image (nodeground/<family>) and its
+compose, Swarm or Kubernetes service, so it is lowercase letters and digits only
+(FAMILY_NAME: a Python identifier and a DNS label). A method is declared once, by its class
 (``name = "gat"`` in a class body under methods/<family>/), so adding one is one
 file; the service imports the same classes to host them (``methods.families``).
 """
@@ -11,12 +14,14 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 # The manifests are data beside the method code: read as files, never imported.
 ROOT = Path(__file__).resolve().parents[1] / "methods"
+FAMILY_NAME = re.compile(r"[a-z][a-z0-9]{1,39}")
 
 
 @dataclass(frozen=True)
@@ -36,8 +41,11 @@ def load_families(root: Path = ROOT) -> dict[str, Family]:
     families = {}
     for manifest in sorted(root.glob("*/manifest.toml")):
         data = tomllib.loads(manifest.read_text())
+        name = manifest.parent.name
+        if data.get("family") != name or not FAMILY_NAME.fullmatch(name):
+            raise ValueError(f"{manifest}: family {data.get('family')!r} must be its folder's name, 2-40 lowercase letters and digits")
         graphs = data.get("pretraining_graphs")
-        family = Family(data["family"], data["image"], data["module"], declared_methods(manifest.parent),
+        family = Family(name, f"nodeground/{name}", f"methods.{name}", declared_methods(manifest.parent),
                         None if graphs is None else tuple(graphs), data.get("kind", "supervised"))
         families[family.name] = family
     return families

@@ -6,7 +6,8 @@
 #                          offline path: wheelhouse + debootstrapped Debian base
 #   make up [GPU=1]        build what is missing, start every family's service (compose), wait for healthy
 #   make up FAMILIES="gnn graphany"          only these families
-#   make up SCALE="gnn=2 graph-transformer=2"  replicas per family (compose v1 and v2)
+#   make up SCALE="gnn=2 graphtransformer=2"  replicas per family (compose v1 and v2)
+#   make compose           rewrite docker/compose.yaml from the manifests (make up does it first)
 #   make wheels images GPU=1 [OFFLINE=1]
 #                          the CUDA variant: wheelhouse-cuda/, nodeground/<family>:cuda
 #   make up GPU=1 [GPUS=0,1]  one replica of each family per GPU, each pinned to its device
@@ -19,11 +20,11 @@ DOCKER ?= docker
 OFFLINE ?= 0
 GPU ?= 0
 
-# Families = the `family` named in each methods/*/manifest.toml that has a
-# docker/<family>/Dockerfile (a family's folder may differ from its name:
-# methods/graph_transformer serves family graph-transformer).
-FAMILIES ?= $(sort $(foreach f,$(foreach m,$(wildcard methods/*/manifest.toml),\
-	$(shell sed -n 's/^family *= *"\(.*\)".*/\1/p' $(m))),$(if $(wildcard docker/$(f)/Dockerfile),$(f))))
+# Families = the folders methods/<family>/ with a manifest.toml: the folder's name is the
+# family's name, its image's and its compose service's. Each builds from docker/family/Dockerfile
+# (--build-arg FAMILY=<family>), or from its own methods/<family>/Dockerfile if it has one.
+ALL_FAMILIES = $(sort $(patsubst methods/%/manifest.toml,%,$(wildcard methods/*/manifest.toml)))
+FAMILIES ?= $(ALL_FAMILIES)
 IMAGE_PREFIX ?= nodeground
 BASE_TAG ?= $(IMAGE_PREFIX)/base:latest
 PUBLIC_BASE_IMAGE ?= python:3.11-slim
@@ -73,7 +74,7 @@ export NODEGROUND_IMAGE_PREFIX := $(IMAGE_PREFIX)
 COMPOSE ?= $(shell if $(DOCKER) compose version >/dev/null 2>&1; then echo "$(DOCKER) compose"; \
 	elif command -v docker-compose >/dev/null 2>&1; then echo docker-compose; else echo false; fi)
 
-.PHONY: wheels base base-offline base-os base-cuda images gpu-compose up down test-docker test-user-path test-swarm
+.PHONY: wheels base base-offline base-os base-cuda images compose gpu-compose up down test-docker test-user-path test-swarm
 
 # GPU=1: the CUDA closure (requirements.txt without its torch, plus requirements-cuda.txt)
 # into $(WHEELHOUSE_CUDA) (about 3 GB; not part of CI). The CPU closure is downloaded
@@ -147,18 +148,20 @@ images:
 	else \
 		$(MAKE) --no-print-directory $(if $(filter 1,$(GPU)),base-cuda,$(if $(filter 1,$(OFFLINE)),base-offline,base)); \
 	fi
+	@for f in $(FAMILIES); do [ -f methods/$$f/manifest.toml ] || { \
+		echo "no family $$f (no methods/$$f/manifest.toml); the families: $(ALL_FAMILIES)" >&2; exit 2; }; done
 	@set -e; for f in $(FAMILIES); do \
 		if [ "$(GPU)" = 1 ] && pin=$$($(CUDA_PIN_OF) $$f); then \
 			echo "skipping $(IMAGE_PREFIX)/$$f:cuda: its manifest pins torch $$pin, not the torch of $(BASE_TAG_CUDA)"; continue; \
 		fi; \
 		echo "building $(IMAGE_PREFIX)/$$f:$(IMAGE_TAG)"; \
-		$(DOCKER) build -f docker/$$f/Dockerfile -t $(IMAGE_PREFIX)/$$f:$(IMAGE_TAG) \
-			--build-arg BASE=$(IMAGE_BASE) . ; \
+		if [ -f methods/$$f/Dockerfile ]; then df=methods/$$f/Dockerfile; else df=docker/family/Dockerfile; fi; \
+		$(DOCKER) build -f $$df -t $(IMAGE_PREFIX)/$$f:$(IMAGE_TAG) \
+			--build-arg BASE=$(IMAGE_BASE) --build-arg FAMILY=$$f . ; \
 	done
 
 # A family whose manifest says `torch = "..."` pins its own torch: prints it (exit 0), else exit 1.
-CUDA_PIN_OF = f() { m=$$(grep -l "^family *= *\"$$1\"" methods/*/manifest.toml | head -1); \
-	sed -n 's/^torch *= *"\(.*\)".*/\1/p' $$m | grep .; }; f
+CUDA_PIN_OF = f() { sed -n 's/^torch *= *"\(.*\)".*/\1/p' methods/$$1/manifest.toml | grep .; }; f
 
 # nodeground/base:cuda: the same Dockerfile with PyPI's CUDA torch. Offline, the build
 # context is a folder holding only the requirements and hard links to $(WHEELHOUSE_CUDA)
@@ -182,9 +185,6 @@ else
 		--build-arg TORCH_REQUIREMENTS=docker/requirements-cuda.txt .
 endif
 
-# The families `make up` starts: FAMILIES that have a service in compose.yaml.
-COMPOSE_SERVICES = $(shell $(COMPOSE) -f docker/compose.yaml config --services 2>/dev/null)
-UP_FAMILIES = $(filter $(COMPOSE_SERVICES),$(FAMILIES))
 PROJECT_FILTER = --filter label=com.docker.compose.project=$(COMPOSE_PROJECT)
 
 # GFM weights are mounted from where `make weights` and `orchestrator weights` put them: the one
@@ -192,17 +192,15 @@ PROJECT_FILTER = --filter label=com.docker.compose.project=$(COMPOSE_PROJECT)
 # so that Docker does not create it root-owned and empty.
 WEIGHTS_DIR_CMD = $(if $(wildcard $(PYTHON)),$(PYTHON),python3) -m contract.weights
 
-up: images $(if $(filter 1,$(GPU)),gpu-compose)
-	@for f in $(filter-out $(COMPOSE_SERVICES),$(FAMILIES)); do \
-		echo "note: $$f has no service in docker/compose.yaml (add one to start it with make up)" >&2; done
+up: compose images $(if $(filter 1,$(GPU)),gpu-compose)
 	@for s in $(SCALE); do \
-		case " $(UP_FAMILIES) " in *" $${s%%=*} "*) ;; \
-		*) echo "SCALE=$$s: $${s%%=*} is not among the families started ($(UP_FAMILIES))" >&2; exit 2;; esac; \
+		case " $(FAMILIES) " in *" $${s%%=*} "*) ;; \
+		*) echo "SCALE=$$s: $${s%%=*} is not among the families started ($(FAMILIES))" >&2; exit 2;; esac; \
 		case "$${s#*=}" in ''|*[!0-9]*) echo "SCALE=$$s: the replica count must be a number" >&2; exit 2;; esac; \
 	done
 	w="$$($(WEIGHTS_DIR_CMD))" && mkdir -p "$$w" && \
 		NODEGROUND_WEIGHTS="$$w" $(COMPOSE) -p $(COMPOSE_PROJECT) $(COMPOSE_FILES) up -d --no-build --remove-orphans \
-		$(foreach s,$(SCALE),--scale $(s)) $(UP_FAMILIES)
+		$(foreach s,$(SCALE),--scale $(s)) $(FAMILIES)
 	@# Wait (UP_WAIT seconds, 0 = don't) until every service reports healthy, so an
 	@# `orchestrator run` started right after `make up` finds them serving.
 	@for i in $$(seq $(UP_WAIT)); do \
@@ -213,6 +211,12 @@ up: images $(if $(filter 1,$(GPU)),gpu-compose)
 		sleep 1; \
 	done
 	$(COMPOSE) -p $(COMPOSE_PROJECT) $(COMPOSE_FILES) ps
+
+# docker/compose.yaml from the manifests (rewritten only when they changed: commit it with them),
+# and docker/compose.gpu.yaml, the GPU override for GPU 0 generated from it.
+compose: install
+	@$(PYTHON) docker/services.py compose
+	@$(PYTHON) -m orchestrator.services.gpus --compose docker/compose.yaml --gpus 0 --out docker/compose.gpu.yaml >/dev/null
 
 # The GPU override for the GPUs found (GPUS=... picks them), or :cuda images on CPU when none is.
 gpu-compose: install

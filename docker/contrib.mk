@@ -2,14 +2,14 @@
 # docker/containers.mk (which defines DOCKER, IMAGE_PREFIX, BASE_TAG, the
 # Debian suite/mirror and the rootfs cache).
 #
-#   make image-NAME         build nodeground/NAME from docker/NAME/Dockerfile (after `orchestrator methods new NAME`)
+#   make image-NAME         build nodeground/NAME, the family in methods/NAME/ (after `orchestrator methods new NAME`)
 #   make image-centroid     the Node.js method: npm deps on the host, a debootstrapped Debian with nodejs
 #   make validate-NAME      orchestrator validate nodeground/NAME (sandboxed)
 #   make validate-images    validate every built-in image, the Node.js method included
 #   make test-contrib       the docker-marked contributor tests
 
 NODE_METHOD ?= centroid
-NODE_METHOD_DIR ?= methods/$(NODE_METHOD)-node
+NODE_METHOD_DIR ?= methods/$(NODE_METHOD)
 NPM ?= npm
 # The Node.js runtime image: debootstrapped Debian with Debian's nodejs (offline: no registry),
 # or, with NODE_OS_IMAGE=node:20-bookworm-slim, a public image.
@@ -58,15 +58,13 @@ node-os:
 	fi
 
 image-$(NODE_METHOD): node-deps node-os
-	$(DOCKER) build -f docker/$(NODE_METHOD)/Dockerfile -t $(IMAGE_PREFIX)/$(NODE_METHOD):latest \
+	$(DOCKER) build -f $(NODE_METHOD_DIR)/Dockerfile -t $(IMAGE_PREFIX)/$(NODE_METHOD):latest \
 		--build-arg NODE_BASE=$(NODE_OS_IMAGE) .
 
-# Any other docker/NAME/Dockerfile (a scaffolded method, a family): built on the base image.
+# Any other family (methods/NAME/manifest.toml: a scaffolded method, a built-in family): built on the base image.
 image-%:
-	@test -f docker/$*/Dockerfile || { echo "no docker/$*/Dockerfile (scaffold one with: orchestrator methods new $*)" >&2; exit 2; }
-	@$(DOCKER) image inspect $(BASE_TAG) >/dev/null 2>&1 || \
-		$(MAKE) --no-print-directory $(if $(filter 1,$(OFFLINE)),base-offline,base)
-	$(DOCKER) build -f docker/$*/Dockerfile -t $(IMAGE_PREFIX)/$*:latest --build-arg BASE=$(BASE_TAG) .
+	@test -f methods/$*/manifest.toml || { echo "no family $* (no methods/$*/manifest.toml; scaffold one with: orchestrator methods new $*)" >&2; exit 2; }
+	@$(MAKE) --no-print-directory images FAMILIES=$*
 
 validate-%: install
 	$(VENV)/bin/orchestrator validate $(IMAGE_PREFIX)/$*:latest $(VALIDATE_ARGS)

@@ -1,7 +1,7 @@
 # Docker Swarm: the method families as replicated services on an overlay network, and a sweep as a
 # one-shot orchestrator container on that network. Included by the top-level Makefile.
 #
-#   make swarm-up [SWARM_REPLICAS="gnn=2 graph-transformer=2"] [SWARM_FAMILIES="gnn"] [GPU=1]
+#   make swarm-up [SWARM_REPLICAS="gnn=2 graphtransformer=2"] [SWARM_FAMILIES="gnn"] [GPU=1]
 #   make swarm-run ARGS="--methods mlp,gcn --datasets cora --endpoint gnn=dns:///gnn:50051 --store /runs/cora.sqlite"
 #   make swarm-down
 #
@@ -35,7 +35,7 @@ swarm-init:
 
 swarm-up: install swarm-init images image-orchestrator
 	@mkdir -p .cache $(SWARM_WEIGHTS)
-	$(PYTHON) docker/stack.py --weights $(SWARM_WEIGHTS) --prefix $(IMAGE_PREFIX) \
+	$(PYTHON) docker/services.py stack --weights $(SWARM_WEIGHTS) --prefix $(IMAGE_PREFIX) \
 		$(if $(SWARM_REPLICAS),--replicas $(SWARM_REPLICAS)) $(if $(SWARM_FAMILIES),--families $(SWARM_FAMILIES)) \
 		$(if $(filter 1,$(GPU)),--gpu) > .cache/stack.yaml
 	$(DOCKER) stack deploy -c .cache/stack.yaml $(SWARM_STACK)

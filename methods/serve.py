@@ -2,6 +2,7 @@
 
 With ``--port 0`` the OS picks a free port; the first stdout line says which
 (``NODEGROUND_LISTENING <port>``), so a launcher can start services without races.
+``--check`` only loads the family and exits: the images' build-time smoke test.
 """
 
 from __future__ import annotations
@@ -16,16 +17,28 @@ from pathlib import Path
 
 import torch
 
-from contract.families import load_families
+from contract.families import Family, load_families
 from contract.handshake import READY_PREFIX, SERVICE_PORT
 from methods.families import method_classes
 from methods.sdk.health_file import HEALTH_FILE_ENV, loopback_address, start_health_file
 from methods.sdk.service import DEFAULT_GRAPH_CACHE_BYTES, DEFAULT_MAX_MODELS, DEFAULT_MAX_UPLOAD_BYTES, DEFAULT_UPLOAD_WAIT_SECONDS, MethodServicer, build_server
+from contract.weights import load_weights_catalog
+
+
+def check(family: Family) -> str:
+    """What an image must hold to serve ``family``: its methods import and match the manifest, and the
+    weights catalog of a family with a weights.toml is installed (the weights themselves are mounted)."""
+    names = [m.name for m in method_classes(family)]
+    if (Path(__file__).resolve().parent / family.name / "weights.toml").exists():
+        if not any(entry.model == family.name for entry in load_weights_catalog().values()):
+            raise RuntimeError(f"family {family.name}: weights.toml is not installed (no catalog entry for model {family.name!r})")
+    return f"{family.name}: {', '.join(names)}: smoke ok"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="nodeground-serve", description=__doc__)
-    parser.add_argument("--family", required=True, help="method family to host (a folder under methods/)")
+    parser.add_argument("--family", default=os.environ.get("NODEGROUND_FAMILY"),
+                        help="method family to host (a folder under methods/; default: NODEGROUND_FAMILY, set in the images)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (0.0.0.0 in containers)")
     parser.add_argument("--port", type=int, default=SERVICE_PORT, help="port to bind; 0 picks a free one")
     parser.add_argument("--graph-cache-bytes", type=int, default=int(os.environ.get("NODEGROUND_GRAPH_CACHE_BYTES", DEFAULT_GRAPH_CACHE_BYTES)))
@@ -35,10 +48,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="how long an upload waits for one of the concurrent upload slots before RESOURCE_EXHAUSTED")
     parser.add_argument("--max-models", type=int, default=int(os.environ.get("NODEGROUND_MAX_MODELS", DEFAULT_MAX_MODELS)),
                         help="fitted models held without Release before the least recently used is dropped")
+    parser.add_argument("--check", action="store_true", help="load the family, check it against its manifest, print one line and exit")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
 
     families = load_families()
+    if args.family is None:
+        parser.error("--family is required (or set NODEGROUND_FAMILY)")
     if args.family not in families:
         print(f"error: unknown family {args.family!r}; known: {', '.join(sorted(families))}", file=sys.stderr)
         return 2
@@ -46,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     if threads:
         torch.set_num_threads(int(threads))
     family = families[args.family]
+    if args.check:
+        print(check(family))
+        return 0
     servicer = MethodServicer(
         family.name, method_classes(family), graph_cache_bytes=args.graph_cache_bytes, max_upload_bytes=args.max_upload_bytes, max_models=args.max_models,
         upload_wait_seconds=args.upload_wait_seconds,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import keyword
-import re
 from pathlib import Path
 from typing import Annotated
 
@@ -14,28 +13,27 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from contract.families import load_families
+from contract.families import FAMILY_NAME, load_families
 from orchestrator.cli.errors import UserError, user_errors
 
 app = typer.Typer(help="List the method families, scaffold contributed methods.", no_args_is_help=True)
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATES = REPO / "methods" / "templates" / "method"
-_NAME = re.compile(r"^[a-z][a-z0-9_]{1,39}$")
 _RESERVED = {"sdk", "templates", "serve", "families", "base", "test", "tests"}
 
-# template file -> destination, relative to the repository root
+# template file -> destination, relative to the repository root: the family is this one folder
+# (its image builds from the shared docker/family/Dockerfile; compose and Swarm read its manifest).
 FILES = {
     "__init__.py.tmpl": "methods/{name}/__init__.py",
     "method.py.tmpl": "methods/{name}/method.py",
     "manifest.toml.tmpl": "methods/{name}/manifest.toml",
     "README.md.tmpl": "methods/{name}/README.md",
-    "Dockerfile.tmpl": "docker/{name}/Dockerfile",
 }
 
 
 def class_name(name: str) -> str:
-    return "".join(part.capitalize() for part in name.split("_")) + "Method"
+    return name.capitalize() + "Method"
 
 
 def render(text: str, name: str, date: str) -> str:
@@ -43,14 +41,14 @@ def render(text: str, name: str, date: str) -> str:
 
 
 def scaffold(name: str, root: Path = REPO, date: str | None = None) -> list[Path]:
-    """Write the method folder and its Dockerfile under ``root``; refuse to overwrite."""
-    if not _NAME.match(name) or keyword.iskeyword(name) or name in _RESERVED:
+    """Write the method's family folder under ``root``; refuse to overwrite."""
+    if not FAMILY_NAME.fullmatch(name) or keyword.iskeyword(name) or name in _RESERVED:
         raise UserError(
-            f"method name {name!r} must be 2-40 characters of a-z, 0-9 and _, start with a letter, "
-            f"and not be one of {', '.join(sorted(_RESERVED))} (it becomes a Python module and an image tag)"
+            f"method name {name!r} must be 2-40 lowercase letters and digits, starting with a letter, "
+            f"and not be one of {', '.join(sorted(_RESERVED))} (it becomes a Python module, an image and a service name)"
         )
     targets = {tmpl: root / dest.format(name=name) for tmpl, dest in FILES.items()}
-    existing = [p for p in targets.values() if p.exists()] + [p for p in (root / "methods" / name, root / "docker" / name) if p.exists()]
+    existing = [p for p in (root / "methods" / name, *targets.values()) if p.exists()]
     if existing:
         raise UserError(f"{existing[0]} already exists; choose another name or remove it")
     date = date or _dt.date.today().isoformat()
@@ -88,10 +86,10 @@ def list_command() -> None:
 @app.command("new")
 @user_errors
 def new(
-    name: Annotated[str, typer.Argument(help="Method (and family, module, image) name: lowercase letters, digits, _.")],
+    name: Annotated[str, typer.Argument(help="Method (and family, module, image, service) name: lowercase letters and digits.")],
     root: Annotated[Path, typer.Option(help="Repository root to write into.")] = REPO,
 ) -> None:
-    """Scaffold methods/NAME/ (SDK subclass, manifest with default config and search space, README) and docker/NAME/Dockerfile."""
+    """Scaffold methods/NAME/: an SDK subclass with its default config and search space, the family manifest, a README."""
     for path in scaffold(name, root):
         typer.echo(f"created {path.relative_to(root) if path.is_relative_to(root) else path}")
     typer.echo(

@@ -24,27 +24,30 @@ def test_templates_are_not_a_family():
 
 
 def test_scaffold_builds_an_honest_method_that_passes(tmp_path):
-    result = CliRunner().invoke(app, ["methods", "new", "demo_x", "--root", str(tmp_path)])
+    result = CliRunner().invoke(app, ["methods", "new", "demox", "--root", str(tmp_path)])
     assert result.exit_code == 0, result.output
-    for rel in ("methods/demo_x/__init__.py", "methods/demo_x/method.py", "methods/demo_x/manifest.toml", "methods/demo_x/README.md", "docker/demo_x/Dockerfile"):
-        assert (tmp_path / rel).is_file(), rel
-    manifest = tomllib.loads((tmp_path / "methods/demo_x/manifest.toml").read_text())
-    assert manifest["family"] == "demo_x" and "methods" not in manifest and manifest["config"]["demo_x"]["lr"] == 0.05
-    assert load_families(tmp_path / "methods")["demo_x"].methods == ("demo_x",)  # declared once, by its class
-    dockerfile = (tmp_path / "docker/demo_x/Dockerfile").read_text()
-    assert 'nodeground.family="demo_x"' in dockerfile and "smoke ok" in dockerfile and "{{" not in dockerfile
-    again = CliRunner().invoke(app, ["methods", "new", "demo_x", "--root", str(tmp_path)])
+    written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert written == ["methods/demox/README.md", "methods/demox/__init__.py", "methods/demox/manifest.toml", "methods/demox/method.py"]
+    manifest = tomllib.loads((tmp_path / "methods/demox/manifest.toml").read_text())
+    assert manifest == {"family": "demox", "kind": "supervised"}
+    family = load_families(tmp_path / "methods")["demox"]
+    assert family.image == "nodeground/demox" and family.methods == ("demox",)  # declared once, by its class
+    source = (tmp_path / "methods/demox/method.py").read_text()
+    assert "{{" not in source and "toml" not in source  # the search space is Python, as in the built-in methods
+    again = CliRunner().invoke(app, ["methods", "new", "demox", "--root", str(tmp_path)])
     assert again.exit_code == 2 and "already exists" in again.output
-    bad = CliRunner().invoke(app, ["methods", "new", "Bad-Name", "--root", str(tmp_path)])
-    assert bad.exit_code == 2
+    for bad_name in ("Bad-Name", "demo_x", "demo-x"):
+        bad = CliRunner().invoke(app, ["methods", "new", bad_name, "--root", str(tmp_path)])
+        assert bad.exit_code == 2 and "lowercase letters and digits" in bad.output, bad.output
 
-    spec = importlib.util.spec_from_file_location("scaffolded_demo_x", tmp_path / "methods/demo_x/method.py")
+    spec = importlib.util.spec_from_file_location("scaffolded_demox", tmp_path / "methods/demox/method.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
-    method = module.DemoXMethod
+    method = module.DemoxMethod
+    assert {p.name for p in method.search_space} == {"lr", "weight_decay", "optimizer"} and method.default_config["lr"] == 0.05
     method.default_config = {**method.default_config, "max_epochs": 40}  # keep the test short; same code path
-    server, port = build_server(MethodServicer("demo_x", [method]), "127.0.0.1:0")
+    server, port = build_server(MethodServicer("demox", [method]), "127.0.0.1:0")
     server.start()
     try:
         results = run_checks(f"127.0.0.1:{port}", Options(call_timeout=60, deadline=0.5, grace=5))

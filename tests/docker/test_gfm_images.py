@@ -23,6 +23,7 @@ import pytest
 from typer.testing import CliRunner
 
 from orchestrator.cli.main import app
+from tests.docker.conftest import IMAGE_PREFIX
 from tests.pfn.conftest import TINY_ARCH
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]
@@ -40,7 +41,7 @@ def _mirror() -> Path:
 
 @pytest.fixture
 def image(request, docker_engine) -> str:
-    tag = f"nodeground/{request.param}:latest"
+    tag = f"{IMAGE_PREFIX}/{request.param}:latest"
     if subprocess.run(["docker", "image", "inspect", tag], capture_output=True).returncode != 0:
         pytest.fail(f"image {tag} is missing: build it with `make images` (offline: `make images OFFLINE=1`)")
     return tag

@@ -14,7 +14,7 @@ from methods.families import method_classes
 # The benchmark's definition (SPEC: the 15 supervised methods), checked against what the code declares.
 EXPECTED = {
     "gnn": ["mlp", "gcn", "graphsage", "gat", "gatv2", "gin", "appnp", "jknet", "gcnii", "gprgnn", "fagcn"],
-    "graph-transformer": ["polynormer", "sgformer", "nagphormer", "graphgps"],
+    "graphtransformer": ["polynormer", "sgformer", "nagphormer", "graphgps"],
 }
 STRONG_BASELINE_KNOBS = {"residual", "norm", "jk", "input_dropout"}
 
@@ -29,8 +29,8 @@ def test_families_host_the_fifteen_methods() -> None:
     for name, methods in EXPECTED.items():
         assert sorted(families[name].methods) == sorted(methods)  # read from the source, torch-free
         assert [m.name for m in method_classes(families[name])] == list(families[name].methods)  # the service hosts the same
-    assert families["graph-transformer"].image == "nodeground/graph-transformer"
-    assert families["graph-transformer"].module == "methods.graph_transformer"
+    assert families["graphtransformer"].image == "nodeground/graphtransformer"
+    assert families["graphtransformer"].module == "methods.graphtransformer"
     assert len(all_methods()) == 15
 
 
@@ -70,3 +70,13 @@ def test_every_family_declares_the_kind_its_methods_have() -> None:
         assert {m.kind for m in method_classes(family)} == {family.kind}, family.name
     with pytest.raises(RuntimeError, match="manifest says kind 'gfm'"):
         method_classes(dataclasses.replace(families["gnn"], kind="gfm"))
+
+
+@pytest.mark.parametrize("folder, family", [("gnn", "graph-nn"), ("graph_nn", "graph_nn"), ("graph-nn", "graph-nn"), ("Gnn", "Gnn")])
+def test_a_family_is_named_by_its_folder_in_lowercase_letters_and_digits(tmp_path, folder, family) -> None:
+    """One name serves as folder, Python module, image, compose, Swarm and Kubernetes service (a DNS label)."""
+    (tmp_path / folder).mkdir()
+    (tmp_path / folder / "manifest.toml").write_text(f'family = "{family}"\n')
+    with pytest.raises(ValueError, match="must be its folder's name, 2-40 lowercase letters and digits"):
+        load_families(tmp_path)
+    assert all(name.isalnum() and name.islower() for name in load_families())

@@ -11,10 +11,10 @@ from contract.wire import make_bundle
 from tests.methods.helpers import cpu_context, tiny_bundle
 from tests.methods.test_methods_catalog import all_methods
 
-from methods.gnn.models import FAGCN, GAT, GIN, GPRGNN, GCNII, GATv2, GraphSAGE, JKNet
-import methods.graph_transformer.models as gt
+import methods.graphtransformer.models as gt
 import methods.sdk.memory as sdk_memory
-from methods.graph_transformer.models import (
+from methods.gnn.models import FAGCN, GAT, GIN, GPRGNN, GCNII, GATv2, GraphSAGE, JKNet
+from methods.graphtransformer.models import (
     GraphGPS,
     NAGphormer,
     Polynormer,
@@ -167,11 +167,11 @@ def test_jknet_lstm_readout_refuses_what_cannot_fit(multiclass, monkeypatch) -> 
 
 
 def test_graph_transformer_family_describes_itself() -> None:
-    family = load_families()["graph-transformer"]
+    family = load_families()["graphtransformer"]
     servicer = MethodServicer(family.name, method_classes(family))
     reply = servicer.Describe(pb.DescribeRequest(), None)
     assert [m.name for m in reply.methods] == ["polynormer", "sgformer", "nagphormer", "graphgps"]
-    assert all(m.family == "graph-transformer" and len(m.search_space) > 5 for m in reply.methods)
+    assert all(m.family == "graphtransformer" and len(m.search_space) > 5 for m in reply.methods)
 
 
 EDGE_ATTENTION = [  # method, a config wider than the budget, what makes it narrow, what the refusal names

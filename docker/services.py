@@ -1,0 +1,183 @@
+"""The method families' services, written from their manifests: docker/compose.yaml and the Swarm stack.
+
+    python docker/services.py compose [--check]          # rewrite docker/compose.yaml (make compose), or fail if stale
+    python docker/services.py stack [--replicas gnn=2 ...] [--families gnn ...] [--weights DIR] [--gpu] > stack.yaml
+    docker stack deploy -c stack.yaml nodeground          # what `make swarm-up` does
+
+One service per family (methods/<family>/manifest.toml), named like the family and running image
+``<prefix>/<family>``, with the labels discovery reads (``nodeground.family``, ``nodeground.port``).
+A family with a weights catalog (methods/<family>/weights.toml) gets the weights directory mounted
+read-only at /weights; weights are never baked into images.
+
+Compose: each container publishes 50051 on an ephemeral 127.0.0.1 port and is found by its labels.
+Swarm: ``endpoint_mode: dnsrr``, so the service name resolves to every replica (the orchestrator
+keeps one channel per replica: `--endpoint gnn=dns:///gnn:50051`; Swarm's VIP would balance each
+call to a different replica, and the protocol is stateful), on one attachable overlay network that
+the orchestrator's one-shot container joins. ``--gpu`` adds a generic NVIDIA GPU reservation per
+replica (nodes must advertise it: dockerd ``--node-generic-resource gpu=...``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO)]
+
+import yaml  # noqa: E402
+
+from methods.families import ROOT, load_families  # noqa: E402
+
+NETWORK = "nodeground"
+PORT = 50051
+COMPOSE_FILE = REPO / "docker" / "compose.yaml"
+# Compose reads these from the environment (make sets NODEGROUND_IMAGE_PREFIX from IMAGE_PREFIX
+# and NODEGROUND_WEIGHTS to where `make weights` fetches them).
+COMPOSE_PREFIX = "${NODEGROUND_IMAGE_PREFIX:-nodeground}"
+COMPOSE_HEADER = """\
+# Method-family services, generated from methods/*/manifest.toml by `make compose`
+# (python docker/services.py compose); do not edit: a test fails when this file is stale.
+# Works with docker-compose v1 (>= 1.27, Compose Specification format, hence no `version:` key)
+# and `docker compose` v2.
+#   make up                            # every family; or: docker compose -p nodeground -f docker/compose.yaml up -d
+#   make up FAMILIES="gnn graphany"    # only these
+#   make up SCALE="gnn=2 graphtransformer=2"   # replicas (--scale gnn=2 ... for v1 and v2)
+#   make up GPU=1                      # adds docker/compose.gpu.yaml (NVIDIA device reservation)
+# Each container publishes 50051 on an ephemeral 127.0.0.1 port; the
+# orchestrator finds every replica by the nodeground.* labels.
+# Knobs (environment or a .env file next to where compose runs):
+#   NODEGROUND_THREADS  torch threads per service (default 1)
+#   NODEGROUND_MEM      memory limit per container (default 8g)
+#   NODEGROUND_WEIGHTS  host directory of pretrained weights, mounted read-only into GFM
+#                       containers; `make up` sets it to where `make weights` fetches them
+#                       (NODEGROUND_WEIGHTS, else $NODEGROUND_CACHE/weights, else the default
+#                       below). A GFM container whose weights are missing reports unhealthy.
+#   NODEGROUND_RANDOM_INIT_WEIGHTS=1  in-context GFMs without weights run with random init (smoke runs)
+#   NODEGROUND_IMAGE_PREFIX  image names are <prefix>/<family>:latest (default nodeground;
+#                       make sets it from IMAGE_PREFIX)
+# A family with a weights catalog (methods/<family>/weights.toml) reads its frozen weights from
+# the read-only mount at /weights; weights are never baked into images.
+"""
+
+
+@dataclass(frozen=True)
+class FamilyService:
+    """What every deployment of one family shares, whatever runs it."""
+
+    family: str
+    weights: bool  # mounts the weights directory read-only at /weights
+
+    def image(self, prefix: str, tag: str = "latest") -> str:
+        return f"{prefix}/{self.family}:{tag}"
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {"nodeground.family": self.family, "nodeground.port": str(PORT)}
+
+
+def family_services(only: list[str] | None = None) -> list[FamilyService]:
+    """The families of the manifests (``only``: a subset, each of which must exist), sorted by name."""
+    families = load_families()
+    unknown = sorted(set(only or ()) - set(families))
+    if unknown:
+        raise SystemExit(f"error: unknown famil{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)}; known: {', '.join(sorted(families))}")
+    return [FamilyService(name, (ROOT / name / "weights.toml").exists()) for name in sorted(families) if not only or name in only]
+
+
+def compose() -> dict:
+    """docker/compose.yaml: one service per family, knobs from the environment."""
+    services = {}
+    for s in family_services():
+        service: dict = {
+            "image": s.image(COMPOSE_PREFIX),
+            "restart": "on-failure",
+            "init": True,
+            "mem_limit": "${NODEGROUND_MEM:-8g}",
+            "ports": [f"127.0.0.1::{PORT}"],
+            "environment": {"NODEGROUND_THREADS": "${NODEGROUND_THREADS:-1}"},
+            "labels": s.labels,
+        }
+        if s.weights:
+            service["volumes"] = ["${NODEGROUND_WEIGHTS:-~/.cache/nodeground/weights}:/weights:ro"]
+            # 1: an in-context GFM without its weights runs its structure with random init (smoke runs only)
+            service["environment"].update(NODEGROUND_WEIGHTS="/weights", NODEGROUND_RANDOM_INIT_WEIGHTS="${NODEGROUND_RANDOM_INIT_WEIGHTS:-0}")
+        services[s.family] = service
+    return {"services": services}
+
+
+def compose_text() -> str:
+    return COMPOSE_HEADER + "\n" + yaml.safe_dump(compose(), sort_keys=False)
+
+
+def stack(replicas: dict[str, int], weights: str, gpu: bool, threads: int, memory: str, only: list[str] | None = None, prefix: str = "nodeground") -> dict:
+    """The Swarm stack: ``replicas`` per family (default 1), dnsrr endpoints on one overlay network."""
+    family_services(list(replicas))  # an unknown family in --replicas is an error too
+    services = {}
+    for s in family_services(only):
+        service: dict = {
+            "image": s.image(prefix),
+            "command": ["python", "-m", "methods.serve", "--family", s.family, "--host", "0.0.0.0", "--port", str(PORT)],
+            "environment": {"NODEGROUND_THREADS": str(threads)},
+            "networks": [NETWORK],
+            "deploy": {
+                "endpoint_mode": "dnsrr",
+                "replicas": replicas.get(s.family, 1),
+                "restart_policy": {"condition": "on-failure"},
+                "resources": {"limits": {"memory": memory}},
+                "labels": s.labels,
+            },
+        }
+        if s.weights:
+            service["volumes"] = [f"{weights}:/weights:ro"]
+            service["environment"]["NODEGROUND_WEIGHTS"] = "/weights"
+        if gpu:
+            service["deploy"]["resources"]["reservations"] = {"generic_resources": [{"discrete_resource_spec": {"kind": "gpu", "value": 1}}]}
+        services[s.family] = service
+    return {"version": "3.8", "services": services, "networks": {NETWORK: {"driver": "overlay", "attachable": True}}}
+
+
+def _replicas(items: list[str]) -> dict[str, int]:
+    replicas = {}
+    for item in items:
+        name, _, count = item.partition("=")
+        if not count.isdigit():
+            raise SystemExit(f"error: --replicas takes FAMILY=N, got {item!r}")
+        replicas[name] = int(count)
+    return replicas
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    c = commands.add_parser("compose", help=f"write {COMPOSE_FILE.relative_to(REPO)}")
+    c.add_argument("--check", action="store_true", help="write nothing; exit 1 if the file differs from the manifests")
+    s = commands.add_parser("stack", help="print the Swarm stack")
+    s.add_argument("--replicas", nargs="*", default=[], help="FAMILY=N (default 1 each)")
+    s.add_argument("--weights", default=str(Path.home() / ".cache" / "nodeground" / "weights"), help="host directory of GFM weights")
+    s.add_argument("--families", nargs="*", default=[], help="deploy only these families (default: all)")
+    s.add_argument("--prefix", default="nodeground", help="image name prefix (make's IMAGE_PREFIX)")
+    s.add_argument("--gpu", action="store_true")
+    s.add_argument("--threads", type=int, default=1)
+    s.add_argument("--memory", default="8G")
+    args = parser.parse_args(argv)
+    if args.command == "compose":
+        text = compose_text()
+        current = COMPOSE_FILE.read_text() if COMPOSE_FILE.exists() else ""
+        if args.check:
+            if current != text:
+                print(f"{COMPOSE_FILE.relative_to(REPO)} is stale: regenerate it with `make compose`", file=sys.stderr)
+                return 1
+        elif current != text:
+            COMPOSE_FILE.write_text(text)
+            print(f"wrote {COMPOSE_FILE.relative_to(REPO)}")
+        return 0
+    sys.stdout.write("# Generated by docker/services.py from the family manifests; do not edit.\n")
+    yaml.safe_dump(stack(_replicas(args.replicas), args.weights, args.gpu, args.threads, args.memory, args.families, args.prefix), sys.stdout, sort_keys=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""docker/compose.yaml and the Swarm stack are written from the family manifests by one reader
+(docker/services.py): the committed compose file is the generated one, and both deploy every family
+under its own name with the same image, labels and weights mount."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from methods.families import load_families
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("docker_services", ROOT / "docker" / "services.py")
+services = sys.modules[_spec.name] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(services)
+
+
+def test_the_committed_compose_file_is_the_generated_one():
+    assert (ROOT / "docker/compose.yaml").read_text() == services.compose_text(), "stale: regenerate it with `make compose`"
+    assert services.main(["compose", "--check"]) == 0
+
+
+def test_compose_and_stack_deploy_every_family_alike():
+    families = load_families()
+    compose = yaml.safe_load(services.compose_text())["services"]
+    stack = services.stack({"graphtransformer": 2}, "/w", gpu=False, threads=1, memory="8G", prefix="p")["services"]
+    assert list(compose) == list(stack) == sorted(families)
+    for name in families:
+        assert compose[name]["image"] == "${NODEGROUND_IMAGE_PREFIX:-nodeground}/" + f"{name}:latest" and stack[name]["image"] == f"p/{name}:latest"
+        assert compose[name]["labels"] == stack[name]["deploy"]["labels"] == {"nodeground.family": name, "nodeground.port": "50051"}
+        weights = (ROOT / "methods" / name / "weights.toml").exists()
+        assert ("volumes" in compose[name]) == ("volumes" in stack[name]) == weights, name
+        assert (compose[name]["environment"].get("NODEGROUND_WEIGHTS") == stack[name]["environment"].get("NODEGROUND_WEIGHTS") == "/weights") == weights
+    assert stack["graphtransformer"]["deploy"]["replicas"] == 2 and stack["gnn"]["deploy"]["replicas"] == 1
+    with pytest.raises(SystemExit, match="unknown family graph-transformer"):
+        services.stack({"graph-transformer": 2}, "/w", gpu=False, threads=1, memory="8G")
+
+
+@pytest.mark.parametrize("compose", [["docker-compose"], ["docker", "compose"]], ids=["v1", "v2"])
+def test_compose_accepts_the_file(compose):
+    if shutil.which(compose[0]) is None or subprocess.run([*compose, "version"], capture_output=True).returncode != 0:
+        pytest.skip(f"{' '.join(compose)} is not installed")
+    checked = subprocess.run([*compose, "-f", "docker/compose.yaml", "-f", "docker/compose.gpu.yaml", "config", "-q"], cwd=ROOT, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
