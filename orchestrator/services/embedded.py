@@ -23,6 +23,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from contract.security import ENV_NAMES as SECURITY_ENV
 from methods.sdk.lifeline import PARENT_PID_ENV
 from methods.serve import READY_PREFIX
 from orchestrator.services.client import ServiceUnavailable
@@ -59,7 +60,8 @@ class EmbeddedService:
             stdout=subprocess.PIPE,
             stderr=stderr,
             stdin=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONUNBUFFERED": "1", PARENT_PID_ENV: str(os.getpid())},
+            # loopback: plaintext whatever TLS settings this process has for remote services
+            env={**{k: v for k, v in os.environ.items() if k not in SECURITY_ENV}, "PYTHONUNBUFFERED": "1", PARENT_PID_ENV: str(os.getpid())},
         )
         if stderr is not subprocess.DEVNULL:
             stderr.close()  # the child holds its own descriptor
