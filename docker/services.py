@@ -14,7 +14,9 @@ Swarm: ``endpoint_mode: dnsrr``, so the service name resolves to every replica (
 keeps one channel per replica: `--endpoint gnn=dns:///gnn:50051`; Swarm's VIP would balance each
 call to a different replica, and the protocol is stateful), on one attachable overlay network that
 the orchestrator's one-shot container joins. ``--gpu`` adds a generic NVIDIA GPU reservation per
-replica (nodes must advertise it: dockerd ``--node-generic-resource gpu=...``).
+replica (nodes must advertise it: dockerd ``--node-generic-resource gpu=...``). ``--tls DIR``
+(what `make swarm-up` passes) makes every service serve TLS and require the shared token: DIR's
+cert.pem, key.pem and token become Docker secrets (contract.security).
 """
 
 from __future__ import annotations
@@ -29,10 +31,13 @@ sys.path[:0] = [str(REPO)]
 
 import yaml  # noqa: E402
 
-from methods.families import ROOT, load_families  # noqa: E402
+from contract.families import ROOT, load_families  # noqa: E402
+from contract.handshake import FAMILY_LABEL, PORT_LABEL, SERVICE_PORT  # noqa: E402
+from contract.security import CERT_ENV, KEY_ENV, NAME_ENV, TOKEN_FILE_ENV  # noqa: E402
 
 NETWORK = "nodeground"
-PORT = 50051
+TLS_NAME = "nodeground"  # the name the stack's certificate is issued for (clients check it, not the dialled IP)
+SECRETS = {"nodeground_tls_cert": ("cert.pem", CERT_ENV), "nodeground_tls_key": ("key.pem", KEY_ENV), "nodeground_token": ("token", TOKEN_FILE_ENV)}
 COMPOSE_FILE = REPO / "docker" / "compose.yaml"
 # Compose reads these from the environment (make sets NODEGROUND_IMAGE_PREFIX from IMAGE_PREFIX
 # and NODEGROUND_WEIGHTS to where `make weights` fetches them).
@@ -75,7 +80,7 @@ class FamilyService:
 
     @property
     def labels(self) -> dict[str, str]:
-        return {"nodeground.family": self.family, "nodeground.port": str(PORT)}
+        return {FAMILY_LABEL: self.family, PORT_LABEL: str(SERVICE_PORT)}
 
 
 def family_services(only: list[str] | None = None) -> list[FamilyService]:
@@ -96,7 +101,7 @@ def compose() -> dict:
             "restart": "on-failure",
             "init": True,
             "mem_limit": "${NODEGROUND_MEM:-8g}",
-            "ports": [f"127.0.0.1::{PORT}"],
+            "ports": [f"127.0.0.1::{SERVICE_PORT}"],
             "environment": {"NODEGROUND_THREADS": "${NODEGROUND_THREADS:-1}"},
             "labels": s.labels,
         }
@@ -112,14 +117,17 @@ def compose_text() -> str:
     return COMPOSE_HEADER + "\n" + yaml.safe_dump(compose(), sort_keys=False)
 
 
-def stack(replicas: dict[str, int], weights: str, gpu: bool, threads: int, memory: str, only: list[str] | None = None, prefix: str = "nodeground") -> dict:
-    """The Swarm stack: ``replicas`` per family (default 1), dnsrr endpoints on one overlay network."""
+def stack(
+    replicas: dict[str, int], weights: str, gpu: bool, threads: int, memory: str, only: list[str] | None = None, prefix: str = "nodeground", tls: Path | None = None
+) -> dict:
+    """The Swarm stack: ``replicas`` per family (default 1), dnsrr endpoints on one overlay network;
+    with ``tls`` every service serves TLS and requires the token (Docker secrets from that directory)."""
     family_services(list(replicas))  # an unknown family in --replicas is an error too
     services = {}
     for s in family_services(only):
         service: dict = {
             "image": s.image(prefix),
-            "command": ["python", "-m", "methods.serve", "--family", s.family, "--host", "0.0.0.0", "--port", str(PORT)],
+            "command": ["python", "-m", "methods.serve", "--family", s.family, "--host", "0.0.0.0", "--port", str(SERVICE_PORT)],
             "environment": {"NODEGROUND_THREADS": str(threads)},
             "networks": [NETWORK],
             "deploy": {
@@ -133,10 +141,16 @@ def stack(replicas: dict[str, int], weights: str, gpu: bool, threads: int, memor
         if s.weights:
             service["volumes"] = [f"{weights}:/weights:ro"]
             service["environment"]["NODEGROUND_WEIGHTS"] = "/weights"
+        if tls is not None:
+            service["secrets"] = list(SECRETS)
+            service["environment"].update({env: f"/run/secrets/{secret}" for secret, (_, env) in SECRETS.items()}, **{NAME_ENV: TLS_NAME})
         if gpu:
             service["deploy"]["resources"]["reservations"] = {"generic_resources": [{"discrete_resource_spec": {"kind": "gpu", "value": 1}}]}
         services[s.family] = service
-    return {"version": "3.8", "services": services, "networks": {NETWORK: {"driver": "overlay", "attachable": True}}}
+    document = {"version": "3.8", "services": services, "networks": {NETWORK: {"driver": "overlay", "attachable": True}}}
+    if tls is not None:
+        document["secrets"] = {secret: {"file": str(tls.resolve() / file)} for secret, (file, _) in SECRETS.items()}
+    return document
 
 
 def _replicas(items: list[str]) -> dict[str, int]:
@@ -162,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--gpu", action="store_true")
     s.add_argument("--threads", type=int, default=1)
     s.add_argument("--memory", default="8G")
+    s.add_argument("--tls", type=Path, help="directory with cert.pem, key.pem and token: services serve TLS and require the token")
     args = parser.parse_args(argv)
     if args.command == "compose":
         text = compose_text()
@@ -175,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {COMPOSE_FILE.relative_to(REPO)}")
         return 0
     sys.stdout.write("# Generated by docker/services.py from the family manifests; do not edit.\n")
-    yaml.safe_dump(stack(_replicas(args.replicas), args.weights, args.gpu, args.threads, args.memory, args.families, args.prefix), sys.stdout, sort_keys=False)
+    yaml.safe_dump(stack(_replicas(args.replicas), args.weights, args.gpu, args.threads, args.memory, args.families, args.prefix, args.tls), sys.stdout, sort_keys=False)
     return 0
 
 

@@ -8,6 +8,9 @@
 # Services use endpoint_mode dnsrr: the service name resolves to every replica, and the
 # orchestrator keeps one channel per replica (its --endpoint FAMILY=dns:///FAMILY:50051). The
 # stores land in SWARM_RUNS (a host directory mounted at /runs), the cache in SWARM_CACHE.
+# The overlay is a shared network: every service serves TLS and requires a shared token, made
+# once into SWARM_TLS (a self-signed certificate for the name "nodeground" and a random token,
+# handed to the services as Docker secrets and to swarm-run's orchestrator as a read-only mount).
 
 SWARM_STACK ?= nodeground
 SWARM_REPLICAS ?=
@@ -16,10 +19,11 @@ SWARM_WAIT ?= 300
 SWARM_RUNS ?= $(CURDIR)/runs
 SWARM_CACHE ?= $(HOME)/.cache/nodeground
 SWARM_WEIGHTS ?= $(SWARM_CACHE)/weights
+SWARM_TLS ?= $(CURDIR)/.cache/swarm-tls
 SWARM_NETWORK = $(SWARM_STACK)_nodeground
 ORCHESTRATOR_IMAGE ?= $(IMAGE_PREFIX)/orchestrator:latest
 
-.PHONY: swarm-init swarm-up swarm-run swarm-down image-orchestrator
+.PHONY: swarm-init swarm-tls swarm-up swarm-run swarm-down image-orchestrator
 
 # Its own tar context (the family images' context leaves the wheelhouse out); offline it carries
 # the wheelhouse, whose orchestrator wheels `make wheels` fetches.
@@ -33,9 +37,17 @@ swarm-init:
 		$(DOCKER) swarm init --advertise-addr 127.0.0.1 >/dev/null && echo "swarm initialised (single node)"; \
 	fi
 
-swarm-up: install swarm-init images image-orchestrator
+# Made once and kept (a secret's content cannot change under a deployed stack).
+swarm-tls:
+	@mkdir -p $(SWARM_TLS)
+	@test -s $(SWARM_TLS)/cert.pem -a -s $(SWARM_TLS)/key.pem || openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+		-days 825 -subj /CN=nodeground -addext "subjectAltName=DNS:nodeground,IP:127.0.0.1" \
+		-keyout $(SWARM_TLS)/key.pem -out $(SWARM_TLS)/cert.pem 2>/dev/null
+	@test -s $(SWARM_TLS)/token || openssl rand -hex 32 > $(SWARM_TLS)/token
+
+swarm-up: install swarm-init swarm-tls images image-orchestrator
 	@mkdir -p .cache $(SWARM_WEIGHTS)
-	$(PYTHON) docker/services.py stack --weights $(SWARM_WEIGHTS) --prefix $(IMAGE_PREFIX) \
+	$(PYTHON) docker/services.py stack --weights $(SWARM_WEIGHTS) --prefix $(IMAGE_PREFIX) --tls $(SWARM_TLS) \
 		$(if $(SWARM_REPLICAS),--replicas $(SWARM_REPLICAS)) $(if $(SWARM_FAMILIES),--families $(SWARM_FAMILIES)) \
 		$(if $(filter 1,$(GPU)),--gpu) > .cache/stack.yaml
 	$(DOCKER) stack deploy -c .cache/stack.yaml $(SWARM_STACK)
@@ -50,7 +62,8 @@ swarm-run:
 	@test -n "$(ARGS)" || { echo 'usage: make swarm-run ARGS="--methods ... --datasets ... --endpoint gnn=dns:///gnn:50051 --store /runs/NAME.sqlite"' >&2; exit 2; }
 	@mkdir -p $(SWARM_RUNS) $(SWARM_CACHE)
 	$(DOCKER) run --rm --network $(SWARM_NETWORK) --user $$(id -u):$$(id -g) \
-		-v $(SWARM_RUNS):/runs -v $(SWARM_CACHE):/cache \
+		-v $(SWARM_RUNS):/runs -v $(SWARM_CACHE):/cache -v $(SWARM_TLS):/tls:ro \
+		-e NODEGROUND_TLS_CA=/tls/cert.pem -e NODEGROUND_TLS_NAME=nodeground -e NODEGROUND_TOKEN_FILE=/tls/token \
 		$(if $(NODEGROUND_MIRROR),-v $(NODEGROUND_MIRROR):/mirror:ro -e NODEGROUND_MIRROR=/mirror) \
 		$(ORCHESTRATOR_IMAGE) run --services embedded $(ARGS)
 

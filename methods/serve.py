@@ -19,6 +19,7 @@ import torch
 
 from contract.families import Family, load_families
 from contract.handshake import READY_PREFIX, SERVICE_PORT
+from contract.security import Security, SecurityError
 from methods.families import method_classes
 from methods.sdk.health_file import HEALTH_FILE_ENV, loopback_address, start_health_file
 from methods.sdk.service import DEFAULT_GRAPH_CACHE_BYTES, DEFAULT_MAX_MODELS, DEFAULT_MAX_UPLOAD_BYTES, DEFAULT_UPLOAD_WAIT_SECONDS, MethodServicer, build_server
@@ -70,15 +71,21 @@ def main(argv: list[str] | None = None) -> int:
         upload_wait_seconds=args.upload_wait_seconds,
     )
     try:
-        server, port = build_server(servicer, f"{args.host}:{args.port}")
-    except OSError as exc:
+        security = Security.from_env()
+        server, port = build_server(servicer, f"{args.host}:{args.port}", security=security)
+    except (OSError, SecurityError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if not security.serves_tls and not is_loopback(args.host):
+        logging.getLogger("nodeground.serve").warning(
+            "serving plaintext without a token on %s: anyone who reaches this port can call it; on a shared network set "
+            "NODEGROUND_TLS_CERT, NODEGROUND_TLS_KEY and NODEGROUND_TOKEN_FILE (README, 'Services beyond loopback')", args.host,
+        )
     server.start()
     print(f"{READY_PREFIX} {port}", flush=True)
     health_file = os.environ.get(HEALTH_FILE_ENV)
     if health_file:  # set in the images, read by their HEALTHCHECK
-        start_health_file(loopback_address(args.host, port), Path(health_file))
+        start_health_file(loopback_address(args.host, port), Path(health_file), security=security.loopback_client())
 
     stopped = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -86,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
     stopped.wait()
     server.stop(grace=2).wait()
     return 0
+
+
+def is_loopback(host: str) -> bool:
+    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 def cli() -> None:

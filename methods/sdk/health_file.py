@@ -20,6 +20,8 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from contract.security import Security
+
 HEALTH_FILE_ENV = "NODEGROUND_HEALTH_FILE"
 INTERVAL_S = 5.0  # healthcheck.sh calls a file older than 3 intervals stale
 
@@ -40,12 +42,18 @@ def write_status(path: Path, status: str, now: float | None = None) -> None:
     os.replace(tmp, path)
 
 
-def start_health_file(address: str, path: Path, interval: float = INTERVAL_S, stop: threading.Event | None = None) -> threading.Thread:
-    """Write the health of the service at ``address`` to ``path`` every ``interval`` seconds, in a daemon thread."""
+def start_health_file(
+    address: str, path: Path, interval: float = INTERVAL_S, stop: threading.Event | None = None, security: Security | None = None
+) -> threading.Thread:
+    """Write the health of the service at ``address`` to ``path`` every ``interval`` seconds, in a daemon thread.
+
+    ``security``: how to dial it (a TLS service is dialled trusting its own certificate).
+    """
     stop = stop or threading.Event()
+    security = security or Security()
 
     def loop() -> None:
-        with grpc.insecure_channel(address) as channel:
+        with security.channel(address) as channel:
             stub = health_pb2_grpc.HealthStub(channel)
             while True:
                 try:

@@ -50,6 +50,7 @@ from contract.v1 import method_service_pb2 as pb
 from contract.v1 import method_service_pb2_grpc as pb_grpc
 from contract.weights import WeightsError
 from contract.wire import MAX_MESSAGE_BYTES, BundleError, BundleTooLarge, GraphBundle, decode, encode_probabilities, held_bytes
+from contract.security import Security
 from methods.sdk.lifeline import watch_parent
 from methods.sdk.memory import ResourceError, available_ram_bytes
 from methods.sdk.method import FitContext, FitInterrupted, Method, pick_device
@@ -504,20 +505,24 @@ class ReadinessHealth(health.HealthServicer):
         return super().Check(request, context)
 
 
-def build_server(servicer: MethodServicer, address: str, max_workers: int = 8) -> tuple[grpc.Server, int]:
-    """A server with the method service and standard health; returns it and the bound port."""
+def build_server(servicer: MethodServicer, address: str, max_workers: int = 8, security: Security | None = None) -> tuple[grpc.Server, int]:
+    """A server with the method service and standard health; returns it and the bound port.
+
+    ``security`` (default: plaintext, no token) sets TLS and the token check (contract.security).
+    """
+    security = security or Security()
     options = [
         ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
         ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
     ]
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers), options=options)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers), options=options, interceptors=security.interceptors())
     control = futures.ThreadPoolExecutor(max_workers=CONTROL_THREADS, thread_name_prefix="control")
     health_servicer = ReadinessHealth(servicer)
     _run_on(control, servicer, "Describe", "HasGraph", "Release")
     _run_on(control, health_servicer, "Check", "List")
     pb_grpc.add_MethodServiceServicer_to_server(servicer, server)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    port = server.add_insecure_port(address)
+    port = security.bind(server, address)
     if port == 0:
         raise OSError(f"could not bind {address}")
     servicer.publish_health(health_servicer)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from contract.wire import GraphBundle
+from contract.security import Security
 from orchestrator.services.client import CallResult, MethodClient
 
 
@@ -21,7 +22,7 @@ class LabelLeak(RuntimeError):
 
 class GuardedClient(MethodClient):
     def __init__(self, endpoint: str) -> None:
-        super().__init__(endpoint)
+        super().__init__(endpoint, Security())  # the sandboxed image, on loopback: plaintext
         self.visible: dict[str, np.ndarray] = {}  # graph hash -> node ids whose label was sent
         self.uploads = 0
         self.fits_checked = 0

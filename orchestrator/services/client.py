@@ -20,6 +20,7 @@ import grpc
 import numpy as np
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from contract.security import CA_ENV, Security
 from contract.space import Config, Param, config_from_proto, config_to_proto, param_from_proto
 from contract.v1 import method_service_pb2 as pb
 from contract.v1 import method_service_pb2_grpc as pb_grpc
@@ -124,9 +125,11 @@ def spec_from_proto(info: pb.MethodInfo) -> MethodSpec:
 
 
 class MethodClient:
-    def __init__(self, endpoint: str) -> None:
+    def __init__(self, endpoint: str, security: Security | None = None) -> None:
+        """``security``: TLS and token to dial with; by default as the environment says (contract.security)."""
         self.endpoint = endpoint
-        self._channel = grpc.insecure_channel(
+        self.security = security or Security.from_env()
+        self._channel = self.security.channel(
             endpoint,
             options=[
                 ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
@@ -155,7 +158,8 @@ class MethodClient:
             except grpc.RpcError as exc:
                 last = exc.details() or exc.code().name
             time.sleep(0.05)
-        raise ServiceUnavailable(f"method service at {self.endpoint} did not become healthy within {timeout:.0f} s ({last})")
+        hint = f"; if it serves TLS, set {CA_ENV}" if self.security.ca is None and "Socket closed" in last else ""
+        raise ServiceUnavailable(f"method service at {self.endpoint} did not become healthy within {timeout:.0f} s ({last}){hint}")
 
     def responsive(self, timeout: float = WATCHDOG_PROBE_TIMEOUT_S) -> bool:
         """Whether the process answers a health check at all (whatever its status)."""
@@ -197,7 +201,11 @@ class MethodClient:
             done.set()
 
     def describe(self, timeout: float = 30.0) -> list[MethodSpec]:
-        reply = self._stub.Describe(pb.DescribeRequest(), timeout=timeout)
+        """The methods the service hosts; ServiceUnavailable (one line) when it will not say (e.g. refused: no token)."""
+        try:
+            reply = self._stub.Describe(pb.DescribeRequest(), timeout=timeout)
+        except grpc.RpcError as exc:
+            raise ServiceUnavailable(f"the service at {self.endpoint} refused Describe: {exc.code().name}: {exc.details()}") from None
         return [spec_from_proto(m) for m in reply.methods]
 
     def device(self, timeout: float = 30.0) -> dict[str, str]:

@@ -28,6 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from contract.families import Family, family_of, load_families
+from contract.security import Security
 from orchestrator.services.client import MethodClient, Replica, ServiceNotReady, ServiceUnavailable
 from orchestrator.services.discovery import DiscoveryError, is_dns_target, resolve_replicas
 from orchestrator.services.embedded import EmbeddedService, EmbeddedServices
@@ -277,7 +278,7 @@ class ServiceDirectory(Directory):
 
     def _embedded_replica(self, pool: _Pool, service: EmbeddedService) -> Replica:
         started = time.perf_counter()
-        client = MethodClient(service.endpoint)
+        client = MethodClient(service.endpoint, Security())  # a loopback child started without TLS settings
         self._clients.append(client)
         client.wait_healthy(EMBEDDED_HEALTH_TIMEOUT_S)
         return Replica(

@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from contract.handshake import PARENT_PID_ENV, READY_PREFIX
+from contract.security import ENV_NAMES as SECURITY_ENV
 from orchestrator.services.client import ServiceUnavailable
 
 START_TIMEOUT_S = 120.0
@@ -58,7 +59,8 @@ class EmbeddedService:
             stdout=subprocess.PIPE,
             stderr=stderr,
             stdin=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONUNBUFFERED": "1", PARENT_PID_ENV: str(os.getpid())},
+            # loopback: plaintext whatever TLS settings this process has for remote services
+            env={**{k: v for k, v in os.environ.items() if k not in SECURITY_ENV}, "PYTHONUNBUFFERED": "1", PARENT_PID_ENV: str(os.getpid())},
         )
         if stderr is not subprocess.DEVNULL:
             stderr.close()  # the child holds its own descriptor

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from contract.handshake import PORT_LABEL, SERVICE_PORT
+from contract.security import Security
 from orchestrator.services.client import ServiceUnavailable
 
 SANDBOX_LABEL = "nodeground.sandbox"
@@ -246,7 +247,7 @@ class Sandbox:
     def wait_healthy(self, timeout: float | None = None) -> None:
         from orchestrator.services.client import MethodClient
 
-        client = MethodClient(self.endpoint)
+        client = MethodClient(self.endpoint, Security())  # the sandbox publishes on loopback, plaintext
         try:
             client.wait_healthy(timeout or self.start_timeout)
         except ServiceUnavailable as exc:

@@ -3,11 +3,12 @@ and adding a method to a family is one new file."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 from contract.families import declared_methods, load_families
 
-MANIFEST = 'family = "ngfam"\nimage = "nodeground/ngfam"\nmodule = "ngfam"\nkind = "supervised"\n'
+MANIFEST = 'family = "ngfam"\nkind = "supervised"\n'
 METHOD = '''
 import numpy as np
 
@@ -49,6 +50,8 @@ def test_the_source_declares_the_methods_and_one_new_file_adds_one(tmp_path, mon
     (tmp_path / "ngfam" / "gamma.py").write_text(METHOD.format(cls="Gamma", assignment='name = "gamma"\n    version = "2026-12-01"'))
     family = load_families(tmp_path)["ngfam"]
     assert family.methods == ("alpha", "beta", "gamma")  # the one new file is the whole change
-    assert [m.name for m in method_classes(family)] == ["alpha", "beta", "gamma"]  # the service hosts what the reader found
+    assert family.module == "methods.ngfam"
+    hosted = dataclasses.replace(family, module="ngfam")  # importable from tmp_path, not from methods/
+    assert [m.name for m in method_classes(hosted)] == ["alpha", "beta", "gamma"]  # the service hosts what the reader found
     for module in [m for m in sys.modules if m == "ngfam" or m.startswith("ngfam.")]:
         del sys.modules[module]

@@ -1,7 +1,8 @@
 """A sweep over method replicas on a real (single-node) Docker Swarm, as an operator runs it:
 `make swarm-up` with gnn at 2 replicas (dnsrr, overlay network), `make swarm-run` (the orchestrator
 image on that network, `--endpoint gnn=dns:///gnn:50051`), one replica killed mid-sweep, `make
-swarm-down`. The sweep must use both replicas, finish in the same run with every trial ok (the
+swarm-down`. The services serve TLS and require the stack's token: an orchestrator on the overlay
+without them is refused in one line. The sweep must use both replicas, finish in the same run with every trial ok (the
 killed replica's trial retried), store no key twice, and select what an uninterrupted
 single-replica run of the same arguments selects."""
 
@@ -47,6 +48,12 @@ def test_a_sweep_uses_every_swarm_replica_and_survives_a_killed_one(docker_engin
         pytest.skip(f"this engine cannot run a swarm: {up.stderr.strip().splitlines()[-1]}")
     try:
         assert up.returncode == 0, up.stdout + up.stderr
+        plaintext = subprocess.run(
+            ["docker", "run", "--rm", "--network", f"{STACK}_nodeground", "nodeground/orchestrator:latest", "run", "--methods", "mlp",
+             "--datasets", "synthetic-tiny", "--budget", "1", "--endpoint", "gnn=dns:///gnn:50051", "--store", "/tmp/plain.sqlite"],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert plaintext.returncode == 2 and "if it serves TLS, set NODEGROUND_TLS_CA" in plaintext.stderr, plaintext.stderr
         store = runs / "swarm.sqlite"
         args = f"{SWEEP} --endpoint gnn=dns:///gnn:50051 --parallel 2 --no-warmup --store /runs/swarm.sqlite"
         result: dict[str, subprocess.CompletedProcess] = {}

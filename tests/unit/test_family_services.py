@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from methods.families import load_families
+from contract.families import load_families
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("docker_services", ROOT / "docker" / "services.py")
@@ -48,3 +48,13 @@ def test_compose_accepts_the_file(compose):
         pytest.skip(f"{' '.join(compose)} is not installed")
     checked = subprocess.run([*compose, "-f", "docker/compose.yaml", "-f", "docker/compose.gpu.yaml", "config", "-q"], cwd=ROOT, capture_output=True, text=True)
     assert checked.returncode == 0, checked.stderr
+
+
+def test_a_tls_stack_gives_every_service_the_certificate_key_and_token_as_secrets(tmp_path):
+    document = services.stack({}, "/w", gpu=False, threads=1, memory="8G", tls=tmp_path)
+    assert document["secrets"] == {secret: {"file": str(tmp_path.resolve() / file)} for secret, (file, _) in services.SECRETS.items()}
+    for name, service in document["services"].items():
+        assert service["secrets"] == list(services.SECRETS), name
+        env = service["environment"]
+        assert env["NODEGROUND_TLS_CERT"] == "/run/secrets/nodeground_tls_cert" and env["NODEGROUND_TOKEN_FILE"] == "/run/secrets/nodeground_token", name
+    assert "secrets" not in services.stack({}, "/w", gpu=False, threads=1, memory="8G")
