@@ -7,7 +7,7 @@ ratings are the Bradley-Terry maximum-likelihood fit on the 400-point Elo scale;
 the 2.5% and 97.5% quantiles over 200 bootstrap resamples of datasets; the point estimate is
 shifted so a named anchor view has a fixed rating (the interval moves with it).
 
-bencheval implements exactly these rules (``tests/analysis/test_elo.py`` pins that) and is used
+bencheval implements exactly these rules (``tests/orchestrator/analysis/test_elo.py`` pins that) and is used
 as is when every view has every partition (its rank path). When the schedule has holes (a
 user submission is never imputed), bencheval's battle-table bootstrap cannot run on numpy >= 2.4
 (it calls the removed ``numpy.core.defchararray``), so that case uses bencheval's battle table

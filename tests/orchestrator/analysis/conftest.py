@@ -72,7 +72,7 @@ def built_report(small_store, tmp_path_factory):
     return res, out
 
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 # This checkout's code run as the console script runs it (as tests/integration/test_cli.py does).
 ORCHESTRATOR = [sys.executable, "-c", "from orchestrator.cli.main import app; app()"]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
