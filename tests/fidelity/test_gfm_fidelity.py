@@ -35,7 +35,7 @@ the binary datasets the table also prints the test AUROC, which is not published
 Upstream's Texas is the collection's texas_4_classes.npz (in the mirror): the
 same features, edges and labels as texas.npz, with the one node of the
 single-node class (label 1) taken out of all 10 train/val/test masks
-(tests/data/test_mirror_loads.py checks that relation). The test evaluates
+(tests/orchestrator/data/test_mirror_loads.py checks that relation). The test evaluates
 Texas on that file's masks; RGVT's loader uses the same file.
 Upstream embeds each graph once and trains one head per split (seed derived per
 split); the test likewise reuses the frozen embeddings across splits.

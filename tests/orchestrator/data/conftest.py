@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 # Read once, at collection: the `cache` fixture removes the variable from each test's environment.
 MIRROR_ENV = os.environ.get("NODEGROUND_MIRROR")
 

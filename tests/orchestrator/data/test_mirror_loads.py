@@ -10,7 +10,7 @@ from orchestrator.data.cache import canonical_dir
 from orchestrator.data.registry import catalog, load_dataset
 from orchestrator.data.splits import graph_split
 from orchestrator.data.stats import dataset_stats
-from tests.data.conftest import mirror_path
+from tests.orchestrator.data.conftest import mirror_path
 
 # name: (nodes, undirected edges without self-loops, classes, adjusted homophily to 2 decimals)
 #
