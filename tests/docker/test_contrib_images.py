@@ -24,7 +24,7 @@ from tests.docker.conftest import IMAGE_PREFIX
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURE_IMAGES = ROOT / "tests" / "conformance" / "images"
+FIXTURE_IMAGES = ROOT / "tests" / "docker" / "images"
 BASE = os.environ.get("BASE_TAG") or f"{IMAGE_PREFIX}/base:latest"
 FAST = ["--call-timeout", "120", "--deadline", "1", "--grace", "10", "--memory", "2g", "--cpus", "1"]
 

@@ -11,7 +11,7 @@ from orchestrator.cli.validate import is_endpoint, parse_env
 from orchestrator.conformance import FAIL, REFUSED, Options, run_checks
 from orchestrator.conformance.graphs import make_case
 from orchestrator.conformance.guard import GuardedClient, LabelLeak
-from tests.conformance.fixtures import Centroid, CrashesOnIsolated, DropsLastRow, HangsPastDeadline, NotSumming, RefusesLarge, serve
+from tests.orchestrator.conformance.fixtures import Centroid, CrashesOnIsolated, DropsLastRow, HangsPastDeadline, NotSumming, RefusesLarge, serve
 
 FAST = Options(call_timeout=30, deadline=0.3, grace=1.5, health_timeout=10)
 
