@@ -1,3 +1,5 @@
+"""The search-space types: configs checked against defaults and space, params and values through proto."""
+
 import pytest
 
 from contract.space import (
@@ -11,7 +13,6 @@ from contract.space import (
     value_from_proto,
     value_to_proto,
 )
-from orchestrator.sampling import config_sequence
 
 DEFAULTS = {"lr": 0.01, "hidden": 64, "norm": "none", "residual": False, "max_epochs": 100}
 SPACE = (
@@ -53,31 +54,3 @@ def test_params_and_values_round_trip_through_proto():
     for v in (3, 2.5, "x", True, False):
         back = value_from_proto(value_to_proto(v))
         assert back == v and type(back) is type(v)
-
-
-def test_sequence_starts_with_default_is_unique_in_range_and_prefix_stable():
-    long = config_sequence(DEFAULTS, SPACE, "gcn|cora|10/10/80|0", 40)
-    short = config_sequence(DEFAULTS, SPACE, "gcn|cora|10/10/80|0", 5)
-    assert long[0] == DEFAULTS
-    assert long[:5] == short
-    assert len({tuple(sorted(c.items())) for c in long}) == 40
-    for c in long:
-        validate_config(c, DEFAULTS, SPACE)  # every sampled config is valid
-
-
-def test_sequences_depend_on_the_cell_key():
-    a = config_sequence(DEFAULTS, SPACE, "gcn|cora|10/10/80|0", 6)
-    b = config_sequence(DEFAULTS, SPACE, "gcn|cora|10/10/80|1", 6)
-    assert a[0] == b[0] and a[1:] != b[1:]
-
-
-def test_small_space_ends_when_exhausted():
-    space = (ChoiceParam("norm", ("none", "batch")),)
-    seq = config_sequence(DEFAULTS, space, "k", 10)
-    assert [c["norm"] for c in seq] == ["none", "batch"]
-
-
-def test_pinned_first_sample():
-    # Pins the sampler's stream: any machine, any library version, the same draw.
-    first = config_sequence(DEFAULTS, SPACE, "pinned", 2)[1]
-    assert first == {"lr": pytest.approx(0.0020423326828859613, rel=1e-12), "hidden": 8, "norm": "none", "residual": True, "max_epochs": 100}

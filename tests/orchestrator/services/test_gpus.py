@@ -9,7 +9,7 @@ import yaml
 
 from orchestrator.services.gpus import cuda_image, gpu_override, main, render, visible_gpus
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 COMPOSE = yaml.safe_load((ROOT / "docker/compose.yaml").read_text())
 
 
