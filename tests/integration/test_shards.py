@@ -4,7 +4,7 @@ a service found through a DNS name (`--endpoint gnn=dns:///NAME:PORT`)."""
 from __future__ import annotations
 
 import pytest
-from tests.integration.test_cli import runner
+from tests.orchestrator.cli.test_cli import runner
 
 from orchestrator.cli.main import app
 from orchestrator.services.embedded import EmbeddedServices

@@ -73,7 +73,7 @@ def built_report(small_store, tmp_path_factory):
 
 
 REPO = Path(__file__).resolve().parents[3]
-# This checkout's code run as the console script runs it (as tests/integration/test_cli.py does).
+# This checkout's code run as the console script runs it (as tests/orchestrator/cli/test_cli.py does).
 ORCHESTRATOR = [sys.executable, "-c", "from orchestrator.cli.main import app; app()"]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 #: The cell removed from the real sweep's store, so the report must impute it.

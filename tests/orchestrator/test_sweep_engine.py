@@ -77,8 +77,8 @@ class Sleepy(Method):
         return np.full((graph.num_nodes, state), 1.0 / state, dtype=np.float32)
 
 
-FAMILY = Family("test", "nodeground/test", "tests.integration.test_sweep_engine", ("qmlp", "modes", "sleepy"))
-OTHER = Family("other", "nodeground/other", "tests.integration.test_sweep_engine", ("modes",))
+FAMILY = Family("test", "nodeground/test", "tests.orchestrator.test_sweep_engine", ("qmlp", "modes", "sleepy"))
+OTHER = Family("other", "nodeground/other", "tests.orchestrator.test_sweep_engine", ("modes",))
 
 
 @pytest.fixture(autouse=True)

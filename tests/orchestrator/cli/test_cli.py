@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from orchestrator.cli.main import app
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 # This checkout's code (not whichever copy of the package the environment installed), run as the console script runs it.
 ORCHESTRATOR = [sys.executable, "-c", "from orchestrator.cli.main import app; app()"]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}

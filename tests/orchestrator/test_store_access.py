@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from orchestrator.analysis.load import load_trials
 from orchestrator.cli.main import app
 from orchestrator.store import Store, StoreBusy
-from tests.integration.test_cli import _fake_store
+from tests.orchestrator.cli.test_cli import _fake_store
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]
