@@ -5,7 +5,7 @@ instead of being killed.
 GraphAny, RGVT and Node4All run with the official checkpoints from the mirror
 (mounted read-only at /weights); GraphPFN, NodePFN and G2T-FM, whose weights
 cannot be fetched here, run the official structure with random-init weights
-(shrunk, as in tests/pfn, so the 20k-node check stays short on a CPU).
+(shrunk, as in the method tests, so the 20k-node check stays short on a CPU).
 
 Run with:  make test-docker   (needs `make images`; CI builds them first)
 """
@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from orchestrator.cli.main import app
 from tests.docker.conftest import IMAGE_PREFIX
-from tests.pfn.conftest import TINY_ARCH
+from tests.methods.helpers import TINY_ARCH
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]
 

@@ -1,13 +1,25 @@
-"""Tiny graphs and a CPU fit context for the method tests."""
+"""Tiny graphs, a CPU fit context, the in-context GFMs' tiny architecture and frozen-encoder checks for the method tests."""
 
 from __future__ import annotations
 
 import numpy as np
 import torch
 
+from contract.weights import load_weights_catalog
 from contract.wire import GraphBundle, make_bundle
+from methods.sdk.frozen import load_state_dict
 from methods.sdk.method import FitContext
 from orchestrator.data.graph import canonical_edges
+from tests.conftest import tiny_graph
+
+#: Random-init weights of the official structure at tiny sizes (for speed) for GraphPFN, NodePFN and G2T-FM.
+TINY_ARCH = {
+    "embed_dim": 16, "hid_dim": 32, "nhead": 2, "nlayers": 1, "adapter_heads": 2,  # GraphPFN
+    "emsize": 16,  # NodePFN and G2T-FM (nhead above)
+    "d_hidden": 16,  # PEARL
+}
+#: A short training run for the frozen-encoder GFMs' heads.
+QUICK = {"max_epochs": 30, "patience": 10}
 
 
 def tiny_bundle(n: int = 48, classes: int = 3, features: int = 6, seed: int = 0) -> tuple[GraphBundle, np.ndarray, np.ndarray]:
@@ -40,3 +52,32 @@ def homophilous_bundle(n: int = 90, classes: int = 3, seed: int = 0) -> tuple[Gr
 
 def cpu_context(seed: int = 0) -> FitContext:
     return FitContext(seed=seed, device=torch.device("cpu"))
+
+
+def ring_graph(n: int, classes: int, features: int = 6, seed: int = 0):
+    """An undirected ring with chords and self-loops, 60 % of its nodes labelled: (bundle, all labels)."""
+    x, e, y = tiny_graph(n, classes=classes, features=features, seed=seed)
+    e = np.concatenate([e, e[::-1], np.stack([np.arange(n), np.arange(n)])], axis=1)  # undirected + self-loops
+    e = np.unique(e, axis=1)
+    labels = y.copy()
+    n_lab = int(n * 0.6)
+    labels[n_lab:] = -1
+    return make_bundle(x, e, labels, classes), y
+
+
+def frozen_checkpoint(weights, weights_id):
+    """The state dict of a catalog entry in the weights directory ``weights``."""
+    return load_state_dict(weights / load_weights_catalog()[weights_id].relative_path)
+
+
+def assert_frozen(module, reference):
+    """``module`` trains nothing and holds exactly the ``reference`` weights."""
+    assert not any(p.requires_grad for p in module.parameters())
+    for key, value in module.state_dict().items():
+        torch.testing.assert_close(value, reference[key], rtol=0, atol=0)
+
+
+def assert_probs(probs, n=48, c=3):
+    """Finite class probabilities, one row per node, each summing to one."""
+    assert probs.shape == (n, c) and np.isfinite(probs).all()
+    np.testing.assert_allclose(probs.sum(1), 1.0, atol=1e-5)

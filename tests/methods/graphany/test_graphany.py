@@ -15,7 +15,7 @@ from contract.weights import load_weights_catalog
 from methods.graphany import GraphAny
 from methods.graphany.checkpoint import CheckpointError, load_checkpoint
 from methods.graphany.model import entropy_normalized_probabilities
-from tests.gfm.conftest import ctx
+from tests.methods.helpers import cpu_context as ctx
 
 EXPECTED = {  # (n_hidden, n_mlp_layer, entropy) as saved upstream
     "graphany-arxiv": (128, 2, 1.0),

@@ -9,8 +9,8 @@ from orchestrator.store import Store
 from orchestrator.sweep import Sweep, SweepPlan
 
 
-def test_sweep_records_carry_weights_provenance(service, tmp_path):
-    servicer, client = service
+def test_sweep_records_carry_weights_provenance(pfn_service, tmp_path):
+    servicer, client = pfn_service
     plan = SweepPlan(methods=("nodepfn",), datasets=("synthetic-tiny",), regimes=("10/10/80",), splits=(0,), budget=1)
     directory = ServiceDirectory(resolve_methods(["nodepfn"]), endpoints={"nodepfn": client.endpoint})
     with Store(tmp_path / "runs.sqlite") as store:

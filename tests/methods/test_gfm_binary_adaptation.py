@@ -20,7 +20,7 @@ from methods.gvt import RGVT
 from methods.node4all import Node4All
 from methods.sdk import ConfigError
 from orchestrator.data.graph import canonical_edges
-from tests.gfm.conftest import ctx
+from tests.methods.helpers import cpu_context as ctx
 
 TRAINED_HEADS = (RGVT, Node4All)
 EPOCHS = {"max_epochs": 600, "patience": 100}

@@ -13,7 +13,7 @@ from methods.graphany import GraphAny
 from methods.gvt import RGVT
 from methods.node4all import Node4All
 from orchestrator.cli import weights as weights_cli
-from tests.gfm.conftest import ctx
+from tests.methods.helpers import cpu_context as ctx
 
 OURS = ("graphany", "gvt", "node4all")
 QUICK = {"max_epochs": 3, "patience": 3}

@@ -11,7 +11,7 @@ import pytest
 from methods.sdk.frozen import state_sha256
 from contract.space import value_from_proto
 from contract.wire import make_bundle
-from tests.pfn.conftest import ring_graph
+from tests.methods.helpers import ring_graph
 
 METHODS = ("graphpfn", "nodepfn", "g2tfm")
 SMALL = {"graphpfn": {"ensemble_size": 2, "d_pca": 16}, "nodepfn": {"n_ensemble": 2, "n_components": 10, "smoothing_steps": 2}, "g2tfm": {"pca_dim": 32}}
@@ -42,8 +42,8 @@ def _info(reply) -> dict:
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_fit_predict_on_texas_public_split(service, texas_bundle, method):
-    servicer, client = service
+def test_fit_predict_on_texas_public_split(pfn_service, texas_bundle, method):
+    servicer, client = pfn_service
     bundle, split, y = texas_bundle
     client.ensure_graph(bundle)
     fit = client.fit(method, bundle.graph_hash, split.train, split.val, SMALL[method], seed=0, time_limit=None)
@@ -67,8 +67,8 @@ def test_fit_predict_on_texas_public_split(service, texas_bundle, method):
 
 
 @pytest.mark.parametrize("method, classes, message", [("nodepfn", 21, "at most 20 classes"), ("g2tfm", 11, "at most 10 classes")])
-def test_too_many_classes_refused(service, method, classes, message):
-    _, client = service
+def test_too_many_classes_refused(pfn_service, method, classes, message):
+    _, client = pfn_service
     bundle, _ = ring_graph(3 * classes, classes)
     client.ensure_graph(bundle)
     labeled = np.flatnonzero(bundle.labels >= 0)
@@ -77,8 +77,8 @@ def test_too_many_classes_refused(service, method, classes, message):
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and message in err.value.details()
 
 
-def test_graphpfn_uses_ecoc_beyond_ten_classes(service):
-    _, client = service
+def test_graphpfn_uses_ecoc_beyond_ten_classes(pfn_service):
+    _, client = pfn_service
     bundle, y = ring_graph(5 * 13, 13)
     client.ensure_graph(bundle)
     labeled = np.flatnonzero(bundle.labels >= 0)
@@ -93,8 +93,8 @@ def test_graphpfn_uses_ecoc_beyond_ten_classes(service):
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_context_over_memory_budget_is_refused_with_the_estimate(service, monkeypatch, method):
-    _, client = service
+def test_context_over_memory_budget_is_refused_with_the_estimate(pfn_service, monkeypatch, method):
+    _, client = pfn_service
     bundle, _ = ring_graph(60, 3)
     client.ensure_graph(bundle)
     labeled = np.flatnonzero(bundle.labels >= 0)
@@ -106,8 +106,8 @@ def test_context_over_memory_budget_is_refused_with_the_estimate(service, monkey
     assert "estimated" in details and "memory budget of 19.5 KiB" in details and "refused before running" in details
 
 
-def test_missing_weights_without_random_init_fail_clearly(service, monkeypatch):
-    _, client = service
+def test_missing_weights_without_random_init_fail_clearly(pfn_service, monkeypatch):
+    _, client = pfn_service
     monkeypatch.setenv("NODEGROUND_RANDOM_INIT_WEIGHTS", "0")
     from methods.sdk import frozen
 
