@@ -201,15 +201,10 @@ up: compose images $(if $(filter 1,$(GPU)),gpu-compose)
 	w="$$($(WEIGHTS_DIR_CMD))" && mkdir -p "$$w" && \
 		NODEGROUND_WEIGHTS="$$w" $(COMPOSE) -p $(COMPOSE_PROJECT) $(COMPOSE_FILES) up -d --no-build --remove-orphans \
 		$(foreach s,$(SCALE),--scale $(s)) $(FAMILIES)
-	@# Wait (UP_WAIT seconds, 0 = don't) until every service reports healthy, so an
-	@# `orchestrator run` started right after `make up` finds them serving.
-	@for i in $$(seq $(UP_WAIT)); do \
-		st=$$($(DOCKER) ps -q $(PROJECT_FILTER) --filter label=nodeground.family \
-			| xargs -r $(DOCKER) inspect -f '{{.Name}} {{if .State.Health}}{{.State.Health.Status}}{{else}}healthy{{end}}'); \
-		if [ -n "$$st" ] && ! echo "$$st" | grep -qv ' healthy$$'; then echo "services healthy after $${i}s"; break; fi; \
-		if [ $$i = $(UP_WAIT) ]; then echo "services not healthy after $(UP_WAIT)s:" >&2; echo "$$st" | grep -v ' healthy$$' >&2; exit 1; fi; \
-		sleep 1; \
-	done
+	@# Wait (UP_WAIT seconds, 0 = don't) until every service answers, so an `orchestrator run`
+	@# started right after `make up` finds them; a GFM without its weights answers NOT_SERVING
+	@# and is reported with the command that fetches them (it turns healthy once they verify).
+	@if [ "$(UP_WAIT)" != 0 ]; then DOCKER="$(DOCKER)" sh docker/wait-up.sh $(COMPOSE_PROJECT) $(UP_WAIT); fi
 	$(COMPOSE) -p $(COMPOSE_PROJECT) $(COMPOSE_FILES) ps
 
 # docker/compose.yaml from the manifests (rewritten only when they changed: commit it with them),
