@@ -7,7 +7,7 @@
 #   make up [GPU=1]        build what is missing, start every family's service (compose), wait for healthy
 #   make up FAMILIES="gnn graphany"          only these families
 #   make up SCALE="gnn=2 graphtransformer=2"  replicas per family (compose v1 and v2)
-#   make compose           rewrite docker/compose.yaml from the manifests (make up does it first)
+#   make compose           write .cache/compose.yaml from the manifests (make up does it first)
 #   make wheels images GPU=1 [OFFLINE=1]
 #                          the CUDA variant: wheelhouse-cuda/, nodeground/<family>:cuda
 #   make up GPU=1 [GPUS=0,1]  one replica of each family per GPU, each pinned to its device
@@ -63,7 +63,8 @@ endif
 
 COMPOSE_PROJECT ?= nodeground
 UP_WAIT ?= 120
-COMPOSE_FILES = -f docker/compose.yaml $(if $(filter 1,$(GPU)),-f $(GPU_COMPOSE))
+COMPOSE_FILE = .cache/compose.yaml
+COMPOSE_FILES = -f $(COMPOSE_FILE) $(if $(filter 1,$(GPU)),-f $(GPU_COMPOSE))
 GPU_COMPOSE ?= .cache/compose.gpu.yaml
 # Replicas per family, "family=N ...": passed as --scale family=N, which both
 # docker-compose v1 and docker compose v2 accept on `up`.
@@ -201,32 +202,25 @@ up: compose images $(if $(filter 1,$(GPU)),gpu-compose)
 	w="$$($(WEIGHTS_DIR_CMD))" && mkdir -p "$$w" && \
 		NODEGROUND_WEIGHTS="$$w" $(COMPOSE) -p $(COMPOSE_PROJECT) $(COMPOSE_FILES) up -d --no-build --remove-orphans \
 		$(foreach s,$(SCALE),--scale $(s)) $(FAMILIES)
-	@# Wait (UP_WAIT seconds, 0 = don't) until every service reports healthy, so an
-	@# `orchestrator run` started right after `make up` finds them serving.
-	@for i in $$(seq $(UP_WAIT)); do \
-		st=$$($(DOCKER) ps -q $(PROJECT_FILTER) --filter label=nodeground.family \
-			| xargs -r $(DOCKER) inspect -f '{{.Name}} {{if .State.Health}}{{.State.Health.Status}}{{else}}healthy{{end}}'); \
-		if [ -n "$$st" ] && ! echo "$$st" | grep -qv ' healthy$$'; then echo "services healthy after $${i}s"; break; fi; \
-		if [ $$i = $(UP_WAIT) ]; then echo "services not healthy after $(UP_WAIT)s:" >&2; echo "$$st" | grep -v ' healthy$$' >&2; exit 1; fi; \
-		sleep 1; \
-	done
+	@# Wait (UP_WAIT seconds, 0 = don't) until every service answers, so an `orchestrator run`
+	@# started right after `make up` finds them; a GFM without its weights answers NOT_SERVING
+	@# and is reported with the command that fetches them (it turns healthy once they verify).
+	@if [ "$(UP_WAIT)" != 0 ]; then DOCKER="$(DOCKER)" sh docker/wait-up.sh $(COMPOSE_PROJECT) $(UP_WAIT); fi
 	$(COMPOSE) -p $(COMPOSE_PROJECT) $(COMPOSE_FILES) ps
 
-# docker/compose.yaml from the manifests (rewritten only when they changed: commit it with them),
-# and docker/compose.gpu.yaml, the GPU override for GPU 0 generated from it.
+# The compose file from the manifests (generated, not committed: a new family is one new folder).
 compose: install
-	@$(PYTHON) docker/services.py compose
-	@$(PYTHON) -m orchestrator.services.gpus --compose docker/compose.yaml --gpus 0 --out docker/compose.gpu.yaml >/dev/null
+	@$(PYTHON) docker/services.py compose --out $(COMPOSE_FILE)
 
 # The GPU override for the GPUs found (GPUS=... picks them), or :cuda images on CPU when none is.
-gpu-compose: install
-	@$(PYTHON) -m orchestrator.services.gpus --compose docker/compose.yaml --gpus "$(GPUS)" --out $(GPU_COMPOSE)
+gpu-compose: compose
+	@$(PYTHON) -m orchestrator.services.gpus --compose $(COMPOSE_FILE) --gpus "$(GPUS)" --out $(GPU_COMPOSE)
 
 # Compose removes the containers, then the network; Docker 20.10 can keep a stale
 # endpoint on the network after its container is gone, and compose then fails.
 # So whatever of this project is left afterwards is removed here, and `down`
 # fails only if something still remains.
-down:
+down: compose
 	@$(COMPOSE) -p $(COMPOSE_PROJECT) $(COMPOSE_FILES) down --remove-orphans || \
 		echo "compose down failed; removing what is left of project $(COMPOSE_PROJECT)" >&2
 	@left=$$($(DOCKER) ps -aq $(PROJECT_FILTER)); \

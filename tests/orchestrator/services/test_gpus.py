@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import yaml
 
-from orchestrator.services.gpus import cuda_image, gpu_override, main, render, visible_gpus
+from orchestrator.services.gpus import cuda_image, gpu_override, main, visible_gpus
+from tests.docker.test_services import services as docker_services
 
-ROOT = Path(__file__).resolve().parents[3]
-COMPOSE = yaml.safe_load((ROOT / "docker/compose.yaml").read_text())
-
-
-def test_the_committed_override_is_the_generated_one_for_gpu_0():
-    assert (ROOT / "docker/compose.gpu.yaml").read_text() == render(COMPOSE, ["0"]), "regenerate: python -m orchestrator.services.gpus --gpus 0 --out docker/compose.gpu.yaml"
+COMPOSE = yaml.safe_load(docker_services.compose_text())
 
 
 def test_one_replica_per_gpu_each_pinned_to_its_device_with_the_family_labels():
@@ -32,8 +26,9 @@ def test_one_replica_per_gpu_each_pinned_to_its_device_with_the_family_labels():
 def test_without_a_gpu_the_cuda_images_run_on_cpu(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PATH", str(tmp_path))  # no nvidia-smi
     assert visible_gpus() == []
-    out = tmp_path / "override.yaml"
-    assert main(["--compose", str(ROOT / "docker/compose.yaml"), "--out", str(out)]) == 0
+    out, compose = tmp_path / "override.yaml", tmp_path / "compose.yaml"
+    compose.write_text(docker_services.compose_text())
+    assert main(["--compose", str(compose), "--out", str(out)]) == 0
     assert capsys.readouterr().out.startswith("no NVIDIA GPU visible")
     services = yaml.safe_load(out.read_text())["services"]
     assert all(s == {"image": cuda_image(COMPOSE["services"][n]["image"])} for n, s in services.items())
