@@ -20,6 +20,9 @@ from typing import Any
 from contract.handshake import FAMILY_LABEL, PORT_LABEL, SERVICE_PORT
 
 log = logging.getLogger(__name__)
+# What `validate` and `submit` put on the containers they sandbox: a method under test, never a
+# service a sweep may use, so discovery passes over them without a word.
+SANDBOX_LABEL = "nodeground.sandbox"
 
 # Host IPs that mean "all interfaces": dial them on loopback.
 _ANY_HOST = {"", "0.0.0.0", "::", "[::]"}
@@ -60,7 +63,7 @@ def endpoints_from_containers(containers: list[Any]) -> dict[str, list[str]]:
             attrs = c.attrs or {}
             labels = (attrs.get("Config") or {}).get("Labels") or getattr(c, "labels", None) or {}
             family = labels.get(FAMILY_LABEL)
-            if not family:
+            if not family or SANDBOX_LABEL in labels:
                 continue
             state = (attrs.get("State") or {}).get("Status") or getattr(c, "status", "running")
             if state != "running":

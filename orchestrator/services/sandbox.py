@@ -33,8 +33,7 @@ from typing import Any
 from contract.handshake import PORT_LABEL, SERVICE_PORT
 from contract.security import Security
 from orchestrator.services.client import ServiceUnavailable
-
-SANDBOX_LABEL = "nodeground.sandbox"
+from orchestrator.services.containers import SANDBOX_LABEL
 RELAY_IMAGE = os.environ.get("NODEGROUND_RELAY_IMAGE", "nodeground/base:latest")
 SOCKET_NAME = "method.sock"
 

@@ -82,6 +82,15 @@ def test_skips_unlabelled_stopped_and_unpublished_containers():
     assert ct.discover_endpoints(client_factory=lambda: client) == {"gnn": ["127.0.0.1:40001"]}
 
 
+def test_sandboxed_method_containers_are_passed_over_without_a_word(caplog):
+    """`validate` runs an image with its family label but no published port: not a service to use."""
+    sandboxed = FakeContainer("nodeground-sandbox-1", {"nodeground.family": "gnn", "nodeground.port": "50051", ct.SANDBOX_LABEL: "method"}, {})
+    client = FakeClient([sandboxed, _gnn("ok", 40001)])
+    with caplog.at_level("WARNING"):
+        assert ct.discover_endpoints(client_factory=lambda: client) == {"gnn": ["127.0.0.1:40001"]}
+    assert not caplog.records
+
+
 def test_port_label_and_wildcard_host():
     c = FakeContainer(
         "custom",
