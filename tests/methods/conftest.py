@@ -17,10 +17,9 @@ from contract.wire import GraphBundle, make_bundle
 from methods.g2tfm import G2TFM
 from methods.graphpfn import GraphPFN
 from methods.nodepfn import NodePFN
-from methods.sdk.service import MethodServicer, build_server
-from orchestrator.services.client import MethodClient
+from methods.sdk.service import MethodServicer
 from tests.conftest import tiny_graph
-from tests.methods.helpers import TINY_ARCH, tiny_bundle
+from tests.methods.helpers import TINY_ARCH, in_process_service, tiny_bundle
 
 torch.set_num_threads(1)  # tiny graphs: threads only add contention
 
@@ -81,10 +80,5 @@ def random_weights(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
 def pfn_service(random_weights):
     """GraphPFN, NodePFN and G2T-FM in one service over real gRPC: its servicer and a client."""
     servicer = MethodServicer("pfn", [GraphPFN, NodePFN, G2TFM])
-    server, port = build_server(servicer, "127.0.0.1:0")
-    server.start()
-    client = MethodClient(f"127.0.0.1:{port}")
-    client.wait_healthy(10)
-    yield servicer, client
-    client.close()
-    server.stop(0)
+    with in_process_service(servicer) as client:
+        yield servicer, client

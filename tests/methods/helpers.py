@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import numpy as np
 import torch
 
@@ -9,7 +12,9 @@ from contract.weights import load_weights_catalog
 from contract.wire import GraphBundle, make_bundle
 from methods.sdk.frozen import load_state_dict
 from methods.sdk.method import FitContext
+from methods.sdk.service import MethodServicer, build_server
 from orchestrator.data.graph import canonical_edges
+from orchestrator.services.client import MethodClient
 from tests.conftest import tiny_graph
 
 #: Random-init weights of the official structure at tiny sizes (for speed) for GraphPFN, NodePFN and G2T-FM.
@@ -18,6 +23,20 @@ TINY_ARCH = {
     "emsize": 16,  # NodePFN and G2T-FM (nhead above)
     "d_hidden": 16,  # PEARL
 }
+@contextlib.contextmanager
+def in_process_service(servicer: MethodServicer) -> Iterator[MethodClient]:
+    """``servicer`` over real gRPC on a free loopback port, in this process: a healthy client of it."""
+    server, port = build_server(servicer, "127.0.0.1:0")
+    server.start()
+    client = MethodClient(f"127.0.0.1:{port}")
+    try:
+        client.wait_healthy(10)
+        yield client
+    finally:
+        client.close()
+        server.stop(0)
+
+
 #: A short training run for the frozen-encoder GFMs' heads.
 QUICK = {"max_epochs": 30, "patience": 10}
 

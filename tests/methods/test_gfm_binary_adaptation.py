@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 from sklearn.metrics import roc_auc_score
 
 from contract.wire import make_bundle

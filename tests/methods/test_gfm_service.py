@@ -9,8 +9,8 @@ from contract.families import load_families
 from contract.space import value_from_proto
 from contract.weights import load_weights_catalog
 from methods.families import method_classes
-from methods.sdk.service import MethodServicer, build_server
-from orchestrator.services.client import MethodClient
+from methods.sdk.service import MethodServicer
+from tests.methods.helpers import in_process_service
 
 CASES = {
     "graphany": ("graphany", {}, "graphany-arxiv"),
@@ -23,13 +23,8 @@ CASES = {
 def service(weights):
     families = load_families()
     classes = [c for name in CASES for c in method_classes(families[name])]
-    server, port = build_server(MethodServicer("gfm-test", classes), "127.0.0.1:0")
-    server.start()
-    client = MethodClient(f"127.0.0.1:{port}")
-    client.wait_healthy(10)
-    yield client
-    client.close()
-    server.stop(0)
+    with in_process_service(MethodServicer("gfm-test", classes)) as client:
+        yield client
 
 
 def test_families_through_service(service, graph):
@@ -62,16 +57,9 @@ def test_graphany_infers_in_predict_and_the_service_times_it(weights):
     labels = graph.y.astype(np.int64).copy()
     labels[1000:] = -1
     bundle = make_bundle(graph.x, graph.edge_index, labels, graph.num_classes)
-    server, port = build_server(MethodServicer("graphany", method_classes(load_families()["graphany"])), "127.0.0.1:0")
-    server.start()
-    client = MethodClient(f"127.0.0.1:{port}")
-    try:
-        client.wait_healthy(10)
+    with in_process_service(MethodServicer("graphany", method_classes(load_families()["graphany"]))) as client:
         client.ensure_graph(bundle)
         fit = client.fit("graphany", bundle.graph_hash, np.arange(0, 500), np.arange(500, 1000), {}, seed=0, time_limit=None)
         predicted = client.predict(fit.value.model_handle, bundle.num_nodes, 5)
-    finally:
-        client.close()
-        server.stop(0)
     assert predicted.value.shape == (3000, 5)
     assert predicted.stats.seconds > 0.5 * predicted.e2e_seconds, (predicted.stats.seconds, predicted.e2e_seconds)

@@ -8,7 +8,7 @@ import torch
 from contract.families import load_families
 from contract.v1 import method_service_pb2 as pb
 from contract.wire import make_bundle
-from tests.methods.helpers import cpu_context, tiny_bundle
+from tests.methods.helpers import cpu_context
 from tests.methods.test_methods_catalog import all_methods
 
 import methods.graphtransformer.models as gt

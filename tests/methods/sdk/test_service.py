@@ -11,15 +11,14 @@ import pytest
 import torch
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from contract.v1 import method_service_pb2 as pb
 from contract.v1 import method_service_pb2_grpc as pb_grpc
 from contract.wire import GraphBundle, make_bundle
 from methods.gnn import GCN, MLP
 from methods.sdk import Capabilities, Config, FitContext, FloatParam, Method
 from methods.sdk.method import pick_device
-from methods.sdk.service import MethodServicer, build_server, nvidia_driver_version
-from orchestrator.services.client import MethodClient
+from methods.sdk.service import MethodServicer, nvidia_driver_version
 from tests.conftest import tiny_graph
+from tests.methods.helpers import in_process_service
 
 QUICK = {"max_epochs": 20, "patience": 20}
 
@@ -52,13 +51,8 @@ class Narrow(MLP):
 @pytest.fixture
 def service():
     servicer = MethodServicer("test", [MLP, GCN, SleepMethod, Narrow])
-    server, port = build_server(servicer, "127.0.0.1:0")
-    server.start()
-    client = MethodClient(f"127.0.0.1:{port}")
-    client.wait_healthy(10)
-    yield servicer, client
-    client.close()
-    server.stop(0)
+    with in_process_service(servicer) as client:
+        yield servicer, client
 
 
 @pytest.fixture
