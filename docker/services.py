@@ -62,6 +62,7 @@ COMPOSE_HEADER = """\
 #                       (NODEGROUND_WEIGHTS, else $NODEGROUND_CACHE/weights, else the default
 #                       below). A GFM container whose weights are missing reports unhealthy.
 #   NODEGROUND_RANDOM_INIT_WEIGHTS=1  in-context GFMs without weights run with random init (smoke runs)
+#   NODEGROUND_RANDOM_INIT_ARCH=tiny  ... with their smallest structure (checks of the path, not its cost)
 #   NODEGROUND_IMAGE_PREFIX  image names are <prefix>/<family>:latest (default nodeground;
 #                       make sets it from IMAGE_PREFIX)
 # A family with a weights catalog (methods/<family>/weights.toml) reads its frozen weights from
@@ -109,7 +110,11 @@ def compose() -> dict:
         if s.weights:
             service["volumes"] = ["${NODEGROUND_WEIGHTS:-~/.cache/nodeground/weights}:/weights:ro"]
             # 1: an in-context GFM without its weights runs its structure with random init (smoke runs only)
-            service["environment"].update(NODEGROUND_WEIGHTS="/weights", NODEGROUND_RANDOM_INIT_WEIGHTS="${NODEGROUND_RANDOM_INIT_WEIGHTS:-0}")
+            service["environment"].update(
+                NODEGROUND_WEIGHTS="/weights",
+                NODEGROUND_RANDOM_INIT_WEIGHTS="${NODEGROUND_RANDOM_INIT_WEIGHTS:-0}",
+                NODEGROUND_RANDOM_INIT_ARCH="${NODEGROUND_RANDOM_INIT_ARCH:-}",
+            )
         services[s.family] = service
     return {"services": services}
 

@@ -13,7 +13,9 @@ Environment switches, one rule for every family:
 * ``NODEGROUND_RANDOM_INIT_WEIGHTS=1`` lets a family that can (``FrozenGFM``,
   ``load_frozen``) build its official structure with seeded random parameters
   when its weights are absent as a whole (offline tests, smoke runs);
-  ``NODEGROUND_RANDOM_INIT_ARCH`` (JSON) may shrink that random structure.
+  ``NODEGROUND_RANDOM_INIT_ARCH`` may shrink that random structure: a JSON
+  object of structure keys, or ``tiny`` (``TINY_ARCH``) for runs that check a
+  path, not a network's cost (random parameters predict nothing anyway).
 
 ``load_frozen`` builds a frozen module once per process and weights: the
 one-time read is charged to the first fit and reported as
@@ -52,6 +54,13 @@ from methods.sdk.weights import (
 RANDOM_ENV = "NODEGROUND_RANDOM_INIT_WEIGHTS"
 ARCH_ENV = "NODEGROUND_RANDOM_INIT_ARCH"
 RANDOM_INIT_SEED = 20260101  # fixed: the "random-init" weights are the same in every process
+# The smallest random structures of the in-context families (keys a family does not use are ignored).
+TINY_ARCH: dict[str, Any] = {
+    "embed_dim": 16, "hid_dim": 32, "nhead": 2, "nlayers": 1, "adapter_heads": 2,  # GraphPFN
+    "emsize": 16,  # NodePFN and G2T-FM (nhead above)
+    "d_hidden": 16,  # PEARL
+}
+ARCH_PRESETS: dict[str, dict[str, Any]] = {"tiny": TINY_ARCH}
 
 
 # ---- weights and their provenance -------------------------------------------------
@@ -140,8 +149,18 @@ def state_sha256(module: nn.Module) -> str:
 
 
 def arch_overrides() -> dict[str, Any]:
-    raw = os.environ.get(ARCH_ENV, "")
-    return json.loads(raw) if raw else {}
+    raw = os.environ.get(ARCH_ENV, "").strip()
+    if not raw:
+        return {}
+    if raw in ARCH_PRESETS:
+        return dict(ARCH_PRESETS[raw])
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict):
+        raise WeightsError(f"{ARCH_ENV}={raw!r} is neither {' nor '.join(ARCH_PRESETS)} nor a JSON object of structure keys")
+    return value
 
 
 class FrozenGFM(Method):

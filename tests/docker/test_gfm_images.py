@@ -12,7 +12,6 @@ Run with:  make test-docker   (needs `make images`; CI builds them first)
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from pathlib import Path
@@ -24,7 +23,6 @@ from typer.testing import CliRunner
 
 from orchestrator.cli.main import app
 from tests.docker.conftest import IMAGE_PREFIX
-from tests.methods.helpers import TINY_ARCH
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]
 
@@ -65,7 +63,7 @@ def test_official_checkpoint_images_validate(image):
 
 @pytest.mark.parametrize("image", IN_CONTEXT, indirect=True)
 def test_in_context_images_validate_with_random_init(image):
-    _validate(image, *RANDOM_INIT, "--env", f"NODEGROUND_RANDOM_INIT_ARCH={json.dumps(TINY_ARCH)}")
+    _validate(image, *RANDOM_INIT, "--env", "NODEGROUND_RANDOM_INIT_ARCH=tiny")
 
 
 @pytest.mark.parametrize("image", ["nodepfn"], indirect=True)

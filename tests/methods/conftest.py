@@ -4,7 +4,6 @@ random-init weights of the official structure (tiny sizes for speed)."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from methods.graphpfn import GraphPFN
 from methods.nodepfn import NodePFN
 from methods.sdk.service import MethodServicer
 from tests.conftest import tiny_graph
-from tests.methods.helpers import TINY_ARCH, in_process_service, tiny_bundle
+from tests.methods.helpers import in_process_service, tiny_bundle
 
 torch.set_num_threads(1)  # tiny graphs: threads only add contention
 
@@ -72,7 +71,7 @@ def graph():
 def random_weights(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     monkeypatch.setenv("NODEGROUND_WEIGHTS", str(tmp_path / "no-weights"))
     monkeypatch.setenv("NODEGROUND_RANDOM_INIT_WEIGHTS", "1")
-    monkeypatch.setenv("NODEGROUND_RANDOM_INIT_ARCH", json.dumps(TINY_ARCH))
+    monkeypatch.setenv("NODEGROUND_RANDOM_INIT_ARCH", "tiny")
     monkeypatch.delenv("NODEGROUND_MEMORY_BUDGET_BYTES", raising=False)
 
 

@@ -17,12 +17,7 @@ from orchestrator.data.graph import canonical_edges
 from orchestrator.services.client import MethodClient
 from tests.conftest import tiny_graph
 
-#: Random-init weights of the official structure at tiny sizes (for speed) for GraphPFN, NodePFN and G2T-FM.
-TINY_ARCH = {
-    "embed_dim": 16, "hid_dim": 32, "nhead": 2, "nlayers": 1, "adapter_heads": 2,  # GraphPFN
-    "emsize": 16,  # NodePFN and G2T-FM (nhead above)
-    "d_hidden": 16,  # PEARL
-}
+
 @contextlib.contextmanager
 def in_process_service(servicer: MethodServicer) -> Iterator[MethodClient]:
     """``servicer`` over real gRPC on a free loopback port, in this process: a healthy client of it."""

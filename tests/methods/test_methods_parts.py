@@ -196,11 +196,11 @@ def test_edge_attention_refuses_what_cannot_fit(method, wide, narrow, named, mul
 
 
 def test_gcnii_depth_refuses_what_cannot_fit(multiclass, monkeypatch) -> None:
-    """GCNII keeps ~12 floats per node, unit and layer: the paper's 64 x 64 on the conformance check's large graph
-    (20k nodes) needs ~3.8 GiB, more than a 4 GiB sandbox leaves, and is refused there with the estimate."""
-    from orchestrator.conformance.graphs import standard_cases
+    """GCNII keeps ~12 floats per node, unit and layer: the paper's 64 x 64 on a 20k-node graph
+    needs ~3.8 GiB, more than a 4 GiB sandbox leaves, and is refused there with the estimate."""
+    from orchestrator.conformance.graphs import make_case
 
-    large = standard_cases()[-1].bundle
+    large = make_case("large", "20k nodes", 20481, 5, 64, avg_degree=3.0, seed=4).bundle
     monkeypatch.setattr(sdk_memory, "available_memory_bytes", lambda device: 3.4 * 2**30)  # 4 GiB minus the service
     with pytest.raises(ResourceError, match=r"gcnii: 64 GCNII layers of 64 on 20481 nodes needs about 3\.\d GiB"):
         GCNII().check_resources(large, GCNII.default_config, torch.device("cpu"))

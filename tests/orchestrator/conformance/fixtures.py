@@ -79,7 +79,7 @@ class RefusesLarge(Centroid):
     """Honest about its memory: refuses the large graph with an estimate, as check_resources would."""
 
     def fit(self, graph, train, val, config, ctx):
-        if graph.num_nodes > 5000:
+        if graph.features.nbytes > 4 << 20:  # the large case: over 4 MiB of features
             raise ResourceError(f"centroid: {graph.num_nodes} nodes need about 9.00 GiB, but only 1.00 GiB is free")
         return super().fit(graph, train, val, config, ctx)
 
