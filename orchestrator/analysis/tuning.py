@@ -36,9 +36,8 @@ def _budget_cells(budget_points: pd.DataFrame) -> pd.DataFrame:
         columns={"score": "full_score", "val_primary": "full_val", "k": "search_k"})
     default = bp[~is_full & (bp["k"] == 1)][[*_CELL, "score", "val_primary"]].rename(
         columns={"score": "default_score", "val_primary": "default_val"})
-    out = bp.assign(full_point=is_full).merge(full, on=_CELL, how="inner").merge(default, on=_CELL, how="inner")
-    # A budget at or beyond a search's size repeats the full search: keep it only as the full point.
-    return out[out["full_point"] | (out["k"] < out["search_k"])]
+    # build_results gives no budget point at or beyond its search's size: that search is the full point.
+    return bp.assign(full_point=is_full).merge(full, on=_CELL, how="inner").merge(default, on=_CELL, how="inner")
 
 
 def _dataset_means(df: pd.DataFrame, keys: list[str], cols: list[str]) -> pd.DataFrame:

@@ -173,8 +173,11 @@ def build_results(
     ends.columns = [f"{a}__{b}" for a, b in ends.columns]
     ends = ends.reset_index()
     bud = bud.merge(ends, on=GROUP, how="left")
+    # A budget at or beyond its search's size is that search (the full point below), never a point
+    # of its own: a 5-trial search has no k = 10 or k = 200. k = 1, the default, always starts the path.
+    bud = bud[(bud["k"] == 1) | (bud["k"] < bud[f"k__{FULL}"])]
     n_slots = bud[f"k__{FULL}"].to_numpy()
-    kk = np.minimum(bud["k"].to_numpy(dtype=float), n_slots)
+    kk = bud["k"].to_numpy(dtype=float)
     frac = np.where(n_slots > 1, (kk - 1) / np.maximum(n_slots - 1, 1), 1.0)
     for col in ("workflow_s", "workflow_peak_bytes"):
         lo, hi = bud[f"{col}__1"].to_numpy(), bud[f"{col}__{FULL}"].to_numpy()

@@ -79,3 +79,15 @@ def test_gfm_view_and_missing_default():
     res, bud = build_results(trial_rows(rows + search()))
     assert set(res["view"]) == {"graphpfn", "gcn", "gcn-Default"}
     assert set(bud["method"]) == {"gcn"}
+
+
+def test_budget_points_stop_below_the_search_size():
+    """A budget at or beyond a search's size is that search: no gcn@10 or gcn@200 point for a 4-trial search."""
+    t = trial_rows(search() + [{**r, "dataset": "d1"} for r in search()[:2]])  # d0: 4 trial slots, d1: 2
+    _, bud = build_results(t, budgets=(1, 2, 3, 4, 10, 200))
+    views = bud.groupby("dataset")["view"].apply(set)
+    assert views["d0"] == {"gcn@1", "gcn@2", "gcn@3", "gcn@full"}
+    assert views["d1"] == {"gcn@1", "gcn@full"}
+    # The interpolated cost of the last intermediate budget stays below the full search's.
+    d0 = bud[bud["dataset"] == "d0"].set_index("view")
+    assert d0.loc["gcn@3", "workflow_s"] < d0.loc["gcn@full", "workflow_s"]
