@@ -11,14 +11,36 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import pandas as pd
 
+from orchestrator.analysis.views import REFERENCE_METHOD, default_view
+
 COLUMNS = ["regime", "topic", "sentence", "figure"]
+#: The result that stands in for a missing or overlapping one (imputation, overlap audit).
+REPLACEMENT = default_view(REFERENCE_METHOD)
 
 
 def _names(views) -> str:
     views = list(views)
     return ", ".join(views) if views else "none"
+
+
+def _and(views) -> str:
+    views = list(views)
+    return views[0] if len(views) == 1 else ", ".join(views[:-1]) + " and " + views[-1]
+
+
+def _top(df: pd.DataFrame, col: str) -> pd.DataFrame:
+    """Every row tied for the highest ``col`` (Elo ties are common on few datasets)."""
+    return df[np.isclose(df[col], df[col].max())]
+
+
+def _places(n: int) -> str:
+    """A change of leaderboard position in words (positive: the method ranks better)."""
+    if n == 0:
+        return "nowhere"
+    return f"{'up' if n > 0 else 'down'} {abs(n)} place{'s' if abs(n) != 1 else ''}"
 
 
 def findings(tables: dict[str, pd.DataFrame], regimes: list[str], figure: Callable[[str, str], str]) -> pd.DataFrame:
@@ -33,16 +55,27 @@ def findings(tables: dict[str, pd.DataFrame], regimes: list[str], figure: Callab
         lb = lb[lb["regime"] == regime].sort_values("rank")
         if lb.empty:
             continue
-        top = lb.iloc[0]
-        say(regime, "elo", f"In {regime}, {top['view']} leads Elo at {top['elo']:.0f} (95% interval "
-            f"{top['lower']:.0f}–{top['upper']:.0f}) among {len(lb)} compared methods.", "elo")
+        top = _top(lb, "elo")
+        if len(top) == 1:
+            t = top.iloc[0]
+            say(regime, "elo", f"In {regime}, {t['view']} leads Elo at {t['elo']:.0f} (95% interval "
+                f"{t['lower']:.0f}–{t['upper']:.0f}) among {len(lb)} compared methods.", "elo")
+        else:
+            intervals = ", ".join(f"{t.view} {t.lower:.0f}–{t.upper:.0f}" for t in top.itertuples())
+            say(regime, "elo", f"In {regime}, {_and(top['view'])} tie for the lead in Elo at {top['elo'].iloc[0]:.0f} "
+                f"among {len(lb)} compared methods (95% intervals: {intervals}).", "elo")
         gfms = lb[lb["kind"] != "supervised"]
         if gfms.empty:
             say(regime, "gfm", f"In {regime}, no GFM has results.", "elo")
         else:
             g = gfms.iloc[0]
-            say(regime, "gfm", f"In {regime}, the strongest GFM is {g['view']}: Elo {g['elo']:.0f}, rank {int(g['rank'])} "
-                f"of {len(lb)} (mean rank across datasets {g['mean_rank']:.2f}).", "elo")
+            rank = 1 + int((lb["elo"] > g["elo"] + 1e-9).sum())  # a tie shares the better rank
+            imputed = int(g.get("imputed_datasets", 0) or 0)
+            shown = imputed + int(g.get("native_datasets", 0) or 0)
+            stand_in = (f"; on {imputed} of its {shown} datasets its result is the imputed {REPLACEMENT} one"
+                        if imputed else "")
+            say(regime, "gfm", f"In {regime}, the strongest GFM is {g['view']}: Elo {g['elo']:.0f}, rank {rank} "
+                f"of {len(lb)} (mean rank across datasets {g['mean_rank']:.2f}{stand_in}).", "elo")
         for cost, label in (("time", "workflow time"), ("memory", "peak memory")):
             ends = tables[f"pareto_{cost}"]
             ends = ends[(ends["regime"] == regime) & ends["on_front"]]
@@ -58,23 +91,28 @@ def findings(tables: dict[str, pd.DataFrame], regimes: list[str], figure: Callab
         tr = tr[tr["regime"] == regime].sort_values("tuning_gain", ascending=False)
         if len(tr):
             best = "; ".join(f"{r.method} {r.tuning_gain:+.1f} points (within 1 point of the full search from k = "
-                             f"{r.k_within_1pt})" for r in tr.head(3).itertuples())
-            say(regime, "tuning", f"In {regime}, the largest test gains of tuning over the default configuration: {best}.",
-                "tuning")
+                             f"{r.k_within_1pt} of {r.search_trials} trials)" for r in tr.head(3).itertuples())
+            say(regime, "tuning", f"In {regime}, the test gain of a full search over the default configuration, "
+                f"largest first: {best}.", "tuning")
         gap = tables["validation_test_gap"]
         gap = gap[(gap["regime"] == regime) & (gap["budget"] == "full")]
         if len(gap):
+            mean = gap["overstatement"].mean()
             worst = gap.sort_values("overstatement", ascending=False).iloc[0]
+            verdict = (f"validation overstates the gain by {mean:.1f} points" if mean >= 0.05 else
+                       f"validation understates the gain by {-mean:.1f} points" if mean <= -0.05 else
+                       "validation and test agree on the gain")
             say(regime, "validation_test_gap", f"In {regime}, a full search improves validation by "
-                f"{gap['val_gain'].mean():.1f} points and test by {gap['test_gain'].mean():.1f} points on average over "
-                f"the default: tuning overstates its gain by {gap['overstatement'].mean():.1f} points (most for "
-                f"{worst['method']}, {worst['overstatement']:.1f}).", "validation_test_gap")
+                f"{gap['val_gain'].mean():.1f} points and test by {gap['test_gain'].mean():.1f} points over the default, "
+                f"averaged over {len(gap)} methods: {verdict} (largest overstatement: {worst['method']}, "
+                f"{worst['overstatement']:+.1f}).", "validation_test_gap")
         tt = tables["task_type_leaderboards"]
         tt = tt[tt["regime"] == regime]
-        leads = [f"on {task} tasks ({g['metric'].iloc[0]}) {g.sort_values('position')['view'].iloc[0]}"
+        leads = [f"on {task} tasks ({g['metric'].iloc[0]}, {int(g['datasets'].max())} dataset"
+                 f"{'s' if g['datasets'].max() != 1 else ''}) by {_and(g.loc[g['position'] == 1, 'view'])}"
                  for task, g in tt.groupby("task_type", sort=True)]
         if leads:
-            say(regime, "task_types", f"In {regime}, Elo is led " + " and ".join(leads) + ".", "task_types")
+            say(regime, "task_types", f"In {regime}, Elo is led " + "; ".join(leads) + ".", "task_types")
         ms = tables["metric_sensitivity_summary"]
         ms = ms[ms["regime"] == regime].dropna(subset=["spearman"])
         if len(ms) and (ms["changed_positions"] == 0).all():
@@ -84,15 +122,18 @@ def findings(tables: dict[str, pd.DataFrame], regimes: list[str], figure: Callab
             w = ms.sort_values("spearman").iloc[0]
             say(regime, "metric_sensitivity", f"In {regime}, the ordering departs most from the primary metric under "
                 f"{w['metric']} on {w['task_type']} tasks (Spearman {w['spearman']:.2f}, {w['changed_positions']} of "
-                f"{w['views']} methods change position; {w['largest_move_view']} moves {w['largest_move']:+d}).",
+                f"{w['views']} methods change position; {w['largest_move_view']} moves {_places(int(w['largest_move']))}).",
                 "metric_sensitivity")
     ov = tables["pretraining_overlap"]
     for regime in regimes:
         o = ov[ov["regime"] == regime]
         if len(o):
             pairs = sorted({f"{v} on {d}" for v, d in zip(o["view"], o["dataset"])})
-            say(regime, "pretraining_overlap", f"In {regime}, {len(o)} GFM result(s) are replaced by gcn-Default for "
-                f"pretraining overlap: {', '.join(pairs)}.", "pretraining_overlap")
+            replaced = int(o["replaced"].astype(bool).sum())
+            fate = (f"replaced by {REPLACEMENT}" if replaced == len(o) else
+                    f"omitted ({replaced} replaced by {REPLACEMENT}, the rest without a matched {REPLACEMENT} result)")
+            say(regime, "pretraining_overlap", f"In {regime}, {len(o)} GFM result(s) are {fate} for pretraining "
+                f"overlap: {', '.join(pairs)}.", "pretraining_overlap")
     bc = tables["below_chance"]
     if len(bc):
         pairs = sorted({f"{v} on {d}" for v, d in zip(bc["view"], bc["dataset"])})
