@@ -244,9 +244,11 @@ def _pareto_tables(r_res: pd.DataFrame, r_pts: pd.DataFrame, best_err: pd.Series
         t = t.merge(r_res.drop_duplicates("view")[["view", "variant", "kind", "method"]], on="view")
         t["on_front"] = pa.pareto_front(t)
         out[f"pareto_{name}"] = t
-        tb = pa.tradeoff(inter, cost, best_err, refs[cost])
-        tb = tb.merge(inter.drop_duplicates("view")[["view", "variant", "kind", "method", "k"]], on="view")
-        both = pd.concat([t.drop(columns=["on_front"]), tb], ignore_index=True)
+        both = t.drop(columns=["on_front"]).assign(k=np.nan)  # k: the budget, on budget points only
+        if len(inter):  # searches of one or two trials have no budget between the default and the full search
+            tb = pa.tradeoff(inter, cost, best_err, refs[cost])
+            tb = tb.merge(inter.drop_duplicates("view")[["view", "variant", "kind", "method", "k"]], on="view")
+            both = pd.concat([both, tb], ignore_index=True)
         both["on_front"] = pa.pareto_front(both)
         out[f"pareto_{name}_budgets"] = both
     # Trajectories: k = 1 (default) ... 200, then the full search.
