@@ -22,16 +22,21 @@ the original, unfiltered chameleon and squirrel, where our catalog has the
 filtered ones), so only Cora and CiteSeer are compared.
 
 Node4All (Lee and Yoo, KDD 2026; github.com/dooho00/node4all,
-docs/full_exp_results.pdf, Tables 1-2, row "Node4All", mean over 10 splits:
-the 10 published masks for the Heterophilous files, the public split with 10
-seeds for Planetoid): Actor 31.93, Chameleon (filtered) 42.99, CiteSeer 71.45,
-Cora 80.57, Cornell 62.97, Squirrel (filtered) 42.50, Texas 75.52, Wisconsin 76.27,
-and the two binary datasets, also as test accuracy: Minesweeper 79.94, Tolokers 79.28
-(their majority classes hold 80.0% and 78.2% of the nodes: the paper's heads
-barely beat, or do not beat, predicting the majority class). Like the paper, the
-test selects the head's epoch on validation accuracy (``selection =
-"val_accuracy"``); NodeGround's sweeps select on validation loss instead. For
-the binary datasets the table also prints the test AUROC, which is not published.
+docs/full_exp_results.pdf, Table 1 on page 1, repeated in Table 2 on page 2,
+row "Node4All", mean ± std over 10 splits: the 10 published masks for the
+Heterophilous files, the public split with 10 seeds for Planetoid): Actor 31.93,
+Chameleon (filtered) 42.99, CiteSeer 71.45, Cora 80.57, Cornell 62.97, Squirrel
+(filtered) 42.50, Texas 75.52, Wisconsin 76.27 (checked together: mean |gap| over
+the eight), and the two binary datasets, also as test accuracy and checked one
+by one: Minesweeper 79.94 ± 0.17, Tolokers 79.28 ± 0.60. Their majority classes
+hold 80.0% and 78.2% of the nodes: the paper's heads barely beat, or do not beat,
+predicting the majority class, so a head stuck on the majority class also lands
+within the tolerance on Minesweeper; what the binary check catches is a head that
+is worse than that (a random or inverted one, or one kept from too early an epoch).
+Like the paper, the tests select the head's epoch on validation accuracy
+(``selection = "val_accuracy"``); NodeGround's sweeps select on validation loss
+instead. For the binary datasets the table also prints the test AUROC, which is
+not published.
 Upstream's Texas is the collection's texas_4_classes.npz (in the mirror): the
 same features, edges and labels as texas.npz, with the one node of the
 single-node class (label 1) taken out of all 10 train/val/test masks
@@ -52,10 +57,16 @@ pretrained on ogbn-arxiv and frozen, checkpoint seed 42, split 0 of a
 Heterophilous file's masks (Texas: texas_4_classes), the Planetoid public
 split for Cora/CiteSeer, head epochs and recurrence depth 1-8 chosen on
 validation accuracy (``selection = "val_accuracy"``). The paper's 27 benchmarks
-include Minesweeper and Tolokers, which are run here too (no per-dataset number
-to compare). The only assertion is that each accuracy clears uniform guessing
-(on the binary datasets, where the majority class already holds about 80%, that
-says little; the printed AUROC says more).
+include Minesweeper and Tolokers (upstream evaluates them on split 0 of the
+published masks, like the other Heterophilous files), which are run here too;
+no per-dataset number for them is published where we could read it (the
+arXiv HTML of 2512.11561, the ICML 2026 poster page and upstream's repository,
+github.com/dooho00/graph-view-space at e297de99d9a1, give group averages only).
+The assertions: each accuracy clears uniform guessing, and on the binary
+datasets, where uniform guessing says nothing, each accuracy is at least the
+test mask's majority-class share less the tolerance: a head selected on
+validation accuracy that does worse than predicting the majority class is
+broken. The printed AUROC says more than either.
 """
 
 from __future__ import annotations
@@ -87,10 +98,10 @@ PUBLISHED = {
         "squirrel-filtered": 42.50,
         "texas": 75.52,
         "wisconsin": 76.27,
-        "minesweeper": 79.94,
-        "tolokers": 79.28,
     },
 }
+# Node4All on the binary datasets: (mean, std) test accuracy over the 10 published masks, full_exp_results.pdf Table 1.
+NODE4ALL_BINARY = {"minesweeper": (79.94, 0.17), "tolokers": (79.28, 0.60)}
 GVT_DATASETS = ("texas", "cornell", "wisconsin", "cora", "citeseer", "chameleon-filtered", "squirrel-filtered", "actor",
                 "minesweeper", "tolokers")
 UPSTREAM_SELECTION = {"selection": "val_accuracy"}  # RGVT's and Node4All's papers select on validation accuracy
@@ -123,7 +134,7 @@ def _upstream_graph(name: str):
 
 
 def _run(method, graph, runs: list[int], config: dict) -> tuple[list[float], list[float], float]:
-    """Test accuracy (and AUROC on binary tasks) per run.
+    """Test accuracy (and AUROC on binary tasks) per run, each printed with its fit and predict time.
 
     Run i uses published partition i when there are several, else partition 0 with seed i.
     """
@@ -137,6 +148,7 @@ def _run(method, graph, runs: list[int], config: dict) -> tuple[list[float], lis
             if previous is not None:
                 bundle.cache.update({k: v for k, v in previous.cache.items() if k[0] in LABEL_FREE_CACHE})
         ctx = FitContext(seed=i, device=torch.device("cpu"))
+        fit_started = time.perf_counter()
         m = method()
         state = m.fit(bundle, train, val, m.resolve_config(config), ctx)
         assert ctx.info["weights_official"] is True
@@ -145,8 +157,15 @@ def _run(method, graph, runs: list[int], config: dict) -> tuple[list[float], lis
         if graph.num_classes == 2:
             aurocs.append(float(roc_auc_score(graph.y[test], probs[test, 1]) * 100))
         print(f"  {i}: accuracy {accs[-1]:.2f}" + (f", AUROC {aurocs[-1]:.2f}" if aurocs else "")
-              + f", best epoch {ctx.info['best_epoch']}/{ctx.info['epochs']}", flush=True)
+              + f", best epoch {ctx.info['best_epoch']}/{ctx.info['epochs']}"
+              + f", {time.perf_counter() - fit_started:.1f}s" + _embed_detail(ctx.info), flush=True)
     return accs, aurocs, time.perf_counter() - started
+
+
+def _embed_detail(info: dict) -> str:
+    """The frozen encoder's share of a fit, on the run that computed it (later runs reuse it)."""
+    seconds = info.get("embed_seconds")
+    return "" if seconds is None or info.get("embeddings_cached") else f" (encoder {seconds:.1f}s)"
 
 
 def _auroc_detail(aurocs: list[float]) -> str:
@@ -190,15 +209,38 @@ def test_node4all_fidelity():
     _report("Node4All", rows)
 
 
+@pytest.mark.parametrize("name", sorted(NODE4ALL_BINARY))
+def test_node4all_binary_fidelity(name: str):
+    """Each binary dataset on its own: a mean over ten datasets would hide one that is off."""
+    from methods.node4all import Node4All
+
+    if name not in _datasets(NODE4ALL_BINARY):
+        pytest.skip(f"{name} not in NODEGROUND_FIDELITY_DATASETS")
+    runs = list(range(int(os.environ.get("NODEGROUND_FIDELITY_SPLITS", "10"))))
+    accs, aurocs, seconds = _run(Node4All, _upstream_graph(name), runs, UPSTREAM_SELECTION)
+    published, published_std = NODE4ALL_BINARY[name]
+    _report("Node4All", [(name, float(np.mean(accs)), published,
+                          f"{len(accs)} runs, std {np.std(accs):.2f} (published {published_std:.2f})"
+                          f"{_auroc_detail(aurocs)}, {seconds:.0f}s")])
+
+
 def test_gvt_fidelity():
     from methods.gvt import RGVT
-    from orchestrator.data.registry import load_dataset
 
-    rows = []
+    rows, floors = [], {}
     for name in _datasets(GVT_DATASETS):
-        accs, aurocs, seconds = _run(RGVT, _upstream_graph(name), [0], UPSTREAM_SELECTION)
+        graph = _upstream_graph(name)
+        accs, aurocs, seconds = _run(RGVT, graph, [0], UPSTREAM_SELECTION)
         rows.append((name, accs[0], None, f"split 0, seed-42 checkpoint{_auroc_detail(aurocs)}, {seconds:.0f}s"))
         print(rows[-1], flush=True)
+        # on a binary task uniform guessing says nothing: the head must not do worse than the majority class
+        floors[name] = (_majority_share(graph.y[graph.public_splits[0][2]]) - TOLERANCE if graph.num_classes == 2
+                        else 100.0 / graph.num_classes)
     _report("RGVT", rows)
     for name, ours, _, _ in rows:
-        assert ours > 100.0 / load_dataset(name).num_classes, f"RGVT on {name}: {ours:.2f} is not above uniform guessing"
+        assert ours > floors[name], f"RGVT on {name}: {ours:.2f} is not above {floors[name]:.2f}"
+
+
+def _majority_share(labels: np.ndarray) -> float:
+    """Test accuracy of always predicting the most frequent class, in percent."""
+    return float(np.bincount(labels).max() / len(labels) * 100)
