@@ -28,7 +28,7 @@ path needs CUDA), whose scores do not fit this machine for 2,000 context rows,
 so the table comes as a slice: at most TABLE_CONTEXT training nodes as context
 and the first TABLE_QUERIES nodes as queries (one query batch; the whole graph
 on Texas).
-GraphPFN is not compared: its upstream network lives in LimiX (see its README).
+GraphPFN is not compared (see its README for why).
 
 Upstream runs in its own virtual environment: NODEGROUND_UPSTREAM names a folder
 holding the checkouts ``GraphAny/``, ``graph-view-space/``, ``node4all/``,
