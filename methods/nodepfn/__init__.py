@@ -108,7 +108,7 @@ class NodePFN(FrozenGFM):
                 "weights": param_bytes(frozen.module),
                 "inputs": float(n) * n_configs * arch["num_features"] * 4,
                 "activations": float(n) * batch * (8 * e + nhid) * 4,
-                "normalized adjacency": float(n_edges) * 40,  # COO indices and weights, coalesced, then CSR
+                "message passing": float(n_edges) * batch * e * 4 * 2,
                 "context attention": float(chunk) * batch * heads * len(train) * 4,
             }
 
