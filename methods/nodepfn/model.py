@@ -11,16 +11,25 @@ of their label. The decoder maps query rows to ``max_num_classes`` logits.
 
 Parameter names follow the upstream modules (``nn.MultiheadAttention``,
 PyG ``GCNConv``), so the released checkpoint's state_dict loads as it is.
+
+The GCN branch is GCNConv's arithmetic (``lin``, then the sum over
+``gcn_norm``'s weighted edges, then ``bias``) with the normalized adjacency
+built once per forward as a CSR matrix: one sparse product per layer instead of
+gathering and scattering a copy of the hidden states per edge (the same sums in
+another order; on a 20k-node graph about a fifth of the forward's time and most
+of its peak memory).
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch_geometric.nn import GCNConv
+from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
 from methods.sdk.pfn import chunked_attention
 
@@ -69,8 +78,14 @@ class GPSLayer(nn.Module):
         out = out.permute(2, 0, 1, 3).reshape(s, b, e)
         return self.self_attn.out_proj(out)
 
-    def forward(self, h: torch.Tensor, eval_pos: int, edge_index: torch.Tensor, chunk: int) -> torch.Tensor:
-        local = self.norm1_local(h + self.local_model(h.transpose(0, 1), edge_index).transpose(0, 1))
+    def _local(self, h: torch.Tensor, adj: torch.Tensor) -> torch.Tensor:
+        """GCNConv on h (S, B, E) with its normalized adjacency ``adj`` (S x S, CSR)."""
+        s, b, e = h.shape
+        z = self.local_model.lin(h).reshape(s, b * e)
+        return torch.sparse.mm(adj, z).reshape(s, b, e) + self.local_model.bias
+
+    def forward(self, h: torch.Tensor, eval_pos: int, adj: torch.Tensor, chunk: int) -> torch.Tensor:
+        local = self.norm1_local(h + self._local(h, adj))
         glob = self.norm1_global(h + self._attention(h, eval_pos, chunk))
         h = local + glob
         return self.norm2(h + self.linear2(F.gelu(self.linear1(h))))
@@ -91,11 +106,19 @@ class NodePFNNet(nn.Module):
         """x (S, B, num_features) with the context rows first; y_ctx (n_ctx, B) float labels;
         edge_index over the S rows (undirected, with self-loops). Returns query logits (S - n_ctx, B, C)."""
         n_ctx = y_ctx.shape[0]
+        adj = normalized_adjacency(edge_index, x.shape[0], x.dtype)
         h = self.encoder(x)
         h = torch.cat([h[:n_ctx] + self.y_encoder(y_ctx.unsqueeze(-1)), h[n_ctx:]], dim=0)
         for layer in self.transformer_encoder.layers:
-            h = layer(h, n_ctx, edge_index, chunk)
+            h = layer(h, n_ctx, adj, chunk)
         return self.decoder(h[n_ctx:])
+
+
+def normalized_adjacency(edge_index: torch.Tensor, n: int, dtype: torch.dtype) -> torch.Tensor:
+    """GCNConv's D^-1/2 (A + I) D^-1/2 (its own ``gcn_norm``) as a CSR matrix: rows are targets, columns sources."""
+    ei, w = gcn_norm(edge_index, None, n, improved=False, add_self_loops=True, dtype=dtype)
+    warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+    return torch.sparse_coo_tensor(torch.stack([ei[1], ei[0]]), w, (n, n), check_invariants=False).coalesce().to_sparse_csr()
 
 
 def arch_from_config(cfg: dict[str, Any]) -> dict[str, Any]:

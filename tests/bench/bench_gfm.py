@@ -15,20 +15,30 @@ the chosen depth and the share of equal predicted classes are shown. Head
 training runs a fixed EPOCHS on both sides (patience = epochs) so that both do
 the same work.
 
-NodePFN's weights cannot be fetched offline and its cost does not depend on their
-values: its network (the released structure, random parameters shared by both
-sides) runs one in-context forward pass over the whole graph, training rows as
-context, against upstream's ``TransformerModel``; the logits must match.
-GraphPFN and G2T-FM are not compared: their upstream networks live in the LimiX
-and TabPFN packages (see the family READMEs).
+NodePFN's and G2T-FM's weights cannot be fetched offline and their cost does
+not depend on their values: each network (the released structure, random
+parameters shared by both sides) runs its in-context inference. NodePFN: one
+forward pass over the whole graph, training rows as context, against upstream's
+``TransformerModel``; the logits must match. G2T-FM: our ``G2TFM.predict`` on
+the graph's G2T-FM table (our fit's table code, with PEARL columns from the
+random PEARL) against upstream's ICL forward (``TabPFN2`` of G2T-FM's
+``bin/g2t_fm.py``) on the ``tabpfn`` package's layers; the probabilities must
+match. Upstream's TabPFN layers attend through a full einsum on CPU (their SDPA
+path needs CUDA), whose scores do not fit this machine for 2,000 context rows,
+so the table comes as a slice: at most TABLE_CONTEXT training nodes as context
+and the first TABLE_QUERIES nodes as queries (one query batch; the whole graph
+on Texas).
+GraphPFN is not compared (see its README for why).
 
 Upstream runs in its own virtual environment: NODEGROUND_UPSTREAM names a folder
-holding the checkouts ``GraphAny/``, ``graph-view-space/``, ``node4all/`` and
-``NodePFN/``, each with its environment in ``.venv/``. Without it only our
-numbers print.
+holding the checkouts ``GraphAny/``, ``graph-view-space/``, ``node4all/``,
+``NodePFN/`` and ``G2T-FM/``, each with its environment in ``.venv/`` (G2T-FM's
+holds the ``tabpfn`` package its ``lib/tabpfn`` copies, 2.0.0). Without it only
+our numbers print.
 
 Run: ``python -m tests.bench gfm``; BENCH_GFM_REPS (3), BENCH_GFM_EPOCHS (100),
-BENCH_GFM_NODES (20000), BENCH_GFM_FEATURES (16), BENCH_GFM_METHODS (all).
+BENCH_GFM_NODES (20000), BENCH_GFM_FEATURES (16), BENCH_GFM_METHODS (all),
+BENCH_GFM_TABLE_CONTEXT (256), BENCH_GFM_TABLE_QUERIES (1024).
 """
 
 from __future__ import annotations
@@ -48,16 +58,20 @@ for extra in (ROOT,):
 
 import numpy as np  # noqa: E402
 
+from methods.g2tfm.model import DEFAULT_PEARL, DEFAULT_TABPFN  # noqa: E402
 from methods.nodepfn.model import DEFAULT_ARCH as NODEPFN_ARCH  # noqa: E402
 
 REPS = int(os.environ.get("BENCH_GFM_REPS", 3))
 EPOCHS = int(os.environ.get("BENCH_GFM_EPOCHS", 100))
 NODES = int(os.environ.get("BENCH_GFM_NODES", 20_000))
 FEATURES = int(os.environ.get("BENCH_GFM_FEATURES", 16))
+TABLE_CONTEXT = int(os.environ.get("BENCH_GFM_TABLE_CONTEXT", 256))
+TABLE_QUERIES = int(os.environ.get("BENCH_GFM_TABLE_QUERIES", 1024))
+G2TFM_ARCH = {**DEFAULT_TABPFN, **DEFAULT_PEARL}
 MAX_DEPTH = 8
 TIME_TARGET, MEMORY_TARGET = 1.05, 1.10
 AGREEMENT_ATOL = 1e-4  # frozen representations and GraphAny's probabilities: float32 round-off only
-UPSTREAM_DIRS = {"graphany": "GraphAny", "gvt": "graph-view-space", "node4all": "node4all", "nodepfn": "NodePFN"}
+UPSTREAM_DIRS = {"graphany": "GraphAny", "gvt": "graph-view-space", "node4all": "node4all", "nodepfn": "NodePFN", "g2tfm": "G2T-FM"}
 HERE = Path(__file__).resolve().parent
 
 
@@ -104,6 +118,7 @@ def _job(work: Path) -> dict:
         "gvt_weights": str(locate_weights("gvt-seed42", "")[0]),
         "node4all_weights": str(locate_weights("node4all-cgt", "")[0]),
         "nodepfn_arch": NODEPFN_ARCH, "nodepfn_state": _nodepfn_state(work),
+        "g2tfm_arch": G2TFM_ARCH, "g2tfm_state": _g2tfm_state(work),
     }
 
 
@@ -118,6 +133,45 @@ def _nodepfn_state(work: Path) -> str:
     path = work / "nodepfn_random.pt"
     torch.save(NodePFNNet(NODEPFN_ARCH).state_dict(), path)
     return str(path)
+
+
+def _g2tfm_net():
+    """G2T-FM's two frozen networks with the random parameters a random-init service would use."""
+    import torch
+
+    from methods.g2tfm.model import G2TNet
+    from methods.sdk.frozen import RANDOM_INIT_SEED
+
+    torch.manual_seed(RANDOM_INIT_SEED)
+    return G2TNet(G2TFM_ARCH).eval()
+
+
+def _g2tfm_state(work: Path) -> str:
+    import torch
+
+    path = work / "g2tfm_tabpfn_random.pt"
+    torch.save(_g2tfm_net().tabpfn.state_dict(), path)
+    return str(path)
+
+
+def _table_inputs(g, train: np.ndarray) -> dict[str, np.ndarray]:
+    """G2T-FM's table of the graph as our fit builds it (default config, seed 0), sliced to at most
+    TABLE_CONTEXT training nodes (context) and the first TABLE_QUERIES nodes (queries, context included)."""
+    import torch
+
+    from methods.g2tfm import G2TFM, _graph_table, _zscore
+    from methods.sdk.pfn import edge_array_without_self_loops
+
+    n = g.num_nodes
+    edges = edge_array_without_self_loops(g.edge_index)
+    table = _graph_table(g.x, edges, n, np.sort(train), G2TFM.default_config, 0)
+    with torch.no_grad():
+        pearl = _g2tfm_net().pearl(torch.from_numpy(edges), n, torch.Generator().manual_seed(0)).numpy()
+    table = _zscore(np.concatenate([table, pearl], axis=1))
+    rng = np.random.default_rng(0)
+    ctx = np.sort(train if len(train) <= TABLE_CONTEXT else rng.choice(train, TABLE_CONTEXT, replace=False))
+    rows = np.union1d(ctx, np.arange(min(n, TABLE_QUERIES)))
+    return {"g2t_table": table[rows], "g2t_order": np.searchsorted(rows, ctx), "g2t_y": g.y[ctx].astype(np.float32)}
 
 
 def _pfn_inputs(g, train: np.ndarray) -> dict[str, np.ndarray]:
@@ -165,7 +219,7 @@ def _run(side: str, method: str, graph_file: Path, work: Path) -> dict:
 
 def agreement(method: str, ours: dict, theirs: dict) -> str:
     o, t = ours["outputs"], theirs["outputs"]
-    key = {"graphany": "probs", "gvt": "representations", "node4all": "embedding", "nodepfn": "logits"}[method]
+    key = {"graphany": "probs", "gvt": "representations", "node4all": "embedding", "nodepfn": "logits", "g2tfm": "probs"}[method]
     diff = float(np.max(np.abs(o[key] - t[key]))) if o[key].shape == t[key].shape else float("inf")
     text = f"{key} max|diff| {diff:.1e} {'OK' if diff <= AGREEMENT_ATOL else 'DIFFER'}"
     if method == "gvt":
@@ -178,7 +232,7 @@ def agreement(method: str, ours: dict, theirs: dict) -> str:
 def main() -> None:
     import torch
 
-    selected = os.environ.get("BENCH_GFM_METHODS", "graphany,gvt,node4all,nodepfn").split(",")
+    selected = os.environ.get("BENCH_GFM_METHODS", "graphany,gvt,node4all,nodepfn,g2tfm").split(",")
     threads = int(os.environ.get("NODEGROUND_THREADS", 1))
     print(f"CPU, {threads} thread(s), torch {torch.__version__}; fit+predict CPU time and peak-memory rise, "
           f"median of {REPS} alternating runs; head training {EPOCHS} epochs on both sides")
@@ -200,7 +254,8 @@ def main() -> None:
         for label, g, train, val, test in _graphs():
             graph_file = work / f"{label}.npz"
             np.savez(graph_file, x=g.x, edge_index=g.edge_index, y=g.y, train=train, val=val, test=test,
-                     job=json.dumps({**job, "num_classes": g.num_classes}), **_pfn_inputs(g, train))
+                     job=json.dumps({**job, "num_classes": g.num_classes}), **_pfn_inputs(g, train),
+                     **(_table_inputs(g, train) if "g2tfm" in selected else {}))
             print(f"\n{label}: {g.num_nodes} nodes, {g.edge_index.shape[1]} edges (with self-loops), {g.x.shape[1]} features, "
                   f"{g.num_classes} classes, {len(train)}/{len(val)}/{len(test)} split")
             for method in selected:

@@ -59,14 +59,42 @@ def nodepfn_network(arrays: dict, job: dict, out: Path) -> None:
     gfm_probe.write_report(str(out / "report.json"), stats, {"torch": torch.__version__})
 
 
+def g2tfm_network(arrays: dict, job: dict, out: Path) -> None:
+    """G2T-FM's in-context inference alone (random parameters, official structure): ``G2TFM.predict`` on the table."""
+    from methods.g2tfm import MAX_QUERY_BATCH, G2TFM, G2TState
+    from methods.g2tfm.model import G2TNet
+    from methods.sdk.pfn import attention_chunk
+
+    table = torch.from_numpy(arrays["g2t_table"])
+    order, y = arrays["g2t_order"], torch.from_numpy(arrays["g2t_y"])
+    arch = job["g2tfm_arch"]
+    batch = min(MAX_QUERY_BATCH, table.shape[0])
+    chunk = attention_chunk(len(order) + batch, len(order), table.shape[1] + 1, arch["nhead"])
+
+    def work():
+        net = G2TNet(arch)
+        net.tabpfn.load_state_dict(torch.load(job["g2tfm_state"], weights_only=True))
+        net.eval()
+        state = G2TState(net=net, table=table, order=order, y_ctx=y, classes=int(job["num_classes"]), query_batch=batch,
+                         chunk=chunk, seed=0, device=torch.device("cpu"))
+        return G2TFM().predict(state, None)
+
+    probs, stats = gfm_probe.measure(work)
+    np.savez(out / "outputs.npz", probs=probs)
+    gfm_probe.write_report(str(out / "report.json"), stats, {"torch": torch.__version__})
+
+
+NETWORKS = {"nodepfn": nodepfn_network, "g2tfm": g2tfm_network}
+
+
 def main() -> None:
     method_name, graph_path, out = gfm_probe.argv()
     gfm_probe.prepare(torch)
     with np.load(graph_path) as raw:
         arrays = {k: raw[k] for k in raw.files}
     job = json.loads(str(arrays.pop("job")))
-    if method_name == "nodepfn":
-        return nodepfn_network(arrays, job, out)
+    if method_name in NETWORKS:
+        return NETWORKS[method_name](arrays, job, out)
     visible = np.full(arrays["y"].shape[0], -1)
     for split in ("train", "val"):
         visible[arrays[split]] = arrays["y"][arrays[split]]

@@ -22,6 +22,13 @@ graph, split and run settings our side gets (see ``bench_gfm``). What runs:
   predictor, then its softmax.
 * nodepfn: ``TransformerModel`` (GPS layers) built as ``load_model_only_inference``
   builds it, one forward pass on the random parameters our side uses.
+* g2tfm: the ICL path of G2T-FM's ``bin/g2t_fm.py`` (``TabPFN2`` with shared
+  linear value embeddings, random-subspace positional embeddings, shuffled
+  labels; ``evaluate``'s query batches of 4,096 under ``inference_mode``) on the
+  ``tabpfn`` package's ``PerFeatureEncoderLayer`` (the module G2T-FM copies into
+  ``lib/tabpfn``), our random parameters loaded into it. ``bin/g2t_fm.py`` itself
+  cannot be imported here (DGL, its checkpoint files), so ``TabPFN2``'s
+  constructor and forward for that configuration are restated below, line for line.
 
 Head training runs a fixed number of epochs on both sides (patience = epochs), so
 that the two do the same work; the frozen representations are compared to float round-off.
@@ -293,7 +300,87 @@ def run_nodepfn(arrays: dict, job: dict, out: Path) -> dict:
     return stats
 
 
-RUNNERS = {"graphany": run_graphany, "gvt": run_gvt, "node4all": run_node4all, "nodepfn": run_nodepfn}
+def run_g2tfm(arrays: dict, job: dict, out: Path) -> dict:
+    from tabpfn.model.layer import PerFeatureEncoderLayer
+
+    arch = job["g2tfm_arch"]
+    e, nhead, nhid, nlayers = arch["emsize"], arch["nhead"], arch["emsize"] * arch["nhid_factor"], arch["nlayers"]
+    n_classes = int(job["num_classes"])
+    nn, F = torch.nn, torch.nn.functional
+
+    class LayerStack(nn.Module):  # bin/g2t_fm.py, without layer dropout (min = num_layers)
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([
+                PerFeatureEncoderLayer(d_model=e, nhead=nhead, dim_feedforward=nhid, activation="gelu", zero_init=False,
+                                       precomputed_kv=None, multiquery_item_attention_for_test_set=True,
+                                       layer_norm_with_elementwise_affine=False) for _ in range(nlayers)])
+
+        def forward(self, x, **kwargs):
+            n_layers = torch.randint(low=nlayers, high=nlayers + 1, size=(1,)).item()
+            for layer in self.layers[:n_layers]:
+                x = layer(x, **kwargs)
+            return x
+
+    class TabPFN2(nn.Module):  # bin/g2t_fm.py: untie_value_embeddings = untie_pos_embeddings = false, shuffle_labels = true
+        def __init__(self):
+            super().__init__()
+            self.n_classes = n_classes
+            self.shuffle_labels = 2 < n_classes <= 10
+            self.pos_embs = nn.Linear(e // 4, e)
+            self.m_num = nn.Linear(1, e, bias=False)
+            self.y_embedding_weight = nn.Parameter(torch.empty(e))
+            self.y_embedding_nan_ind = nn.Parameter(torch.empty(e))
+            self.y_embedding_bias = nn.Parameter(torch.empty(e))
+            self.transformer_encoder = LayerStack()
+            self.decoder = nn.Sequential(nn.Linear(e, nhid), nn.GELU(), nn.Linear(nhid, 10))
+
+        def forward(self, *, x_num, y_train):
+            bs, train_size = y_train.shape[0], y_train.shape[1]
+            if self.shuffle_labels:
+                labels_permutation = torch.randperm(self.n_classes, device=y_train.device)
+                y_train_original_ohe = F.one_hot(y_train.to(torch.int64))
+                y_train = labels_permutation[y_train.to(torch.int64)].to(torch.float32)
+                assert torch.all(y_train_original_ohe == F.one_hot(y_train.to(torch.int64))[..., labels_permutation])
+            x_inp = torch.cat([self.m_num(x_num.unsqueeze(-1))], dim=2)
+            total_size = x_inp.shape[1]
+            y_mult = torch.round(y_train.mean(dim=1, keepdim=True))
+            y_test = x_inp.new_ones(bs, total_size - train_size) * y_mult
+            nan_ind = x_inp.new_zeros(bs, total_size)
+            nan_ind[:, train_size:] = -2.0
+            y_emb = (torch.cat([y_train, y_test], dim=1).view(bs, -1, 1, 1).float() * self.y_embedding_weight.view(1, 1, 1, -1).repeat(bs, 1, 1, 1)
+                     + nan_ind.view(bs, -1, 1, 1) * self.y_embedding_nan_ind.view(1, 1, 1, -1).repeat(bs, 1, 1, 1)
+                     + self.y_embedding_bias.view(1, 1, 1, -1).repeat(bs, 1, 1, 1))
+            bs, _, n_features, d_emb = x_inp.shape
+            x_inp = x_inp + self.pos_embs(torch.randn(n_features, d_emb // 4, device=x_inp.device))[None, None]
+            x_inp = torch.cat([x_inp, y_emb], dim=2)
+            encoder_out = self.transformer_encoder(x_inp, cache_trainset_representation=False, single_eval_pos=train_size)
+            preds = self.decoder(encoder_out[:, train_size:, -1])[..., :self.n_classes]
+            if self.shuffle_labels:
+                preds = preds[..., labels_permutation]
+            return preds
+
+    table = torch.from_numpy(arrays["g2t_table"])
+    order = torch.from_numpy(arrays["g2t_order"])
+    y_train = torch.from_numpy(arrays["g2t_y"])
+
+    def work():
+        model = TabPFN2()
+        model.load_state_dict(torch.load(job["g2tfm_state"], weights_only=True))
+        model.eval()
+        torch.manual_seed(0)
+        with torch.inference_mode(), torch.nn.attention.sdpa_kernel(
+                [torch.nn.attention.SDPBackend.FLASH_ATTENTION, torch.nn.attention.SDPBackend.EFFICIENT_ATTENTION]):
+            logits = torch.cat([model(x_num=torch.cat([table[order], table[idx]]).unsqueeze(0), y_train=y_train.unsqueeze(0)).squeeze(0).float()
+                                for idx in torch.arange(table.shape[0]).split(4096)])
+        return torch.softmax(logits, dim=-1)
+
+    probs, stats = gfm_probe.measure(work)
+    np.savez(out / "outputs.npz", probs=probs.numpy())
+    return stats
+
+
+RUNNERS = {"graphany": run_graphany, "gvt": run_gvt, "node4all": run_node4all, "nodepfn": run_nodepfn, "g2tfm": run_g2tfm}
 
 
 def main() -> None:
