@@ -60,8 +60,10 @@ weights: $(STAMP)
 	$(VENV)/bin/orchestrator weights fetch $(WEIGHTS)
 
 # The GFM section reads official checkpoints like `make fidelity`; NODEGROUND_UPSTREAM adds upstream's side.
+# BENCH="gfm methods" picks sections (default: all).
+BENCH ?=
 bench: $(STAMP)
-	NODEGROUND_WEIGHTS=$${NODEGROUND_WEIGHTS:-$(NODEGROUND_MIRROR)} $(PYTHON) -m tests.bench
+	NODEGROUND_WEIGHTS=$${NODEGROUND_WEIGHTS:-$(NODEGROUND_MIRROR)} $(PYTHON) -m tests.bench $(BENCH)
 
 # The GPU check (tests/bench/gpu_check.py) on any CUDA host, with or without Docker, using
 # the host's own torch (>= 2.3) and PyG: service vs plain-loop epoch times and peak GPU
