@@ -56,7 +56,9 @@ def parse_env(pairs: list[str]) -> dict[str, str]:
 def validate(
     target: Annotated[str, typer.Argument(help="A local image (e.g. nodeground/demo) or a running endpoint (HOST:PORT or unix:/path).")],
     method: Annotated[list[str], typer.Option("--method", help="Check only this method (repeatable; default: every method described).")] = [],  # noqa: B006
-    call_timeout: Annotated[float, typer.Option(help="gRPC deadline of each fit/predict call, seconds.")] = 300.0,
+    # It catches a fit that never answers: default-config fits on the check graphs take up to
+    # 160 s on 2 idle cores (NAGphormer, large graph), so the default leaves room for a loaded host.
+    call_timeout: Annotated[float, typer.Option(help="gRPC deadline of each fit/predict call, seconds.")] = 900.0,
     deadline: Annotated[float, typer.Option(help="Time limit given to the deadline check's fit, seconds.")] = 1.0,
     grace: Annotated[float, typer.Option(help="How long past that limit the service may take to answer, seconds.")] = 10.0,
     memory: Annotated[str, typer.Option(help="Sandbox memory limit (images only).")] = "4g",
