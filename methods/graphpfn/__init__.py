@@ -79,7 +79,6 @@ class GraphPFNState:
     num_classes: int
     seed: int
     device: torch.device
-    chunk_edges: int
 
 
 class GraphPFN(FrozenGFM):
@@ -118,7 +117,6 @@ class GraphPFN(FrozenGFM):
         tokens = math.ceil((f + arch["n_random_features"]) / arch["features_per_group"]) + 1
         e, hid, heads = arch["embed_dim"], arch["hid_dim"], arch["nhead"]
         n_edges = edges.shape[1]
-        chunk_edges = max(1, min(n_edges, (128 << 20) // max(1, tokens * e * 4)))
         require_memory(
             self.name,
             {
@@ -126,7 +124,7 @@ class GraphPFN(FrozenGFM):
                 "activations": 8.0 * n * tokens * e * 4 + n * tokens * hid * 4,
                 "feature attention": float(n) * heads * tokens * tokens * 4,
                 "context attention": float(attention_chunk(n, len(train), tokens, heads)) * tokens * heads * len(train) * 4,
-                "graph adapters": 3.0 * n_edges * tokens * heads * 4 + 3.0 * chunk_edges * tokens * e * 4,
+                "graph adapters": 4.0 * n_edges * tokens * heads * 4 + 4.0 * n * tokens * e * 4,  # edge scores; q, k, v, output per token
             },
             ctx.device,
             "in-context inference",
@@ -162,7 +160,6 @@ class GraphPFN(FrozenGFM):
             num_classes=n_classes,
             seed=ctx.seed,
             device=device,
-            chunk_edges=chunk_edges,
         )
 
     def predict(self, state: GraphPFNState, graph: GraphBundle) -> np.ndarray:

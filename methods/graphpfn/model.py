@@ -23,6 +23,8 @@ query rows is decoded into 10 logits.
 from __future__ import annotations
 
 import math
+import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -127,7 +129,8 @@ class LimiXLayer(nn.Module):
         parts = [out_train]
         if n_test:
             parts.append(attn.cross_attention(xt[:, eval_pos:], train, self.arch["cross_share_all_kv_heads"], chunk))
-        return torch.cat(parts, dim=1).reshape(b, t, s, e).transpose(1, 2)
+        # back to (B, S, T, E) before joining, so that the residual stream stays contiguous for the next steps
+        return torch.cat([part.reshape(b, t, -1, e).transpose(1, 2) for part in parts], dim=1)
 
     def forward(self, x: torch.Tensor, eval_pos: int) -> torch.Tensor:
         steps = [
@@ -284,6 +287,31 @@ class LimiXTransformer(nn.Module):
 # ---- GraphPFN adapters --------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class InEdges:
+    """The graph as rows of in-edges (CSR: one row per target node, its sources as columns), built once per
+    forward pass. The adapters' attention is then a sampled dense-dense product (scores on the edges only)
+    and a sparse-dense product (the weighted sum), as DGL's fused kernels do upstream: no per-edge copy of
+    the node features is ever made."""
+
+    crow: torch.Tensor
+    col: torch.Tensor
+    row: torch.Tensor  # the target node of each entry, for the softmax over a node's in-edges
+    num_nodes: int
+
+    @classmethod
+    def from_edge_index(cls, edge_index: torch.Tensor, num_nodes: int) -> "InEdges":
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        src, dst = edge_index
+        order = torch.argsort(dst, stable=True)
+        crow = torch.zeros(num_nodes + 1, dtype=torch.int64, device=dst.device)
+        crow[1:] = torch.bincount(dst, minlength=num_nodes).cumsum(0)
+        return cls(crow, src[order].contiguous(), dst[order].contiguous(), num_nodes)
+
+    def matrix(self, values: torch.Tensor) -> torch.Tensor:
+        return torch.sparse_csr_tensor(self.crow, self.col, values, size=(self.num_nodes, self.num_nodes), check_invariants=False)
+
+
 class GraphAttention(nn.Module):
     """Per token, each node attends over its in-neighbours (dot-product scores, softmax over incoming edges)."""
 
@@ -295,17 +323,18 @@ class GraphAttention(nn.Module):
         nn.init.zeros_(self.output_linear.weight)
         nn.init.zeros_(self.output_linear.bias)
 
-    def forward(self, edge_index: torch.Tensor, x: torch.Tensor) -> torch.Tensor:  # x (1, S, T, E)
+    def forward(self, graph: InEdges, x: torch.Tensor) -> torch.Tensor:  # x (1, S, T, E)
         x = x.squeeze(0)
         s, t, _ = x.shape
         qkv = self.attn_qkv_linear(x).reshape(s, t, self.n_heads, 3 * self.d_head)
-        q, k, v = qkv.split(self.d_head, dim=-1)
-        src, dst = edge_index
-        scores = (k[src] * q[dst]).sum(-1) / math.sqrt(self.d_head)  # (E, T, H)
-        probs = edge_softmax(scores, dst, num_nodes=s)
-        out = torch.zeros(s, t, self.n_heads, self.d_head, dtype=v.dtype, device=v.device)
-        out.index_add_(0, dst, v[src] * probs.unsqueeze(-1))
-        return self.output_linear(out.reshape(s, t, self.d)).unsqueeze(0)
+        # one (nodes x d_head) matrix per token and head; the sparse kernels run in float32 (no bfloat16 CSR kernels)
+        q, k, v = (z.permute(1, 2, 0, 3).reshape(t * self.n_heads, s, self.d_head).float() for z in qkv.split(self.d_head, dim=-1))
+        pattern = graph.matrix(q.new_zeros(graph.col.numel()))
+        scores = torch.stack([torch.sparse.sampled_addmm(pattern, q[i], k[i].T, beta=0.0).values() for i in range(len(q))], dim=1)
+        probs = edge_softmax(scores * (1.0 / math.sqrt(self.d_head)), graph.row, num_nodes=s)  # (E, T*H)
+        out = torch.stack([torch.sparse.mm(graph.matrix(probs[:, i].contiguous()), v[i]) for i in range(len(v))])
+        out = out.view(t, self.n_heads, s, self.d_head).permute(2, 0, 1, 3).reshape(s, t, self.d).to(x.dtype)
+        return self.output_linear(out).unsqueeze(0)
 
 
 class AdapterMLP(nn.Module):
@@ -315,7 +344,7 @@ class AdapterMLP(nn.Module):
         nn.init.zeros_(self.layers[-1].weight)
         nn.init.zeros_(self.layers[-1].bias)
 
-    def forward(self, edge_index: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, graph: InEdges, x: torch.Tensor) -> torch.Tensor:
         return self.layers(x)
 
 
@@ -325,8 +354,8 @@ class Residual(nn.Module):
         self.norm = nn.LayerNorm(d)
         self.base = base
 
-    def forward(self, edge_index: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        return x + self.base(edge_index, self.norm(x))
+    def forward(self, graph: InEdges, x: torch.Tensor) -> torch.Tensor:
+        return x + self.base(graph, self.norm(x))
 
 
 class GraphPFNLayer(nn.Module):
@@ -339,9 +368,9 @@ class GraphPFNLayer(nn.Module):
         self.conv = Residual(GraphAttention(d, arch["adapter_heads"]), d)
         self.mlp = Residual(AdapterMLP(d), d)
 
-    def forward(self, x: torch.Tensor, eval_pos: int, edge_index: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, eval_pos: int, graph: InEdges) -> torch.Tensor:
         x = self.base(x, eval_pos)
-        return self.mlp(edge_index, self.conv(edge_index, x))
+        return self.mlp(graph, self.conv(graph, x))
 
 
 class LimiXWrapper(nn.Module):
@@ -372,12 +401,12 @@ class GraphPFNNet(nn.Module):
         perm = torch.argsort((~train_mask).to(torch.int8), stable=True)
         inv = torch.argsort(perm, stable=True)
         x = features[perm].unsqueeze(0)
-        ei = inv[edge_index]
+        graph = InEdges.from_edge_index(inv[edge_index], n)
         n_ctx = int(y_train.shape[0])
         limix = self.tfm.module
         h = limix.embed(x, y_train.unsqueeze(0))
         for layer in limix.transformer_encoder.layers:
-            h = layer(h, n_ctx, ei)
+            h = layer(h, n_ctx, graph)
         logits = limix.decode(h, n_ctx).float().squeeze(0)
         preds = torch.log_softmax(logits, dim=-1)
         out = torch.cat([preds.new_zeros(n_ctx, preds.shape[1]), preds], dim=0)

@@ -24,3 +24,33 @@ def test_graphpfn_official_structure():
     assert set(load_limix_state({"transformer_encoder.layers.0.mlp.0.mlp.0.weight": torch.zeros(1)})) == {
         "tfm.module.transformer_encoder.layers.0.base.mlp.0.mlp.0.weight"
     }
+
+
+def _dense_graph_attention(att, edge_index, x):
+    """Reference: per node, token and head, a softmax over the scores of its in-edges, written with loops."""
+    s, t, _ = x.shape[1:]
+    qkv = att.attn_qkv_linear(x[0]).reshape(s, t, att.n_heads, 3 * att.d_head)
+    q, k, v = qkv.split(att.d_head, dim=-1)
+    out = torch.zeros(s, t, att.n_heads, att.d_head)
+    for node in range(s):
+        sources = edge_index[0][edge_index[1] == node]
+        if len(sources):
+            scores = (k[sources] * q[node]).sum(-1) / att.d_head**0.5  # (in-edges, T, H)
+            out[node] = (torch.softmax(scores, dim=0).unsqueeze(-1) * v[sources]).sum(0)
+    return att.output_linear(out.reshape(s, t, att.d)).unsqueeze(0)
+
+
+def test_adapter_graph_attention_matches_a_softmax_over_in_edges():
+    from methods.graphpfn.model import GraphAttention, InEdges
+
+    torch.manual_seed(0)
+    att = GraphAttention(16, 4)
+    torch.nn.init.normal_(att.output_linear.weight)  # zero-initialised upstream: draw it so the output shows the attention
+    torch.nn.init.normal_(att.output_linear.bias)
+    # unsorted targets, a repeated edge (counted twice, as upstream), node 6 without in-edges
+    edge_index = torch.tensor([[4, 1, 2, 3, 0, 0, 2, 5, 2], [3, 0, 1, 1, 1, 4, 4, 2, 1]])
+    x = torch.randn(1, 7, 3, 16)
+    with torch.no_grad():
+        expected = _dense_graph_attention(att, edge_index, x)
+        got = att(InEdges.from_edge_index(edge_index, 7), x)
+    torch.testing.assert_close(got, expected)
