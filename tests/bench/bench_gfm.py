@@ -15,8 +15,8 @@ the chosen depth and the share of equal predicted classes are shown. Head
 training runs a fixed EPOCHS on both sides (patience = epochs) so that both do
 the same work.
 
-NodePFN's and G2T-FM's weights cannot be fetched offline and their cost does
-not depend on their values: each network (the released structure, random
+NodePFN's, G2T-FM's and GraphPFN's weights cannot be fetched offline and their
+cost does not depend on their values: each network (the released structure, random
 parameters shared by both sides) runs its in-context inference. NodePFN: one
 forward pass over the whole graph, training rows as context, against upstream's
 ``TransformerModel``; the logits must match. G2T-FM: our ``G2TFM.predict`` on
@@ -28,13 +28,24 @@ path needs CUDA), whose scores do not fit this machine for 2,000 context rows,
 so the table comes as a slice: at most TABLE_CONTEXT training nodes as context
 and the first TABLE_QUERIES nodes as queries (one query batch; the whole graph
 on Texas).
-GraphPFN is not compared (see its README for why).
+GraphPFN: one in-context forward pass (one ensemble member) of the LimiX-16M
+backbone with its graph adapters over the whole graph, on our fit's prepared
+features (transform, PCA to ``d_pca``, random columns appended here so that both
+sides see the same ones), against upstream's ``GraphPFN.forward`` as its
+``evaluate`` calls it; the log-probabilities must match. Upstream builds LimiX
+from a checkpoint file through its own ``load_model``: the file is written here
+in LimiX's format (its ``config`` dict restated from our ``DEFAULT_ARCH``, our
+random ``state_dict`` under LimiX's names).
 
 Upstream runs in its own virtual environment: NODEGROUND_UPSTREAM names a folder
 holding the checkouts ``GraphAny/``, ``graph-view-space/``, ``node4all/``,
-``NodePFN/`` and ``G2T-FM/``, each with its environment in ``.venv/`` (G2T-FM's
-holds the ``tabpfn`` package its ``lib/tabpfn`` copies, 2.0.0). Without it only
-our numbers print.
+``NodePFN/``, ``G2T-FM/`` and ``graphpfn/``, each with its environment in
+``.venv/`` (G2T-FM's holds the ``tabpfn`` package its ``lib/tabpfn`` copies,
+2.0.0; graphpfn's, on Python 3.11 beside the shared CPU torch, the pins of its
+``pyproject.toml`` that this path imports: delu, loguru, numpy, optuna, PyYAML,
+rtdl-num-embeddings, rtdl-revisiting-models, scikit-learn, scipy, tomli-w,
+tqdm, torch-geometric, einops, huggingface_hub; DGL and flash-attn have no build
+for it). Without it only our numbers print.
 
 Run: ``python -m tests.bench gfm``; BENCH_GFM_REPS (3), BENCH_GFM_EPOCHS (100),
 BENCH_GFM_NODES (20000), BENCH_GFM_FEATURES (16), BENCH_GFM_METHODS (all),
@@ -59,6 +70,7 @@ for extra in (ROOT,):
 import numpy as np  # noqa: E402
 
 from methods.g2tfm.model import DEFAULT_PEARL, DEFAULT_TABPFN  # noqa: E402
+from methods.graphpfn.model import DEFAULT_ARCH as GRAPHPFN_ARCH  # noqa: E402
 from methods.nodepfn.model import DEFAULT_ARCH as NODEPFN_ARCH  # noqa: E402
 
 REPS = int(os.environ.get("BENCH_GFM_REPS", 3))
@@ -68,10 +80,14 @@ FEATURES = int(os.environ.get("BENCH_GFM_FEATURES", 16))
 TABLE_CONTEXT = int(os.environ.get("BENCH_GFM_TABLE_CONTEXT", 256))
 TABLE_QUERIES = int(os.environ.get("BENCH_GFM_TABLE_QUERIES", 1024))
 G2TFM_ARCH = {**DEFAULT_TABPFN, **DEFAULT_PEARL}
+# GraphPFN's copy of LimiX asserts 3-D input in its outlier removal, which its grouped (4-D) input never is:
+# upstream runs only with remove_outliers off, so both sides run so here (an O(N F) step either way).
+GRAPHPFN_BENCH_ARCH = {**GRAPHPFN_ARCH, "remove_outliers": False}
 MAX_DEPTH = 8
 TIME_TARGET, MEMORY_TARGET = 1.05, 1.10
 AGREEMENT_ATOL = 1e-4  # frozen representations and GraphAny's probabilities: float32 round-off only
-UPSTREAM_DIRS = {"graphany": "GraphAny", "gvt": "graph-view-space", "node4all": "node4all", "nodepfn": "NodePFN", "g2tfm": "G2T-FM"}
+UPSTREAM_DIRS = {"graphany": "GraphAny", "gvt": "graph-view-space", "node4all": "node4all", "nodepfn": "NodePFN", "g2tfm": "G2T-FM",
+                 "graphpfn": "graphpfn"}
 HERE = Path(__file__).resolve().parent
 
 
@@ -119,6 +135,7 @@ def _job(work: Path) -> dict:
         "node4all_weights": str(locate_weights("node4all-cgt", "")[0]),
         "nodepfn_arch": NODEPFN_ARCH, "nodepfn_state": _nodepfn_state(work),
         "g2tfm_arch": G2TFM_ARCH, "g2tfm_state": _g2tfm_state(work),
+        "graphpfn_arch": GRAPHPFN_BENCH_ARCH, **_graphpfn_states(work),
     }
 
 
@@ -152,6 +169,68 @@ def _g2tfm_state(work: Path) -> str:
     path = work / "g2tfm_tabpfn_random.pt"
     torch.save(_g2tfm_net().tabpfn.state_dict(), path)
     return str(path)
+
+
+def _graphpfn_states(work: Path) -> dict[str, str]:
+    """GraphPFN's released structure with random parameters (the adapters' zero-initialised output layers
+    drawn too, so that the graph attention reaches the outputs), saved for our side and, under LimiX's
+    names and with its ``config`` dict, as the checkpoint upstream's ``load_model`` reads."""
+    import torch
+
+    from methods.graphpfn.model import GraphPFNNet, arch_from_limix_config
+    from methods.sdk.frozen import RANDOM_INIT_SEED
+
+    torch.manual_seed(RANDOM_INIT_SEED)
+    net = GraphPFNNet(GRAPHPFN_BENCH_ARCH)
+    with torch.no_grad():
+        for p in net.parameters():
+            if not p.any():
+                p.normal_(0.0, 0.02)
+    state = net.state_dict()
+    a = GRAPHPFN_BENCH_ARCH
+    config = {
+        "preprocess_config_x": {"num_features": a["features_per_group"], "nan_handling_enabled": a["nan_handling_enabled"],
+                                "normalize_on_train_only": a["normalize_on_train_only"], "normalize_x": a["normalize_x"],
+                                "remove_outliers": a["remove_outliers"], "normalize_by_used_features": a["normalize_by_used_features"]},
+        "encoder_config_x": {"num_features": a["features_per_group"], "embedding_size": a["embed_dim"],
+                             "mask_embedding_size": a["embed_dim"], "encoder_use_bias": a["encoder_use_bias"]},
+        "encoder_config_y": {"num_inputs": 1, "embedding_size": a["embed_dim"], "nan_handling_y_encoder": a["nan_handling_y_encoder"],
+                             "max_num_classes": a["max_num_classes"]},
+        "decoder_config": {"num_classes": a["max_num_classes"]},
+        "nlayers": a["nlayers"], "nhead": a["nhead"], "embed_dim": a["embed_dim"], "hid_dim": a["hid_dim"],
+        "features_per_group": a["features_per_group"], "dropout": 0.0, "recompute_attn": False,
+    }
+    restated = arch_from_limix_config(config)
+    assert all(a[k] == v for k, v in restated.items()), "the LimiX config restated here disagrees with the architecture"
+    limix, adapters = {}, {}
+    for key, value in state.items():
+        key = key.removeprefix("tfm.module.")
+        parts = key.split(".")
+        if key.startswith("transformer_encoder.layers.") and parts[3] == "base":
+            limix[".".join(parts[:3] + parts[4:])] = value
+        elif key.startswith("transformer_encoder.layers."):
+            adapters["tfm." + key] = value
+        else:
+            limix[key] = value
+    paths = {"graphpfn_state": work / "graphpfn_random.pt", "graphpfn_limix": work / "LimiX-16M-random.ckpt",
+             "graphpfn_adapters": work / "graphpfn_adapters_random.pt"}
+    torch.save(state, paths["graphpfn_state"])
+    torch.save({"config": config, "state_dict": limix}, paths["graphpfn_limix"])
+    torch.save(adapters, paths["graphpfn_adapters"])
+    return {k: str(v) for k, v in paths.items()}
+
+
+def _graphpfn_inputs(g, train: np.ndarray) -> dict[str, np.ndarray]:
+    """Our fit's prepared features (default config, seed 0) with the default number of random columns
+    appended, the edges without self-loops, and the context labels in node order."""
+    from methods.graphpfn import GraphPFN, _prepare_features
+    from methods.sdk.pfn import edge_array_without_self_loops
+
+    config = GraphPFN.default_config
+    features = _prepare_features(g.x, train, config, 0)
+    noise = np.random.default_rng(0).standard_normal((g.num_nodes, int(config["n_random_features"]))).astype(np.float32)
+    return {"gpfn_x": np.concatenate([features, noise], axis=1), "gpfn_edge_index": edge_array_without_self_loops(g.edge_index),
+            "gpfn_y": g.y[np.sort(train)].astype(np.int64)}
 
 
 def _table_inputs(g, train: np.ndarray) -> dict[str, np.ndarray]:
@@ -219,7 +298,8 @@ def _run(side: str, method: str, graph_file: Path, work: Path) -> dict:
 
 def agreement(method: str, ours: dict, theirs: dict) -> str:
     o, t = ours["outputs"], theirs["outputs"]
-    key = {"graphany": "probs", "gvt": "representations", "node4all": "embedding", "nodepfn": "logits", "g2tfm": "probs"}[method]
+    key = {"graphany": "probs", "gvt": "representations", "node4all": "embedding", "nodepfn": "logits", "g2tfm": "probs",
+           "graphpfn": "logprobs"}[method]
     diff = float(np.max(np.abs(o[key] - t[key]))) if o[key].shape == t[key].shape else float("inf")
     text = f"{key} max|diff| {diff:.1e} {'OK' if diff <= AGREEMENT_ATOL else 'DIFFER'}"
     if method == "gvt":
@@ -232,7 +312,7 @@ def agreement(method: str, ours: dict, theirs: dict) -> str:
 def main() -> None:
     import torch
 
-    selected = os.environ.get("BENCH_GFM_METHODS", "graphany,gvt,node4all,nodepfn,g2tfm").split(",")
+    selected = os.environ.get("BENCH_GFM_METHODS", "graphany,gvt,node4all,nodepfn,g2tfm,graphpfn").split(",")
     threads = int(os.environ.get("NODEGROUND_THREADS", 1))
     print(f"CPU, {threads} thread(s), torch {torch.__version__}; fit+predict CPU time and peak-memory rise, "
           f"median of {REPS} alternating runs; head training {EPOCHS} epochs on both sides")
@@ -254,7 +334,7 @@ def main() -> None:
         for label, g, train, val, test in _graphs():
             graph_file = work / f"{label}.npz"
             np.savez(graph_file, x=g.x, edge_index=g.edge_index, y=g.y, train=train, val=val, test=test,
-                     job=json.dumps({**job, "num_classes": g.num_classes}), **_pfn_inputs(g, train),
+                     job=json.dumps({**job, "num_classes": g.num_classes}), **_pfn_inputs(g, train), **_graphpfn_inputs(g, train),
                      **(_table_inputs(g, train) if "g2tfm" in selected else {}))
             print(f"\n{label}: {g.num_nodes} nodes, {g.edge_index.shape[1]} edges (with self-loops), {g.x.shape[1]} features, "
                   f"{g.num_classes} classes, {len(train)}/{len(val)}/{len(test)} split")

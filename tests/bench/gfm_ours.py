@@ -84,7 +84,30 @@ def g2tfm_network(arrays: dict, job: dict, out: Path) -> None:
     gfm_probe.write_report(str(out / "report.json"), stats, {"torch": torch.__version__})
 
 
-NETWORKS = {"nodepfn": nodepfn_network, "g2tfm": g2tfm_network}
+def graphpfn_network(arrays: dict, job: dict, out: Path) -> None:
+    """GraphPFN's network alone (random parameters, official structure): one in-context forward pass,
+    one ensemble member, on features that already carry their random columns."""
+    from methods.graphpfn.model import GraphPFNNet
+
+    x, edges, y = (torch.from_numpy(arrays[k]) for k in ("gpfn_x", "gpfn_edge_index", "gpfn_y"))
+    train_mask = torch.zeros(x.shape[0], dtype=torch.bool)
+    train_mask[torch.from_numpy(np.sort(arrays["train"]))] = True
+
+    def work():
+        net = GraphPFNNet({**job["graphpfn_arch"], "n_random_features": 0})
+        net.load_state_dict(torch.load(job["graphpfn_state"], weights_only=True))
+        net.eval()
+        torch.manual_seed(0)
+        with torch.no_grad():
+            return net(x, edges, y, train_mask)
+
+    logprobs, stats = gfm_probe.measure(work)
+    # as the method's predict: the first num_classes outputs renormalised, on the predicted (non-context) rows
+    np.savez(out / "outputs.npz", logprobs=torch.log_softmax(logprobs[~train_mask, : int(job["num_classes"])], dim=-1).numpy())
+    gfm_probe.write_report(str(out / "report.json"), stats, {"torch": torch.__version__})
+
+
+NETWORKS = {"nodepfn": nodepfn_network, "g2tfm": g2tfm_network, "graphpfn": graphpfn_network}
 
 
 def main() -> None:

@@ -30,6 +30,12 @@ graph, split and run settings our side gets (see ``bench_gfm``). What runs:
   cannot be imported here (DGL, its checkpoint files), so ``TabPFN2``'s
   constructor and forward for that configuration are restated below, line for line.
 
+* graphpfn: ``GraphPFN.forward`` (``lib/graphpfn/model.py``) as ``evaluate`` in
+  ``bin/graphpfn_evaluate.py`` calls it, one forward pass over the whole graph,
+  LimiX built by upstream's ``load_model`` from a checkpoint file in LimiX's
+  format holding our random parameters; the adapters' DGL kernels are stood in
+  (``_stand_in_dgl``) and ``lib``'s package files are not run (``_graphpfn_packages``).
+
 Head training runs a fixed number of epochs on both sides (patience = epochs), so
 that the two do the same work; the frozen representations are compared to float round-off.
 """
@@ -115,9 +121,12 @@ def _stand_in_dgl() -> None:
     """DGL has no build for this torch (its C++ graphbolt/tensoradapter libraries exist only up to torch 2.2).
 
     The dataset modules import it at module level; of its API the code timed here
-    uses only GraphAny's preprocessing: ``graph``, ``remove_self_loop``,
-    ``to_simple`` and ``update_all(copy_u, mean)``. The stand-in gives those, the
-    mean through PyG's ``scatter`` (the closest upstream-equivalent kernel);
+    uses GraphAny's preprocessing (``graph``, ``remove_self_loop``, ``to_simple``
+    and ``update_all(copy_u, mean)``) and GraphPFN's graph attention
+    (``ops.u_dot_v``, ``ops.edge_softmax``, ``ops.u_mul_e_sum``). The stand-in
+    gives those through PyG's ``scatter`` and ``softmax`` and, for DGL's sampled
+    dense-dense (SDDMM) and sparse-dense (SpMM) kernels, torch's CSR
+    ``sampled_addmm`` and ``sparse.mm`` (the closest upstream-equivalent kernels);
     everything else runs upstream's own code.
     """
     try:
@@ -125,8 +134,9 @@ def _stand_in_dgl() -> None:
         return
     except (ImportError, OSError) as exc:
         NOTES.append(f"DGL not usable here ({type(exc).__name__}); graph/remove_self_loop/to_simple/update_all(copy_u, mean) "
-                     "stood in by PyG's scatter-mean")
-    from torch_geometric.utils import coalesce, scatter
+                     "stood in by PyG's scatter-mean; ops.u_dot_v/u_mul_e_sum (DGL's SDDMM/SpMM) by torch's CSR "
+                     "sampled_addmm/sparse.mm, ops.edge_softmax by PyG's softmax")
+    from torch_geometric.utils import coalesce, scatter, softmax
 
     class DGLGraph:
         idtype = torch.int64
@@ -176,7 +186,35 @@ def _stand_in_dgl() -> None:
     sys.meta_path.insert(0, Finder())
     import dgl
     import dgl.function as fn
+    import dgl.ops
 
+    def in_edges(g):  # DGL's SDDMM/SpMM kernels run on the graph as sparse rows; torch's CSR kernels do the same here
+        if not hasattr(g, "order"):
+            g.order = torch.argsort(g.dst, stable=True)
+            g.crow = torch.zeros(g.n + 1, dtype=torch.int64)
+            g.crow[1:] = torch.bincount(g.dst, minlength=g.n).cumsum(0)
+            g.col = g.src[g.order].contiguous()
+        return lambda values: torch.sparse_csr_tensor(g.crow, g.col, values, size=(g.n, g.n), check_invariants=False)
+
+    def slices(u):  # (N, *, D) -> (B, N, D): one matrix per feature slice
+        return u.reshape(u.shape[0], -1, u.shape[-1]).transpose(0, 1).contiguous()
+
+    def u_dot_v(g, u, v):  # (N, *, D) x (N, *, D) -> (E, *, 1): edge (s -> d) scores u[s] . v[d]
+        matrix, ub, vb = in_edges(g), slices(u), slices(v)
+        pattern = matrix(u.new_zeros(g.num_edges()))
+        sorted_scores = torch.stack([torch.sparse.sampled_addmm(pattern, vb[i], ub[i].T, beta=0.0).values() for i in range(len(ub))], dim=1)
+        out = torch.empty_like(sorted_scores)
+        out[g.order] = sorted_scores  # back to the graph's edge order
+        return out.view(g.num_edges(), *u.shape[1:-1], 1)
+
+    def u_mul_e_sum(g, u, e):  # sum over the in-edges of each node of u[src] * e, e (E, *, 1)
+        matrix, ub = in_edges(g), slices(u)
+        weights = e.reshape(g.num_edges(), -1)[g.order]
+        out = torch.stack([torch.sparse.mm(matrix(weights[:, i].contiguous()), ub[i]) for i in range(len(ub))])
+        return out.transpose(0, 1).reshape(g.n, *u.shape[1:])
+
+    dgl.ops.u_dot_v, dgl.ops.u_mul_e_sum = u_dot_v, u_mul_e_sum
+    dgl.ops.edge_softmax = lambda g, e: softmax(e, g.dst, num_nodes=g.n)
     fn.copy_u = lambda field, msg: ("copy_u", field)
     fn.mean = lambda msg, out: ("mean", msg, out)
     dgl.DGLGraph = DGLGraph
@@ -380,7 +418,63 @@ def run_g2tfm(arrays: dict, job: dict, out: Path) -> dict:
     return stats
 
 
-RUNNERS = {"graphany": run_graphany, "gvt": run_gvt, "node4all": run_node4all, "nodepfn": run_nodepfn, "g2tfm": run_g2tfm}
+def run_graphpfn(arrays: dict, job: dict, out: Path) -> dict:
+    """``GraphPFN`` of ``lib/graphpfn/model.py`` as ``bin/graphpfn_evaluate.py``'s ``evaluate`` runs it (inference
+    mode, no checkpointing, full attention), LimiX built by upstream's ``load_model`` from the checkpoint file
+    written by ``bench_gfm`` (``load_tfm`` downloads LimiX-16M: its ``hf_hub_download`` is pointed at that file)."""
+    _stand_in_dgl()
+    _graphpfn_packages()
+    import dgl
+    import huggingface_hub
+
+    huggingface_hub.hf_hub_download = lambda **_kwargs: job["graphpfn_limix"]
+    from lib.graphpfn.model import GraphPFN
+    from lib.util import TaskType
+
+    x, edges, y = (torch.from_numpy(arrays[k]) for k in ("gpfn_x", "gpfn_edge_index", "gpfn_y"))
+    n, c = x.shape[0], int(job["num_classes"])
+    train_mask = torch.zeros(n, dtype=torch.bool)
+    train_mask[torch.from_numpy(np.sort(arrays["train"]))] = True
+
+    def work():
+        model = GraphPFN(edge_head=False)  # LimiX's parameters come with it; the adapters' are loaded on top
+        unexpected = model.load_state_dict(torch.load(job["graphpfn_adapters"], weights_only=True), strict=False).unexpected_keys
+        assert not unexpected, f"adapter parameters upstream does not have: {unexpected[:3]}"
+        model.eval()
+        graph = dgl.graph((edges[0], edges[1]), num_nodes=n)
+        torch.manual_seed(0)
+        with torch.inference_mode():
+            pred = model(graph=graph, features=x, y_train=y.float(), train_mask=train_mask, task_type=TaskType.MULTICLASS,
+                         checkpointing=False, batched_attn=n >= 2**16 - 1)["predictions"]
+        return torch.log_softmax(pred[~train_mask, :c], dim=-1)
+
+    logprobs, stats = gfm_probe.measure(work)
+    np.savez(out / "outputs.npz", logprobs=logprobs.numpy())
+    return stats
+
+
+def _graphpfn_packages() -> None:
+    """GraphPFN's ``lib`` without its package ``__init__`` files, which import the whole repository (training,
+    priors, baselines). ``lib/util.py`` is written for Python 3.12 (PEP 695 generics) and the CPU torch build
+    both sides share is for 3.11; of it the timed code uses only the ``TaskType`` enum, restated here."""
+    import enum
+
+    for name in ("lib", "lib.graph", "lib.graphpfn"):
+        package = types.ModuleType(name)
+        package.__path__ = [str(ROOT.joinpath(*name.split(".")))]
+        sys.modules[name] = package
+        if "." in name:
+            setattr(sys.modules["lib"], name.split(".")[1], package)
+    util = types.ModuleType("lib.util")
+    util.TaskType = enum.Enum("TaskType", {"REGRESSION": "regression", "BINCLASS": "binclass", "MULTICLASS": "multiclass"})
+    sys.modules["lib.util"] = util
+    sys.modules["lib"].util = util
+    NOTES.append("lib/util.py needs Python 3.12 (the shared CPU torch is 3.11): its TaskType enum is restated; "
+                 "the packages' __init__ files (all of lib) are not run")
+
+
+RUNNERS = {"graphany": run_graphany, "gvt": run_gvt, "node4all": run_node4all, "nodepfn": run_nodepfn, "g2tfm": run_g2tfm,
+           "graphpfn": run_graphpfn}
 
 
 def main() -> None:
