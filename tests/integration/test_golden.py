@@ -41,7 +41,9 @@ VOLATILE = (
     "predict_service_s", "predict_peak_rss_bytes", "predict_peak_gpu_bytes",
     "upload_e2e_s", "fit_e2e_s", "predict_e2e_s",
 )  # fmt: skip
-VOLATILE_INFO = ("second", "time", "memory_budget")  # fit_info keys holding a duration (adapt_seconds, ...) or the memory free at the moment
+# fit_info keys holding a duration (adapt_seconds, ...), the memory free at the moment, or whether a replica's cache
+# was already warm (features_cached, embeddings_cached: which replica ran which trial first is the scheduler's choice)
+VOLATILE_INFO = ("second", "time", "memory_budget", "cached")
 TOLERANCE = 1e-6  # metrics: equal up to float summation order across CPUs
 
 
