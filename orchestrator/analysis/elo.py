@@ -1,30 +1,38 @@
 """Elo ratings from partition-level battles on the primary metric, with dataset bootstrap.
 
-Rules (SPEC §3): every pair of views that both have a result on the same (dataset, split)
-plays one battle on the primary test metric; a tie counts half a win to each side; each battle
-weighs 1 / (number of partitions of its dataset), i.e. 1/5, so every dataset weighs one;
-ratings are the Bradley-Terry maximum-likelihood fit on the 400-point Elo scale; intervals are
-the 2.5% and 97.5% quantiles over 200 bootstrap resamples of datasets; the point estimate is
-shifted so a named anchor view has a fixed rating (the interval moves with it).
+Rules (``docs/analysis.md``, "Aggregations"): every pair of views that both have a result on
+the same (dataset, split) plays one battle on the primary test metric; a tie counts half a win
+to each side; each battle weighs 1 / (number of partitions of its dataset), i.e. 1/5, so every
+dataset weighs one; ratings are the Bradley-Terry fit on the 400-point Elo scale; intervals are
+the 2.5% and 97.5% quantiles over 200 bootstrap resamples of datasets (drawn as bencheval draws
+them); the point estimate is shifted so a named anchor view has a fixed rating (the interval
+moves with it).
 
-bencheval implements exactly these rules (``tests/orchestrator/analysis/test_elo.py`` pins that) and is used
-as is when every view has every partition (its rank path). When the schedule has holes (a
-user submission is never imputed), bencheval's battle-table bootstrap cannot run on numpy >= 2.4
-(it calls the removed ``numpy.core.defchararray``), so that case uses bencheval's battle table
-and point fit, and a small dataset-bootstrap here that draws the same resamples as bencheval.
+Why a prior: a view that wins (or loses) every battle has no finite maximum-likelihood rating,
+so an unregularised fit reports wherever its solver stopped (15,000 Elo, machine-dependent).
+Each view is therefore credited ``PRIOR_DRAWS`` virtual draws, of one dataset's weight, against
+a fixed reference at the centre of the scale (the "virtual draw" prior of Coulom's BayesElo and
+Whole-History Rating). The penalised likelihood is then strictly convex and coercive: every
+input, perfect records included, has one finite optimum, which damped Newton steps reach to
+machine precision, so two machines agree far below what the report prints (the golden tables
+compare at 1e-6 Elo). The cost is a shrinkage toward the centre that shrinks with the data:
+about 1/(datasets x opponents) of each gap, well under one Elo on the paper's 51-dataset field.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
-from bencheval.elo_utils import BT_RIDGE, EloHelper
-from bencheval.evaluator import BenchmarkEvaluator
 
 SCALE = 400
 INIT_RATING = 1000.0
 BOOTSTRAP_ROUNDS = 200
+PRIOR_DRAWS = 1.0  # virtual draws per view against the centre, in datasets' worth of battles
+_STEP_TOL = 1e-12  # Newton stops when no log-strength moves more than this (about 2e-10 Elo)
+_MAX_NEWTON = 100
 
 
 def partition_errors(results: pd.DataFrame, metric: str = "score") -> pd.DataFrame:
@@ -40,84 +48,99 @@ def partition_errors(results: pd.DataFrame, metric: str = "score") -> pd.DataFra
     )
 
 
-def _helper() -> EloHelper:
-    return EloHelper(method_col="view", task_col="dataset", error_col="error", split_col="split")
+@dataclass(frozen=True)
+class PairTotals:
+    """Battle scores summed per dataset and unordered pair of views: the fit's sufficient statistics.
 
-
-def battles(results: pd.DataFrame, metric: str = "score") -> pd.DataFrame:
-    """bencheval's battle table: view_1, view_2, winner ("1", "2", "tie"), dataset, weight, split."""
-    return _helper().convert_results_to_battles(partition_errors(results, metric))
-
-
-def _bt_fit(u: np.ndarray, v: np.ndarray, su: np.ndarray, sv: np.ndarray, n: int, init: np.ndarray | None = None) -> np.ndarray:
-    """Bradley-Terry ratings from pair totals (u won su, v won sv), with bencheval's ridge.
-
-    Maximises the same penalised likelihood as bencheval (its logistic fit at C=1e6 is the ridge
-    ``BT_RIDGE`` on natural-log strengths) by damped Newton steps on the pair totals.
+    ``first[p]`` < ``second[p]`` index ``views``; ``won_first[d, p]`` is what ``first[p]`` scored
+    against ``second[p]`` on dataset ``d`` (ties half, each partition 1 / partitions of ``d``),
+    ``won_second[d, p]`` the rest of that pair's weight there.
     """
-    t = np.zeros(n) if init is None else np.asarray(init, dtype=float).copy()
+
+    views: pd.Index
+    datasets: np.ndarray
+    first: np.ndarray
+    second: np.ndarray
+    won_first: np.ndarray
+    won_second: np.ndarray
+
+
+def pair_totals(pe: pd.DataFrame) -> PairTotals:
+    """Every battle of ``partition_errors`` output, summed per dataset and pair (no battle table is built)."""
+    if pe.duplicated(subset=["view", "dataset", "split"]).any():
+        raise ValueError("a view has more than one result on one (dataset, split)")
+    views = pd.Index(sorted(pe["view"].unique()))
+    datasets, dataset_of = np.unique(pe["dataset"].to_numpy(), return_inverse=True)
+    units = pd.MultiIndex.from_arrays([dataset_of, pe["split"].to_numpy()]).unique().sort_values()
+    unit_of = units.get_indexer(pd.MultiIndex.from_arrays([dataset_of, pe["split"].to_numpy()]))
+    errors = np.full((len(views), len(units)), np.nan)
+    errors[views.get_indexer(pe["view"]), unit_of] = pe["error"].to_numpy(dtype=float)
+    unit_dataset = units.get_level_values(0).to_numpy()
+    weight = 1.0 / np.bincount(unit_dataset, minlength=len(datasets))[unit_dataset]  # 1 / partitions of the dataset
+    first, second = np.triu_indices(len(views), k=1)
+    a, b = errors[first], errors[second]  # (pairs, units)
+    met = ~(np.isnan(a) | np.isnan(b))
+    score = np.where(a < b, 1.0, np.where(a > b, 0.0, 0.5)) * weight * met
+    per_dataset = np.zeros((len(units), len(datasets)))
+    per_dataset[np.arange(len(units)), unit_dataset] = 1.0
+    won_first = (score @ per_dataset).T
+    won_second = ((met * weight - score) @ per_dataset).T
+    return PairTotals(views, datasets, first, second, won_first, won_second)
+
+
+def bradley_terry(first: np.ndarray, second: np.ndarray, won_first: np.ndarray, won_second: np.ndarray, n: int,
+                  prior: float = PRIOR_DRAWS) -> np.ndarray:
+    """Elo ratings (centre ``INIT_RATING``) maximising the Bradley-Terry likelihood plus the virtual-draw prior.
+
+    Minimises ``sum_p won_first*log(1+e^-d) + won_second*log(1+e^d)`` (``d`` = log-strength gap of the
+    pair) ``+ prior/2 * sum_i [log(1+e^-t_i) + log(1+e^t_i)]`` by Newton steps with a backtracking line
+    search, from zero. ``prior > 0`` makes the objective strictly convex and coercive, so the answer is
+    unique whatever the order of the input; ``prior = 0`` is the plain maximum-likelihood fit.
+    """
+    t = np.zeros(n)
 
     def objective(t: np.ndarray) -> float:
-        d = t[u] - t[v]
-        return float(su @ np.logaddexp(0.0, -d) + sv @ np.logaddexp(0.0, d) + BT_RIDGE * (t @ t))
+        d = t[first] - t[second]
+        data = won_first @ np.logaddexp(0.0, -d) + won_second @ np.logaddexp(0.0, d)
+        return float(data + 0.5 * prior * np.sum(np.logaddexp(0.0, -t) + np.logaddexp(0.0, t)))
 
     f = objective(t)
-    for _ in range(200):
-        d = t[u] - t[v]
-        p = 0.5 * (1.0 + np.tanh(0.5 * d))  # sigmoid(d): P(u beats v)
-        gd = -su * (1.0 - p) + sv * p
-        grad = np.bincount(u, weights=gd, minlength=n) - np.bincount(v, weights=gd, minlength=n) + 2 * BT_RIDGE * t
-        h = (su + sv) * p * (1.0 - p)
+    for _ in range(_MAX_NEWTON):
+        d = t[first] - t[second]
+        p = 0.5 * (1.0 + np.tanh(0.5 * d))  # P(first beats second)
+        gd = won_second * p - won_first * (1.0 - p)
+        q = 0.5 * (1.0 + np.tanh(0.5 * t))
+        grad = np.bincount(first, gd, n) - np.bincount(second, gd, n) + prior * (q - 0.5)
+        h = (won_first + won_second) * p * (1.0 - p)
         hess = np.zeros((n, n))
-        np.add.at(hess, (u, u), h)
-        np.add.at(hess, (v, v), h)
-        np.add.at(hess, (u, v), -h)
-        np.add.at(hess, (v, u), -h)
-        hess[np.diag_indices(n)] += 2 * BT_RIDGE
-        step = np.linalg.solve(hess, grad)
+        hess[first, second] = -h  # each unordered pair appears once, so plain assignment is exact
+        hess[second, first] = -h
+        hess[np.diag_indices(n)] = np.bincount(first, h, n) + np.bincount(second, h, n) + prior * q * (1.0 - q)
+        step = np.linalg.solve(hess, grad) if prior > 0 else np.linalg.lstsq(hess, grad, rcond=None)[0]
         lam = 1.0
         while True:
             t_new = t - lam * step
             f_new = objective(t_new)
-            if f_new <= f - 1e-4 * lam * (grad @ step) or lam < 1e-8:
+            if f_new <= f - 1e-4 * lam * (grad @ step) or lam < 1e-10:
                 break
             lam *= 0.5
+        moved = np.max(np.abs(t_new - t), initial=0.0)
         t, f = t_new, f_new
-        # converged on the ratings themselves (Newton's last steps shrink quadratically): stopping on a small
-        # change of the objective instead left them 1e-6 Elo short, by an amount that moved with the BLAS build
-        if np.max(np.abs(lam * step)) < 1e-10 or lam < 1e-8:
+        if moved < _STEP_TOL or lam < 1e-10:
             break
     return SCALE * t / np.log(10) + INIT_RATING
 
 
-def _bootstrap_from_battles(b: pd.DataFrame, views: pd.Index, rounds: int, seed: int) -> pd.DataFrame:
-    """Dataset-bootstrap ratings from a battle table, drawing resamples exactly as bencheval does."""
-    idx = pd.Series(np.arange(len(views)), index=views)
-    a, c = idx[b["view_1"]].to_numpy(), idx[b["view_2"]].to_numpy()
-    w = b["weight"].to_numpy(dtype=float)
-    win = b["winner"].to_numpy()
-    score_a = np.where(win == "1", 1.0, np.where(win == "2", 0.0, 0.5)) * w
-    score_c = w - score_a
-    u, v = np.minimum(a, c), np.maximum(a, c)
-    su = np.where(a == u, score_a, score_c)
-    sv = np.where(a == u, score_c, score_a)
-    tasks, task_of = np.unique(b["dataset"].to_numpy(), return_inverse=True)
-    pair_keys, pair_of = np.unique(u * len(views) + v, return_inverse=True)
-    n_tasks, n_pairs = len(tasks), len(pair_keys)
-    SU = np.zeros((n_tasks, n_pairs))
-    SV = np.zeros((n_tasks, n_pairs))
-    np.add.at(SU, (task_of, pair_of), su)
-    np.add.at(SV, (task_of, pair_of), sv)
-    pu, pv = pair_keys // len(views), pair_keys % len(views)
+def _bootstrap(totals: PairTotals, rounds: int, seed: int) -> pd.DataFrame:
+    """Ratings of ``rounds`` dataset resamples (with replacement, drawn as bencheval draws them)."""
+    n_tasks = len(totals.datasets)
     rng = np.random.default_rng(seed=seed)
     rows = []
-    init = None
     for _ in range(rounds):
         counts = np.bincount(rng.choice(n_tasks, size=n_tasks, replace=True), minlength=n_tasks).astype(float)
-        elo = _bt_fit(pu, pv, counts @ SU, counts @ SV, len(views), init=init)
-        init = (elo - INIT_RATING) * np.log(10) / SCALE
-        rows.append(elo)
-    return pd.DataFrame(rows, columns=views)
+        rows.append(bradley_terry(totals.first, totals.second, counts @ totals.won_first, counts @ totals.won_second,
+                                  len(totals.views)))
+    return pd.DataFrame(rows, columns=totals.views)
 
 
 def elo_ratings(
@@ -130,61 +153,34 @@ def elo_ratings(
 ) -> pd.DataFrame:
     """Elo per view with a 95% dataset-bootstrap interval, for one regime's results.
 
-    Returns columns view, elo, lower, upper, datasets, anchored (bool), path ("ranks" when
-    bencheval's complete-schedule path ran, "battles" otherwise). ``anchor`` is a view (the report
-    passes ``views.reference_view``); no anchor, or one that is absent, leaves ratings centred on
-    ``anchor_rating``.
+    Returns columns view, elo, lower, upper, datasets, anchored (bool). ``anchor`` is a view (the
+    report passes ``views.reference_view``); no anchor, or one that is absent, leaves ratings centred
+    on ``anchor_rating``.
     """
-    # The fits are tiny and repeated; a multi-threaded BLAS spends far longer spinning than computing.
+    # The fits are tiny and repeated: a multi-threaded BLAS spends far longer spinning than computing.
     with threadpool_limits(limits=1, user_api="blas"):
-        return _elo_ratings(results, anchor, anchor_rating, rounds, seed, metric)
+        return _elo_ratings(partition_errors(results, metric), anchor, anchor_rating, rounds, seed)
 
 
-def _elo_ratings(results, anchor, anchor_rating, rounds, seed, metric) -> pd.DataFrame:
-    pe = partition_errors(results, metric)
+def _elo_ratings(pe: pd.DataFrame, anchor: str | None, anchor_rating: float, rounds: int, seed: int) -> pd.DataFrame:
     views = pd.Index(sorted(pe["view"].unique()))
     n_datasets = pe.groupby("view")["dataset"].nunique()
     if len(views) < 2:
         return pd.DataFrame(
             {"view": views, "elo": anchor_rating, "lower": anchor_rating, "upper": anchor_rating,
-             "datasets": n_datasets.reindex(views).to_numpy(), "anchored": False, "path": "none"}
+             "datasets": n_datasets.reindex(views).to_numpy(), "anchored": False}
         )
     anchored = anchor is not None and anchor in views
-    helper = _helper()
-    if helper.can_compute_elo_from_ranks(pe):
-        ev = BenchmarkEvaluator(
-            method_col="view", task_col="dataset", error_col="error", seed_column="split", columns_to_agg_extra=None
-        )
-        bars = ev.compute_elo(
-            results_per_task=pe,
-            calibration_framework=anchor if anchored else None,
-            calibration_elo=anchor_rating,
-            INIT_RATING=anchor_rating if not anchored else INIT_RATING,
-            BOOTSTRAP_ROUNDS=rounds,
-            SCALE=SCALE,
-            round_decimals=None,
-            clip_negative_ci=False,
-        )
-        out = pd.DataFrame(
-            {"elo": bars["elo"], "lower": bars["elo"] - bars["elo-"], "upper": bars["elo"] + bars["elo+"]}
-        )
-        path = "ranks"
-    else:
-        b = helper.convert_results_to_battles(pe)
-        point = helper.compute_mle_elo(b, INIT_RATING=INIT_RATING, SCALE=SCALE).reindex(views)
-        boot = _bootstrap_from_battles(b, views, rounds=rounds, seed=seed)
-        offset = (anchor_rating - point[anchor]) if anchored else (anchor_rating - INIT_RATING)
-        out = pd.DataFrame(
-            {
-                "elo": point + offset,
-                "lower": point + offset - (point - boot.quantile(0.025)),
-                "upper": point + offset + (boot.quantile(0.975) - point),
-            }
-        )
-        path = "battles"
+    totals = pair_totals(pe)
+    point = pd.Series(
+        bradley_terry(totals.first, totals.second, totals.won_first.sum(axis=0), totals.won_second.sum(axis=0), len(views)),
+        index=views,
+    )
+    boot = _bootstrap(totals, rounds=rounds, seed=seed)
+    offset = (anchor_rating - point[anchor]) if anchored else (anchor_rating - INIT_RATING)
+    out = pd.DataFrame({"elo": point + offset, "lower": boot.quantile(0.025) + offset, "upper": boot.quantile(0.975) + offset})
     out.index.name = "view"
     out = out.reset_index()
     out["datasets"] = out["view"].map(n_datasets).astype(int)
     out["anchored"] = anchored
-    out["path"] = path
     return out.sort_values("elo", ascending=False).reset_index(drop=True)
