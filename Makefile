@@ -4,8 +4,11 @@
 SHELL := /bin/bash
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
-# torch is pinned first so that no resolver pulls a second (CUDA) build.
-TORCH_SPEC ?= torch==2.13.0
+# The host install is the exact closure in requirements.lock (`make lock` regenerates it).
+LOCK := requirements.lock
+# torch is installed first, at the lock's version unless TORCH_SPEC says otherwise (a CUDA host),
+# so that no resolver pulls a second (CUDA) build; the rest is constrained by the lock without torch.
+TORCH_SPEC ?= $(shell grep -m1 '^torch==' $(LOCK))
 PROTO_FILES := $(wildcard proto/nodeground/v1/*.proto)
 STAMP := $(VENV)/.installed
 
@@ -17,16 +20,32 @@ export NODEGROUND_MIRROR := $(abspath ../shared/mirror)
 endif
 endif
 
-.PHONY: install proto demo test test-slurm bench gpu-check gpu-check-carry fidelity sweep-configs weights clean
+.PHONY: install lock proto demo test test-slurm bench gpu-check gpu-check-carry fidelity sweep-configs weights clean
 
+# About 2-6 min on a fresh machine (a venv, torch and the locked closure); nothing once installed.
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(LOCK)
 	test -x $(PYTHON) || python3 -m venv $(VENV)
-	$(PYTHON) -m pip install -q --upgrade pip
-	$(PYTHON) -m pip install -q "$(TORCH_SPEC)"
-	$(PYTHON) -m pip install -q -e ".[dev]"
+	grep -v '^torch==' $(LOCK) > $(VENV)/constraints.txt
+	$(PYTHON) -m pip install -q -c $(VENV)/constraints.txt pip setuptools
+	$(PYTHON) -m pip install -q -c $(VENV)/constraints.txt "$(TORCH_SPEC)"
+	$(PYTHON) -m pip install -q -c $(VENV)/constraints.txt --no-build-isolation -e ".[dev]"
 	touch $(STAMP)
+
+# Upgrade on purpose (about 3 min, needs PyPI): the newest versions pyproject.toml allows today,
+# resolved in a scratch venv (torch stays at TORCH_SPEC unless LOCK_TORCH=torch==X names another CPU
+# build), written to requirements.lock; then `make test` and commit the lock.
+LOCK_VENV := .cache/lock-venv
+lock:
+	rm -rf $(LOCK_VENV) && python3 -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/pip install -q --upgrade pip setuptools
+	$(LOCK_VENV)/bin/pip install -q "$(or $(LOCK_TORCH),$(TORCH_SPEC))"
+	$(LOCK_VENV)/bin/pip install -q -e ".[dev]"
+	{ echo "# The host install's exact closure: make install uses it, make lock writes it. Do not edit by hand."; \
+	  $(LOCK_VENV)/bin/pip freeze --all --exclude-editable | sed -E 's/^(torch==[^+]*)\+.*/\1/' | LC_ALL=C sort -f; } > $(LOCK).new
+	mv $(LOCK).new $(LOCK) && rm -rf $(LOCK_VENV)
+	@echo "wrote $(LOCK); run make test (and re-record golden files if numbers moved), then commit it"
 
 # Regenerate the committed gRPC stubs in the contract package (tests fail when they are stale):
 # proto/nodeground/v1/*.proto is compiled as contract/v1/*.proto, so the stubs import as contract.v1.
