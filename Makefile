@@ -20,7 +20,7 @@ export NODEGROUND_MIRROR := $(abspath ../shared/mirror)
 endif
 endif
 
-.PHONY: install lock proto demo test test-slurm bench gpu-check gpu-check-carry fidelity sweep-configs weights clean
+.PHONY: install lock proto demo test test-slow test-slurm bench gpu-check gpu-check-carry fidelity sweep-configs weights clean
 
 # About 2-6 min on a fresh machine (a venv, torch and the locked closure); nothing once installed.
 install: $(STAMP)
@@ -56,8 +56,14 @@ proto: $(STAMP)
 demo: $(STAMP)
 	$(PYTHON) -m orchestrator.demo
 
+# What needs no container, cluster, GPU or long run (about 7 min on two idle cores); the header says what is left out.
+NOT_HERE := not docker and not gpu and not fidelity and not sweep_configs and not slurm
 test: $(STAMP)
-	$(PYTHON) -m pytest -m "not docker and not gpu and not fidelity and not sweep_configs and not slurm" -q
+	$(PYTHON) -m pytest -m "not slow and $(NOT_HERE)"
+
+# The slow end-to-end runs (about 25 min): the golden sweep, kill -9 and resume, watchdogs, real-store report.
+test-slow: $(STAMP)
+	$(PYTHON) -m pytest -m "slow and $(NOT_HERE)" -q
 
 # A sweep as a SLURM job array on a one-node cluster started here (root; Debian's slurm-wlm and munge).
 test-slurm: $(STAMP)

@@ -14,11 +14,31 @@ import psutil
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# A limit that catches a hang, never one that measures speed: a service that starts in 3 s on idle cores has
+# taken over 60 s on a loaded two-core machine, so waits for starts, health and single calls use this.
+HANG_S = 300.0
 MIRROR = Path(os.environ.get("NODEGROUND_MIRROR") or REPO.parent / "shared" / "mirror")
 
 
 # Checks that take most of an hour on a CPU run only when their marker is asked for.
 OPT_IN = {"fidelity": "make fidelity", "sweep_configs": "make sweep-configs"}
+
+
+# Where each marker's tests run when `make test` leaves them out (the README lists their durations).
+TARGETS = {
+    "slow": "make test-slow",
+    "docker": "make test-docker / test-swarm / test-user-path / test-contrib",
+    "slurm": "make test-slurm",
+    "fidelity": "make fidelity",
+    "sweep_configs": "make sweep-configs",
+    "gpu": "make gpu-check",
+}
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    expression = config.option.markexpr or ""
+    left_out = [f"{marker} ({target})" for marker, target in TARGETS.items() if f"not {marker}" in expression]
+    return [f"nodeground: running -m {expression!r}", *(["left out: " + "; ".join(left_out)] if left_out else [])]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -72,8 +92,8 @@ def served(family: str, *flags: str, **env: str) -> Iterator[tuple[psutil.Proces
         line = proc.stdout.readline()
         assert line.startswith(READY_PREFIX), f"service did not start: {line!r}"
         endpoint = f"127.0.0.1:{line.split()[1]}"
-        MethodClient(endpoint).wait_healthy(30)
+        MethodClient(endpoint).wait_healthy(HANG_S)
         yield psutil.Process(proc.pid), endpoint
     finally:
         proc.terminate()
-        proc.wait(10)
+        proc.wait(HANG_S)

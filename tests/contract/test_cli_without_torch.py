@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import HANG_S
+
 REPO = Path(__file__).resolve().parents[2]
 BLOCKED = ("torch", "torch_geometric", "methods")
 PRELUDE = f"""
@@ -68,5 +70,5 @@ def test_the_blocker_refuses_torch():
     """The prelude really makes torch unimportable (else the test above proves nothing)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     code = PRELUDE.replace("from orchestrator.cli.main import app\napp()", "import torch")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=HANG_S)
     assert proc.returncode != 0 and "refused import torch" in proc.stderr

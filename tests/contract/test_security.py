@@ -14,6 +14,7 @@ import pytest
 from contract.security import CA_ENV, CERT_ENV, ENV_NAMES, KEY_ENV, NAME_ENV, TOKEN_FILE_ENV, Security, SecurityError
 from contract.v1 import method_service_pb2 as pb
 from orchestrator.services.client import MethodClient, ServiceUnavailable
+from tests.conftest import HANG_S
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "0123456789abcdef0123456789abcdef"
@@ -57,7 +58,7 @@ def secured(pki):
     process, endpoint = _serve(_clean_env(**{CERT_ENV: str(pki["cert"]), KEY_ENV: str(pki["key"]), TOKEN_FILE_ENV: str(pki["token"])}))
     yield endpoint
     process.terminate()
-    process.wait(10)
+    process.wait(HANG_S)
 
 
 def test_settings_that_cannot_work_are_one_line_errors(pki, tmp_path):
@@ -81,11 +82,11 @@ def test_a_secured_service_answers_only_tls_clients_with_its_token(secured, pki)
         plain.wait_healthy(3)
     plain.close()
     no_token = MethodClient(secured, Security(ca=ca, server_name="nodeground"))
-    no_token.wait_healthy(30)  # health needs TLS, not the token (probes carry none)
+    no_token.wait_healthy(HANG_S)  # health needs TLS, not the token (probes carry none)
     with pytest.raises(ServiceUnavailable, match="UNAUTHENTICATED: this service requires its token"):
         no_token.describe()
     with pytest.raises(grpc.RpcError) as refused:  # a client-streaming call is refused too
-        no_token._stub.UploadGraph(iter([pb.GraphChunk(data=b"x")]), timeout=10)
+        no_token._stub.UploadGraph(iter([pb.GraphChunk(data=b"x")]), timeout=HANG_S)
     assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
     no_token.close()
     wrong = MethodClient(secured, Security(ca=ca, server_name="nodeground", token="not-the-token"))
@@ -119,7 +120,7 @@ def test_a_service_on_a_shared_address_without_tls_says_so(tmp_path):
     process, _ = _serve(_clean_env(), host="0.0.0.0")
     try:
         process.terminate()
-        _, err = process.communicate(timeout=30)
+        _, err = process.communicate(timeout=HANG_S)
     finally:
         process.kill()
     assert "serving plaintext without a token on 0.0.0.0" in err

@@ -25,7 +25,7 @@ from orchestrator.cli.main import app
 from orchestrator.data.registry import add_user_dataset
 from orchestrator.data.user import UserDatasetError
 from orchestrator.store import Store
-from tests.conftest import served, tiny_graph
+from tests.conftest import HANG_S, served, tiny_graph
 
 EXAMPLES = {"decode": 300, "upload": 120, "datasets_add": 160, "cli": 180}
 RSS_BOUND_BYTES = 256 << 20  # growth of the service over the whole upload fuzz
@@ -141,10 +141,10 @@ def test_service_answers_every_upload_with_a_status_it_means(upload, chunks, fre
     if fresh and chunks[0].HasField("header"):  # not already held: the service decodes it in full
         chunks[0].header.graph_hash = "f" * 64
     try:
-        stub.UploadGraph(iter(chunks), timeout=10)
+        stub.UploadGraph(iter(chunks), timeout=HANG_S)
     except grpc.RpcError as exc:
         assert exc.code() in ANSWERS, f"{exc.code().name}: {exc.details()}"
-    assert health.Check(health_pb2.HealthCheckRequest(), timeout=5).status == health_pb2.HealthCheckResponse.SERVING
+    assert health.Check(health_pb2.HealthCheckRequest(), timeout=HANG_S).status == health_pb2.HealthCheckResponse.SERVING
 
 
 # ---- datasets add ---------------------------------------------------------------------------

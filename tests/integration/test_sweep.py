@@ -54,6 +54,7 @@ def test_services_never_see_test_labels(tmp_path):
         np.testing.assert_array_equal(bundle.labels[split.train], graph.y[split.train])
 
 
+@pytest.mark.slow  # a sweep over every family's service: about a minute
 def test_records_carry_costs_metrics_and_provenance(tmp_path):
     plan = SweepPlan(methods=("gcn",), datasets=("synthetic-binary",), regimes=("10/10/80",), splits=(0,), budget=2)
     with EmbeddedServices() as embedded, Store(tmp_path / "runs.sqlite") as store:

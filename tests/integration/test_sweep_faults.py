@@ -112,6 +112,7 @@ def test_malformed_replies_are_failed_trials_and_the_sweep_goes_on(tmp_path):
         assert reason in by_mode[mode].error, (mode, by_mode[mode].error)
 
 
+@pytest.mark.slow  # waits out the health watchdog and a restart: about a minute
 def test_a_stopped_embedded_service_is_declared_hung_restarted_and_its_trial_rerun(tmp_path, fast_watchdog):
     plan = SweepPlan(("mlp",), ("synthetic-tiny",), ("10/10/80",), (0,), budget=3)
     with EmbeddedServices() as embedded, Store(tmp_path / "r.sqlite") as store:
@@ -135,6 +136,7 @@ def test_a_stopped_embedded_service_is_declared_hung_restarted_and_its_trial_rer
     assert elapsed < 120
 
 
+@pytest.mark.slow  # waits out the watchdog and the recovery back-off: about a minute
 def test_a_silent_remote_service_gives_unavailable_rows_that_a_rerun_completes(tmp_path, fast_watchdog):
     service = EmbeddedService("gnn")  # a service this sweep did not start: it cannot restart it, only wait
     service.start()

@@ -24,6 +24,7 @@ from orchestrator.results import selected_results
 from orchestrator.services.directory import ServiceDirectory, resolve_methods
 from orchestrator.store import Store
 from orchestrator.sweep import Sweep, SweepPlan
+from tests.conftest import HANG_S
 
 REPO = Path(__file__).resolve().parents[2]
 METHODS, DATASET, SPLITS, BUDGET = "mlp", "synthetic-tiny", (0, 1), 4
@@ -74,7 +75,7 @@ def kill_when(store: Path, should_kill, timeout: float = 240) -> tuple[int, list
                 os.kill(proc.pid, signal.SIGKILL)
                 break
             time.sleep(0.02)
-        return proc.wait(timeout=30), sorted(services)
+        return proc.wait(timeout=HANG_S), sorted(services)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -113,7 +114,7 @@ def test_kill_9_three_times_then_resume(tmp_path):
     for should_kill in plans:
         code, services = kill_when(store, should_kill)
         assert code == -signal.SIGKILL, f"the sweep ended by itself (exit {code}) before it could be killed"
-        alive = psutil.wait_procs([psutil.Process(p) for p in services if psutil.pid_exists(p)], timeout=20)[1]
+        alive = psutil.wait_procs([psutil.Process(p) for p in services if psutil.pid_exists(p)], timeout=HANG_S)[1]
         orphans += alive
         for proc in alive:
             proc.kill()

@@ -15,7 +15,7 @@ from methods.sdk.method import FitContext
 from methods.sdk.service import MethodServicer, build_server
 from orchestrator.data.graph import canonical_edges
 from orchestrator.services.client import MethodClient
-from tests.conftest import tiny_graph
+from tests.conftest import HANG_S, tiny_graph
 
 
 @contextlib.contextmanager
@@ -25,7 +25,7 @@ def in_process_service(servicer: MethodServicer) -> Iterator[MethodClient]:
     server.start()
     client = MethodClient(f"127.0.0.1:{port}")
     try:
-        client.wait_healthy(10)
+        client.wait_healthy(HANG_S)
         yield client
     finally:
         client.close()

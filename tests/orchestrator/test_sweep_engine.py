@@ -21,6 +21,7 @@ from orchestrator.services.client import MethodClient
 from orchestrator.services.directory import Directory, ServiceDirectory, resolve_methods
 from orchestrator.store import Store
 from orchestrator.sweep import Sweep, SweepPlan
+from tests.conftest import HANG_S
 
 
 class QuickMLP(MLP):
@@ -280,7 +281,7 @@ class OneClient(Directory):
     def client(self, method):
         if self._client is None:
             self._client = MethodClient(self.endpoint)
-            self._client.wait_healthy(10)
+            self._client.wait_healthy(HANG_S)
         return self._client
 
     def recover(self, replica):

@@ -18,13 +18,14 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from methods.sdk import health_file
 from methods.sdk.health_file import loopback_address, start_health_file, write_status
+from tests.conftest import HANG_S
 
 PROBE = Path(health_file.__file__).with_name("healthcheck.sh")
 
 
 def probe(path: Path, max_age: int = 15) -> subprocess.CompletedProcess:
     env = {"NODEGROUND_HEALTH_FILE": str(path), "NODEGROUND_HEALTH_MAX_AGE": str(max_age), "PATH": "/usr/bin:/bin"}
-    return subprocess.run(["/bin/sh", str(PROBE)], env=env, capture_output=True, text=True, timeout=10)
+    return subprocess.run(["/bin/sh", str(PROBE)], env=env, capture_output=True, text=True, timeout=HANG_S)
 
 
 def wait_for(path: Path, status: str, timeout: float = 10.0) -> str:

@@ -16,6 +16,7 @@ from methods.families import method_classes
 from methods.sdk import service as service_module
 from methods.sdk.service import MethodServicer, build_server
 from orchestrator.services.client import MethodClient, ServiceNotReady
+from tests.conftest import HANG_S
 
 GRAPHANY_IDS = ("graphany-arxiv", "graphany-cora", "graphany-product", "graphany-wisconsin")
 
@@ -34,7 +35,7 @@ def graphany_service(weights, tmp_path, monkeypatch):
 
 
 def _health(client: MethodClient) -> int:
-    return health_pb2_grpc.HealthStub(client._channel).Check(health_pb2.HealthCheckRequest(service=""), timeout=5).status
+    return health_pb2_grpc.HealthStub(client._channel).Check(health_pb2.HealthCheckRequest(service=""), timeout=HANG_S).status
 
 
 def _copy(weights_ids, source, dest) -> None:
@@ -44,7 +45,7 @@ def _copy(weights_ids, source, dest) -> None:
         shutil.copyfile(source / entry.relative_path, dest / entry.relative_path)
 
 
-def _wait_status(client: MethodClient, status: int, seconds: float = 10.0) -> int:
+def _wait_status(client: MethodClient, status: int, seconds: float = 120.0) -> int:
     deadline = time.monotonic() + seconds
     while _health(client) != status and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -54,7 +55,7 @@ def _wait_status(client: MethodClient, status: int, seconds: float = 10.0) -> in
 def test_missing_weights_make_the_service_not_serving_and_it_says_which(graphany_service, graph):
     client, _ = graphany_service
     assert _health(client) == health_pb2.HealthCheckResponse.NOT_SERVING
-    described = client._stub.Describe(pb.DescribeRequest(), timeout=10)
+    described = client._stub.Describe(pb.DescribeRequest(), timeout=HANG_S)
     assert [r.weights_id for r in described.not_ready] == list(GRAPHANY_IDS)
     assert all(r.method == "graphany" and "not found" in r.reason for r in described.not_ready)
     with pytest.raises(ServiceNotReady) as caught:  # the orchestrator learns why at once, not after a timeout
@@ -74,10 +75,10 @@ def test_weights_fetched_after_start_make_it_healthy_without_a_restart(graphany_
     client, directory = graphany_service
     _copy(GRAPHANY_IDS[:2], weights, directory)  # a partial fetch is still not ready
     time.sleep(0.5)
-    assert [r.weights_id for r in client._stub.Describe(pb.DescribeRequest(), timeout=10).not_ready] == list(GRAPHANY_IDS[2:])
+    assert [r.weights_id for r in client._stub.Describe(pb.DescribeRequest(), timeout=HANG_S).not_ready] == list(GRAPHANY_IDS[2:])
     _copy(GRAPHANY_IDS[2:], weights, directory)
     assert _wait_status(client, health_pb2.HealthCheckResponse.SERVING) == health_pb2.HealthCheckResponse.SERVING
-    client.wait_healthy(5)
+    client.wait_healthy(HANG_S)
     bundle, train, val = graph
     client.ensure_graph(bundle)
     fit = client.fit("graphany", bundle.graph_hash, train, val, {}, seed=0, time_limit=None)
@@ -93,7 +94,7 @@ def test_weights_that_fail_verification_make_it_not_serving(graphany_service, we
     data[len(data) // 2] ^= 0x01
     path.write_bytes(bytes(data))
     assert _wait_status(client, health_pb2.HealthCheckResponse.NOT_SERVING) == health_pb2.HealthCheckResponse.NOT_SERVING
-    (item,) = client._stub.Describe(pb.DescribeRequest(), timeout=10).not_ready
+    (item,) = client._stub.Describe(pb.DescribeRequest(), timeout=HANG_S).not_ready
     assert item.weights_id == "graphany-cora" and "fail verification" in item.reason
 
 

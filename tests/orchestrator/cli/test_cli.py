@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from orchestrator.cli.main import app
+from tests.conftest import HANG_S
 
 REPO = Path(__file__).resolve().parents[3]
 # This checkout's code (not whichever copy of the package the environment installed), run as the console script runs it.
@@ -79,7 +80,7 @@ def test_run_then_rerun_resumes_and_show_prints_the_selection(tmp_path):
     assert again.returncode == 0, again.stderr
     with sqlite3.connect(store) as db:
         assert db.execute("SELECT trial_key, finished_at FROM trials").fetchall() == stamps  # nothing rerun
-    shown = subprocess.run([*ORCHESTRATOR, "show", "--store", str(store)], env=ENV, capture_output=True, text=True, timeout=60)
+    shown = subprocess.run([*ORCHESTRATOR, "show", "--store", str(store)], env=ENV, capture_output=True, text=True, timeout=HANG_S)
     assert shown.returncode == 0 and shown.stdout.count("synthetic-tiny") == 4
 
 
@@ -96,6 +97,7 @@ def test_parallel_defaults_to_the_replicas_found_for_the_sweep(monkeypatch):
     assert replicas_found({"gnn"}, {"gnn": ["dns:///gnn:50051"]}) == 3
 
 
+@pytest.mark.slow  # two orchestrator runs and a fetch through real processes: about a minute
 def test_missing_gfm_weights_stop_the_run_before_any_trial_and_name_the_fetch_command(tmp_path, mirror):
     """The README path: `orchestrator run` without the weights says which and how to fetch them; after the fetch, it runs."""
     env = {**ENV, "NODEGROUND_CACHE": str(tmp_path / "cache"), "NODEGROUND_MIRROR": str(mirror)}

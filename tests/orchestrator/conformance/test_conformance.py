@@ -11,9 +11,11 @@ from orchestrator.cli.validate import is_endpoint, parse_env
 from orchestrator.conformance import FAIL, REFUSED, Options, run_checks
 from orchestrator.conformance.graphs import make_case
 from orchestrator.conformance.guard import GuardedClient, LabelLeak
+from tests.conftest import HANG_S
 from tests.orchestrator.conformance.fixtures import Centroid, CrashesOnIsolated, DropsLastRow, HangsPastDeadline, NotSumming, RefusesLarge, serve
 
-FAST = Options(call_timeout=30, deadline=0.3, grace=1.5, health_timeout=10)
+# A short fit deadline keeps the hang checks quick; the grace and waits leave a loaded machine room to answer.
+FAST = Options(call_timeout=HANG_S, deadline=0.3, grace=10.0, health_timeout=HANG_S)
 
 
 def _failures(results):
