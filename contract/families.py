@@ -43,10 +43,18 @@ def load_families(root: Path = ROOT) -> dict[str, Family]:
         data = tomllib.loads(manifest.read_text())
         name = manifest.parent.name
         if data.get("family") != name or not FAMILY_NAME.fullmatch(name):
-            raise ValueError(f"{manifest}: family {data.get('family')!r} must be its folder's name, 2-40 lowercase letters and digits")
+            raise ValueError(
+                f"{manifest}: family {data.get('family')!r} must be its folder's name, 2-40 lowercase letters and digits"
+            )
         graphs = data.get("pretraining_graphs")
-        family = Family(name, f"nodeground/{name}", f"methods.{name}", declared_methods(manifest.parent),
-                        None if graphs is None else tuple(graphs), data.get("kind", "supervised"))
+        family = Family(
+            name,
+            f"nodeground/{name}",
+            f"methods.{name}",
+            declared_methods(manifest.parent),
+            None if graphs is None else tuple(graphs),
+            data.get("kind", "supervised"),
+        )
         families[family.name] = family
     return families
 
@@ -67,7 +75,11 @@ def declared_methods(folder: Path) -> tuple[str, ...]:
 def _declared_in(path: str, mtime_ns: int, size: int) -> tuple[str, ...]:
     """One file's method names (parsed once per version of the file)."""
     tree = ast.parse(Path(path).read_text(), filename=path)
-    return tuple(name for node in tree.body if isinstance(node, ast.ClassDef) and node.bases and (name := _class_name_literal(node)) is not None)
+    return tuple(
+        name
+        for node in tree.body
+        if isinstance(node, ast.ClassDef) and node.bases and (name := _class_name_literal(node)) is not None
+    )
 
 
 def _class_name_literal(node: ast.ClassDef) -> str | None:
@@ -76,9 +88,18 @@ def _class_name_literal(node: ast.ClassDef) -> str | None:
         if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
             continue
         target, value = statement.targets[0], statement.value
-        pairs = zip(target.elts, value.elts) if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) else [(target, value)]
+        pairs = (
+            zip(target.elts, value.elts)
+            if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple)
+            else [(target, value)]
+        )
         for left, right in pairs:
-            if isinstance(left, ast.Name) and left.id == "name" and isinstance(right, ast.Constant) and isinstance(right.value, str):
+            if (
+                isinstance(left, ast.Name)
+                and left.id == "name"
+                and isinstance(right, ast.Constant)
+                and isinstance(right.value, str)
+            ):
                 return right.value
     return None
 

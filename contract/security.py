@@ -67,13 +67,19 @@ class Security:
         env = os.environ if env is None else env
         cert, key, ca = _read(env, CERT_ENV), _read(env, KEY_ENV), _read(env, CA_ENV)
         if bool(cert) != bool(key):
-            raise SecurityError(f"{CERT_ENV} and {KEY_ENV} go together: set both (a service's TLS certificate and key) or neither")
+            raise SecurityError(
+                f"{CERT_ENV} and {KEY_ENV} go together: set both (a service's TLS certificate and key) or neither"
+            )
         token_bytes = _read(env, TOKEN_FILE_ENV)
         token = token_bytes.decode("utf-8", "replace").strip() if token_bytes is not None else None
         if token_bytes is not None and not _TOKEN.fullmatch(token or ""):
-            raise SecurityError(f"{TOKEN_FILE_ENV}={env[TOKEN_FILE_ENV]}: a token is one line of printable ASCII without spaces (e.g. `openssl rand -hex 32`)")
+            raise SecurityError(
+                f"{TOKEN_FILE_ENV}={env[TOKEN_FILE_ENV]}: a token is one line of printable ASCII without spaces (e.g. `openssl rand -hex 32`)"
+            )
         if token and not (cert or ca):
-            raise SecurityError(f"{TOKEN_FILE_ENV} needs TLS (gRPC sends a token only over TLS): set {CA_ENV} (client) or {CERT_ENV}/{KEY_ENV} (service)")
+            raise SecurityError(
+                f"{TOKEN_FILE_ENV} needs TLS (gRPC sends a token only over TLS): set {CA_ENV} (client) or {CERT_ENV}/{KEY_ENV} (service)"
+            )
         return cls(cert=cert, key=key, ca=ca, server_name=env.get(NAME_ENV) or None, token=token)
 
     # ---- client side -------------------------------------------------------
@@ -84,7 +90,9 @@ class Security:
             return grpc.insecure_channel(endpoint, options=list(options))
         credentials = grpc.ssl_channel_credentials(root_certificates=self.ca)
         if self.token:
-            credentials = grpc.composite_channel_credentials(credentials, grpc.access_token_call_credentials(self.token))
+            credentials = grpc.composite_channel_credentials(
+                credentials, grpc.access_token_call_credentials(self.token)
+            )
         named = [("grpc.ssl_target_name_override", self.server_name)] if self.server_name else []
         return grpc.secure_channel(endpoint, credentials, options=[*options, *named])
 
@@ -123,7 +131,9 @@ class TokenCheck(grpc.ServerInterceptor):
             return handler
 
         def refuse(request: Any, context: grpc.ServicerContext) -> Any:
-            context.abort(grpc.StatusCode.UNAUTHENTICATED, "this service requires its token (NODEGROUND_TOKEN_FILE on the client)")
+            context.abort(
+                grpc.StatusCode.UNAUTHENTICATED, "this service requires its token (NODEGROUND_TOKEN_FILE on the client)"
+            )
 
         kinds = ("unary_unary", "unary_stream", "stream_unary", "stream_stream")
         return handler._replace(**{kind: refuse for kind in kinds if getattr(handler, kind) is not None})

@@ -64,7 +64,12 @@ class ChoiceParam:
         for allowed in self.values:
             if type(allowed) is type(value) and allowed == value:
                 return value
-            if isinstance(allowed, float) and isinstance(value, int) and not isinstance(value, bool) and allowed == value:
+            if (
+                isinstance(allowed, float)
+                and isinstance(value, int)
+                and not isinstance(value, bool)
+                and allowed == value
+            ):
                 return float(value)
         raise ConfigError(f"{self.name}={value!r} is not one of {list(self.values)}")
 

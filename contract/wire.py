@@ -103,7 +103,9 @@ def validate(bundle: GraphBundle) -> None:
             f"edge_index holds node ids in [{bundle.edge_index.min()}, {bundle.edge_index.max()}], outside [0, {n})"
         )
     if bundle.labels.size and (bundle.labels.min() < -1 or bundle.labels.max() >= bundle.num_classes):
-        raise BundleError(f"labels must lie in [-1, {bundle.num_classes}), got [{bundle.labels.min()}, {bundle.labels.max()}]")
+        raise BundleError(
+            f"labels must lie in [-1, {bundle.num_classes}), got [{bundle.labels.min()}, {bundle.labels.max()}]"
+        )
     if not np.isfinite(bundle.features).all():
         raise BundleError("features contain NaN or infinite values")
 
@@ -181,7 +183,9 @@ def decode(chunks: Iterator[pb.GraphChunk], admit: Callable[[pb.GraphHeader], No
     if len(buffer) != expected:
         raise BundleError(f"upload ended after {len(buffer)} of {expected} bytes")
     arrays = [
-        np.frombuffer(buffer, dtype=_DTYPES[s.dtype], count=int(np.prod(s.shape)), offset=s.offset).reshape(tuple(s.shape))
+        np.frombuffer(buffer, dtype=_DTYPES[s.dtype], count=int(np.prod(s.shape)), offset=s.offset).reshape(
+            tuple(s.shape)
+        )
         for s in header.tensors
     ]
     digest = bundle_hash(header.num_classes, list(header.tensors), buffer)
@@ -197,7 +201,9 @@ def _chain(first: pb.GraphChunk, rest: Iterator[pb.GraphChunk]) -> Iterator[pb.G
     yield from rest
 
 
-def encode_probabilities(probs: np.ndarray, stats: pb.CallStats, chunk_bytes: int = CHUNK_BYTES) -> Iterator[pb.PredictChunk]:
+def encode_probabilities(
+    probs: np.ndarray, stats: pb.CallStats, chunk_bytes: int = CHUNK_BYTES
+) -> Iterator[pb.PredictChunk]:
     """Row chunks of an N x C float32 matrix; the last chunk carries the stats."""
     probs = np.ascontiguousarray(probs, dtype=_DTYPES["float32"])
     n, c = probs.shape

@@ -37,7 +37,11 @@ from contract.security import CERT_ENV, KEY_ENV, NAME_ENV, TOKEN_FILE_ENV  # noq
 
 NETWORK = "nodeground"
 TLS_NAME = "nodeground"  # the name the stack's certificate is issued for (clients check it, not the dialled IP)
-SECRETS = {"nodeground_tls_cert": ("cert.pem", CERT_ENV), "nodeground_tls_key": ("key.pem", KEY_ENV), "nodeground_token": ("token", TOKEN_FILE_ENV)}
+SECRETS = {
+    "nodeground_tls_cert": ("cert.pem", CERT_ENV),
+    "nodeground_tls_key": ("key.pem", KEY_ENV),
+    "nodeground_token": ("token", TOKEN_FILE_ENV),
+}
 # Generated, never committed: a new family is one new folder under methods/ and nothing else.
 COMPOSE_FILE = REPO / ".cache" / "compose.yaml"
 # Compose reads these from the environment (make sets NODEGROUND_IMAGE_PREFIX from IMAGE_PREFIX
@@ -90,8 +94,14 @@ def family_services(only: list[str] | None = None) -> list[FamilyService]:
     families = load_families()
     unknown = sorted(set(only or ()) - set(families))
     if unknown:
-        raise SystemExit(f"error: unknown famil{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)}; known: {', '.join(sorted(families))}")
-    return [FamilyService(name, (ROOT / name / "weights.toml").exists()) for name in sorted(families) if not only or name in only]
+        raise SystemExit(
+            f"error: unknown famil{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)}; known: {', '.join(sorted(families))}"
+        )
+    return [
+        FamilyService(name, (ROOT / name / "weights.toml").exists())
+        for name in sorted(families)
+        if not only or name in only
+    ]
 
 
 def compose() -> dict:
@@ -124,7 +134,14 @@ def compose_text() -> str:
 
 
 def stack(
-    replicas: dict[str, int], weights: str, gpu: bool, threads: int, memory: str, only: list[str] | None = None, prefix: str = "nodeground", tls: Path | None = None
+    replicas: dict[str, int],
+    weights: str,
+    gpu: bool,
+    threads: int,
+    memory: str,
+    only: list[str] | None = None,
+    prefix: str = "nodeground",
+    tls: Path | None = None,
 ) -> dict:
     """The Swarm stack: ``replicas`` per family (default 1), dnsrr endpoints on one overlay network;
     with ``tls`` every service serves TLS and requires the token (Docker secrets from that directory)."""
@@ -133,7 +150,17 @@ def stack(
     for s in family_services(only):
         service: dict = {
             "image": s.image(prefix),
-            "command": ["python", "-m", "methods.serve", "--family", s.family, "--host", "0.0.0.0", "--port", str(SERVICE_PORT)],
+            "command": [
+                "python",
+                "-m",
+                "methods.serve",
+                "--family",
+                s.family,
+                "--host",
+                "0.0.0.0",
+                "--port",
+                str(SERVICE_PORT),
+            ],
             "environment": {"NODEGROUND_THREADS": str(threads)},
             "networks": [NETWORK],
             "deploy": {
@@ -149,11 +176,19 @@ def stack(
             service["environment"]["NODEGROUND_WEIGHTS"] = "/weights"
         if tls is not None:
             service["secrets"] = list(SECRETS)
-            service["environment"].update({env: f"/run/secrets/{secret}" for secret, (_, env) in SECRETS.items()}, **{NAME_ENV: TLS_NAME})
+            service["environment"].update(
+                {env: f"/run/secrets/{secret}" for secret, (_, env) in SECRETS.items()}, **{NAME_ENV: TLS_NAME}
+            )
         if gpu:
-            service["deploy"]["resources"]["reservations"] = {"generic_resources": [{"discrete_resource_spec": {"kind": "gpu", "value": 1}}]}
+            service["deploy"]["resources"]["reservations"] = {
+                "generic_resources": [{"discrete_resource_spec": {"kind": "gpu", "value": 1}}]
+            }
         services[s.family] = service
-    document = {"version": "3.8", "services": services, "networks": {NETWORK: {"driver": "overlay", "attachable": True}}}
+    document = {
+        "version": "3.8",
+        "services": services,
+        "networks": {NETWORK: {"driver": "overlay", "attachable": True}},
+    }
     if tls is not None:
         document["secrets"] = {secret: {"file": str(tls.resolve() / file)} for secret, (file, _) in SECRETS.items()}
     return document
@@ -176,13 +211,19 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--out", type=Path, default=COMPOSE_FILE, help="where to write it")
     s = commands.add_parser("stack", help="print the Swarm stack")
     s.add_argument("--replicas", nargs="*", default=[], help="FAMILY=N (default 1 each)")
-    s.add_argument("--weights", default=str(Path.home() / ".cache" / "nodeground" / "weights"), help="host directory of GFM weights")
+    s.add_argument(
+        "--weights",
+        default=str(Path.home() / ".cache" / "nodeground" / "weights"),
+        help="host directory of GFM weights",
+    )
     s.add_argument("--families", nargs="*", default=[], help="deploy only these families (default: all)")
     s.add_argument("--prefix", default="nodeground", help="image name prefix (make's IMAGE_PREFIX)")
     s.add_argument("--gpu", action="store_true")
     s.add_argument("--threads", type=int, default=1)
     s.add_argument("--memory", default="8G")
-    s.add_argument("--tls", type=Path, help="directory with cert.pem, key.pem and token: services serve TLS and require the token")
+    s.add_argument(
+        "--tls", type=Path, help="directory with cert.pem, key.pem and token: services serve TLS and require the token"
+    )
     args = parser.parse_args(argv)
     if args.command == "compose":
         text = compose_text()
@@ -191,7 +232,20 @@ def main(argv: list[str] | None = None) -> int:
             args.out.write_text(text)
         return 0
     sys.stdout.write("# Generated by docker/services.py from the family manifests; do not edit.\n")
-    yaml.safe_dump(stack(_replicas(args.replicas), args.weights, args.gpu, args.threads, args.memory, args.families, args.prefix, args.tls), sys.stdout, sort_keys=False)
+    yaml.safe_dump(
+        stack(
+            _replicas(args.replicas),
+            args.weights,
+            args.gpu,
+            args.threads,
+            args.memory,
+            args.families,
+            args.prefix,
+            args.tls,
+        ),
+        sys.stdout,
+        sort_keys=False,
+    )
     return 0
 
 

@@ -22,7 +22,14 @@ from contract.handshake import READY_PREFIX, SERVICE_PORT
 from contract.security import Security, SecurityError
 from methods.families import method_classes
 from methods.sdk.health_file import HEALTH_FILE_ENV, loopback_address, start_health_file
-from methods.sdk.service import DEFAULT_GRAPH_CACHE_BYTES, DEFAULT_MAX_MODELS, DEFAULT_MAX_UPLOAD_BYTES, DEFAULT_UPLOAD_WAIT_SECONDS, MethodServicer, build_server
+from methods.sdk.service import (
+    DEFAULT_GRAPH_CACHE_BYTES,
+    DEFAULT_MAX_MODELS,
+    DEFAULT_MAX_UPLOAD_BYTES,
+    DEFAULT_UPLOAD_WAIT_SECONDS,
+    MethodServicer,
+    build_server,
+)
 from contract.weights import load_weights_catalog
 
 
@@ -32,24 +39,47 @@ def check(family: Family) -> str:
     names = [m.name for m in method_classes(family)]
     if (Path(__file__).resolve().parent / family.name / "weights.toml").exists():
         if not any(entry.model == family.name for entry in load_weights_catalog().values()):
-            raise RuntimeError(f"family {family.name}: weights.toml is not installed (no catalog entry for model {family.name!r})")
+            raise RuntimeError(
+                f"family {family.name}: weights.toml is not installed (no catalog entry for model {family.name!r})"
+            )
     return f"{family.name}: {', '.join(names)}: smoke ok"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="nodeground-serve", description=__doc__)
-    parser.add_argument("--family", default=os.environ.get("NODEGROUND_FAMILY"),
-                        help="method family to host (a folder under methods/; default: NODEGROUND_FAMILY, set in the images)")
+    parser.add_argument(
+        "--family",
+        default=os.environ.get("NODEGROUND_FAMILY"),
+        help="method family to host (a folder under methods/; default: NODEGROUND_FAMILY, set in the images)",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (0.0.0.0 in containers)")
     parser.add_argument("--port", type=int, default=SERVICE_PORT, help="port to bind; 0 picks a free one")
-    parser.add_argument("--graph-cache-bytes", type=int, default=int(os.environ.get("NODEGROUND_GRAPH_CACHE_BYTES", DEFAULT_GRAPH_CACHE_BYTES)))
-    parser.add_argument("--max-upload-bytes", type=int, default=int(os.environ.get("NODEGROUND_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES)),
-                        help="largest graph accepted (tensors plus its N x C prediction); the memory available bounds it too")
-    parser.add_argument("--upload-wait-seconds", type=float, default=float(os.environ.get("NODEGROUND_UPLOAD_WAIT_SECONDS", DEFAULT_UPLOAD_WAIT_SECONDS)),
-                        help="how long an upload waits for one of the concurrent upload slots before RESOURCE_EXHAUSTED")
-    parser.add_argument("--max-models", type=int, default=int(os.environ.get("NODEGROUND_MAX_MODELS", DEFAULT_MAX_MODELS)),
-                        help="fitted models held without Release before the least recently used is dropped")
-    parser.add_argument("--check", action="store_true", help="load the family, check it against its manifest, print one line and exit")
+    parser.add_argument(
+        "--graph-cache-bytes",
+        type=int,
+        default=int(os.environ.get("NODEGROUND_GRAPH_CACHE_BYTES", DEFAULT_GRAPH_CACHE_BYTES)),
+    )
+    parser.add_argument(
+        "--max-upload-bytes",
+        type=int,
+        default=int(os.environ.get("NODEGROUND_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES)),
+        help="largest graph accepted (tensors plus its N x C prediction); the memory available bounds it too",
+    )
+    parser.add_argument(
+        "--upload-wait-seconds",
+        type=float,
+        default=float(os.environ.get("NODEGROUND_UPLOAD_WAIT_SECONDS", DEFAULT_UPLOAD_WAIT_SECONDS)),
+        help="how long an upload waits for one of the concurrent upload slots before RESOURCE_EXHAUSTED",
+    )
+    parser.add_argument(
+        "--max-models",
+        type=int,
+        default=int(os.environ.get("NODEGROUND_MAX_MODELS", DEFAULT_MAX_MODELS)),
+        help="fitted models held without Release before the least recently used is dropped",
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="load the family, check it against its manifest, print one line and exit"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
 
@@ -67,7 +97,11 @@ def main(argv: list[str] | None = None) -> int:
         print(check(family))
         return 0
     servicer = MethodServicer(
-        family.name, method_classes(family), graph_cache_bytes=args.graph_cache_bytes, max_upload_bytes=args.max_upload_bytes, max_models=args.max_models,
+        family.name,
+        method_classes(family),
+        graph_cache_bytes=args.graph_cache_bytes,
+        max_upload_bytes=args.max_upload_bytes,
+        max_models=args.max_models,
         upload_wait_seconds=args.upload_wait_seconds,
     )
     try:
@@ -79,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     if not security.serves_tls and not is_loopback(args.host):
         logging.getLogger("nodeground.serve").warning(
             "serving plaintext without a token on %s: anyone who reaches this port can call it; on a shared network set "
-            "NODEGROUND_TLS_CERT, NODEGROUND_TLS_KEY and NODEGROUND_TOKEN_FILE (README, 'Services beyond loopback')", args.host,
+            "NODEGROUND_TLS_CERT, NODEGROUND_TLS_KEY and NODEGROUND_TOKEN_FILE (README, 'Services beyond loopback')",
+            args.host,
         )
     server.start()
     print(f"{READY_PREFIX} {port}", flush=True)

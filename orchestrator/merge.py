@@ -75,7 +75,10 @@ def _rows(path: Path, table: str, columns: tuple[str, ...]) -> list[dict[str, An
             return []
         db.row_factory = sqlite3.Row
         picked = [c for c in columns if c in present]
-        rows = [{c: row[c] if c in present else None for c in columns} for row in db.execute(f"SELECT {', '.join(picked)} FROM {table}")]
+        rows = [
+            {c: row[c] if c in present else None for c in columns}
+            for row in db.execute(f"SELECT {', '.join(picked)} FROM {table}")
+        ]
     if table == "trials":  # a store from before keys carried the dataset hash merges under today's keys
         for row in rows:
             row["trial_key"] = current_key(row["trial_key"], row.get("dataset_hash"))
@@ -95,7 +98,9 @@ def merge_stores(into: Path, sources: list[Path], on_conflict: str = "refuse") -
             raise ValueError(f"{source} is the target store itself")
     report = MergeReport()
     with Store(into) as target:
-        kept: dict[str, tuple[dict[str, Any], Path]] = {r["trial_key"]: (r, into) for r in _rows(into, "trials", COLUMNS)}
+        kept: dict[str, tuple[dict[str, Any], Path]] = {
+            r["trial_key"]: (r, into) for r in _rows(into, "trials", COLUMNS)
+        }
         changed: dict[str, dict[str, Any]] = {}
         services = {tuple(r.values()) for r in _rows(into, "services", SERVICE_COLUMNS)}
         new_services: list[dict[str, Any]] = []
@@ -134,7 +139,9 @@ def merge_stores(into: Path, sources: list[Path], on_conflict: str = "refuse") -
 
 def conflict_message(conflicts: list[Conflict], shown: int = 5) -> str:
     """One line naming the conflicting keys (the first few) and how to resolve them."""
-    first = "; ".join(f"{c.key} ({', '.join(c.differing)} differ between {c.kept_from} and {c.other_from})" for c in conflicts[:shown])
+    first = "; ".join(
+        f"{c.key} ({', '.join(c.differing)} differ between {c.kept_from} and {c.other_from})" for c in conflicts[:shown]
+    )
     more = f" and {len(conflicts) - shown} more" if len(conflicts) > shown else ""
     return (
         f"{len(conflicts)} trial key(s) hold different results in different stores: {first}{more}; "

@@ -26,7 +26,9 @@ def primary_metric_name(task_type: str) -> str:
     return "auroc" if task_type == TASK_BINARY else "accuracy"
 
 
-def evaluate(probs: np.ndarray, labels: np.ndarray, task_type: str, num_classes: int, full: bool = True) -> dict[str, float]:
+def evaluate(
+    probs: np.ndarray, labels: np.ndarray, task_type: str, num_classes: int, full: bool = True
+) -> dict[str, float]:
     """Metrics of one node set (labels are the true classes of those nodes).
 
     ``full=False`` computes only what the record keeps for validation nodes (cross-entropy,

@@ -36,7 +36,9 @@ def config_hash(config: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def trial_key(method: str, method_version: str, dataset: str, regime: str, split: int, cfg_hash: str, dataset_hash: str) -> str:
+def trial_key(
+    method: str, method_version: str, dataset: str, regime: str, split: int, cfg_hash: str, dataset_hash: str
+) -> str:
     """The identity of a trial: rerunning a sweep skips every key already stored.
 
     The dataset's content hash is part of it, so a dataset registered again under

@@ -12,8 +12,21 @@ from rich.table import Table
 from orchestrator.records import ACCEPTED_STATUSES, RETRIED_STATUSES, TrialRecord
 
 #: Columns of ``selected_results`` (what `show` prints), in order.
-SHOW_COLUMNS = ["method", "method_version", "dataset", "regime", "split", "trials", "failed", "trial_index", "val_loss", "primary_metric",
-                "test_primary", "test_accuracy", "config_json"]
+SHOW_COLUMNS = [
+    "method",
+    "method_version",
+    "dataset",
+    "regime",
+    "split",
+    "trials",
+    "failed",
+    "trial_index",
+    "val_loss",
+    "primary_metric",
+    "test_primary",
+    "test_accuracy",
+    "config_json",
+]
 
 
 def selected_results(trials: pd.DataFrame) -> pd.DataFrame:
@@ -21,16 +34,36 @@ def selected_results(trials: pd.DataFrame) -> pd.DataFrame:
 
     A failed trial is one the rule could not select (not ok, or no finite validation loss).
     """
-    selected = selected_with_workflow(trials).rename(columns={
-        "n_trials": "trials", "n_failed": "failed", "selected_trial_index": "trial_index",
-        "selected_config_json": "config_json"})
+    selected = selected_with_workflow(trials).rename(
+        columns={
+            "n_trials": "trials",
+            "n_failed": "failed",
+            "selected_trial_index": "trial_index",
+            "selected_config_json": "config_json",
+        }
+    )
     return selected[SHOW_COLUMNS]
 
 
 def results_table(selected: pd.DataFrame) -> Table:
     table = Table(title="Selected results (lowest validation loss)")
-    for column in ("method", "dataset", "regime", "split", "trials", "failed", "selected", "val loss", "test metric", "value"):
-        table.add_column(column, justify="left" if column in ("method", "dataset", "regime", "test metric") else "right", no_wrap=True)
+    for column in (
+        "method",
+        "dataset",
+        "regime",
+        "split",
+        "trials",
+        "failed",
+        "selected",
+        "val loss",
+        "test metric",
+        "value",
+    ):
+        table.add_column(
+            column,
+            justify="left" if column in ("method", "dataset", "regime", "test metric") else "right",
+            no_wrap=True,
+        )
     versions = selected.groupby("method", observed=True)["method_version"].nunique()
     for row in selected.itertuples(index=False):
         chosen = pd.notna(row.trial_index)
@@ -66,7 +99,9 @@ def failures(records: list[TrialRecord]) -> pd.DataFrame:
 
 def failures_table(grouped: pd.DataFrame) -> Table:
     total = int(grouped["count"].sum())
-    table = Table(title=f"{total} trial(s) of this run did not succeed (unavailable ones are retried by a rerun; the others are stored outcomes)")
+    table = Table(
+        title=f"{total} trial(s) of this run did not succeed (unavailable ones are retried by a rerun; the others are stored outcomes)"
+    )
     for column in ("method", "dataset", "status", "count", "first error line"):
         table.add_column(column, justify="right" if column == "count" else "left", overflow="fold")
     for row in grouped.head(SUMMARY_ROWS).itertuples(index=False):
@@ -117,7 +152,9 @@ def selected_with_workflow(trials: pd.DataFrame) -> pd.DataFrame:
     ident = first[[*keys, "family", "kind", "origin", "dataset_hash", "task_type", "num_classes"]]
     out = costs.merge(ident, on=keys, how="left")
     out["n_failed"] = out["n_trials"] - out["n_ok"]
-    chosen = trials[[*keys, "trial_index", *dict.fromkeys(_TRIAL_FIELDS.values())]].rename(columns={"trial_index": "selected_trial_index"})
+    chosen = trials[[*keys, "trial_index", *dict.fromkeys(_TRIAL_FIELDS.values())]].rename(
+        columns={"trial_index": "selected_trial_index"}
+    )
     chosen = chosen.astype({"selected_trial_index": "Int64"})
     out = out.merge(chosen, on=[*keys, "selected_trial_index"], how="left")
     for name, source in _TRIAL_FIELDS.items():
@@ -138,9 +175,24 @@ def _bytes(value: object) -> str:
 def workflow_table(selected: pd.DataFrame) -> Table:
     """The paper's per-cell workflow figures (full search) as a rich table."""
     table = Table(title="Workflow cost per cell (full search; service-side seconds, warm-up excluded)")
-    headers = ("method", "dataset", "regime", "split", "trials", "ok", "selected", "tuning s", "predict s", "workflow s", "peak memory", "kind")
+    headers = (
+        "method",
+        "dataset",
+        "regime",
+        "split",
+        "trials",
+        "ok",
+        "selected",
+        "tuning s",
+        "predict s",
+        "workflow s",
+        "peak memory",
+        "kind",
+    )
     for column in headers:
-        table.add_column(column, justify="left" if column in ("method", "dataset", "regime", "kind") else "right", no_wrap=True)
+        table.add_column(
+            column, justify="left" if column in ("method", "dataset", "regime", "kind") else "right", no_wrap=True
+        )
     for row in selected.itertuples(index=False):
         chosen = pd.notna(row.selected_trial_index)
         table.add_row(
@@ -155,7 +207,9 @@ def workflow_table(selected: pd.DataFrame) -> Table:
 def services_table(services: pd.DataFrame) -> Table:
     table = Table(title="Service warm-up (recorded apart, charged to no trial)")
     for column in ("family", "source", "endpoint", "started at", "start s", "warm-up s", "warmed up", "warm-up error"):
-        table.add_column(column, justify="right" if column.endswith(" s") else "left", no_wrap=column != "warm-up error")
+        table.add_column(
+            column, justify="right" if column.endswith(" s") else "left", no_wrap=column != "warm-up error"
+        )
     for row in services.itertuples(index=False):
         table.add_row(
             row.family, row.source, row.endpoint, str(row.started_at), _seconds(row.start_seconds),

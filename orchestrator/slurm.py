@@ -54,7 +54,9 @@ class SlurmJob:
     def load(cls, directory: Path) -> SlurmJob:
         path = Path(directory) / JOB_FILE
         if not path.exists():
-            raise FileNotFoundError(f"{directory} holds no {JOB_FILE}: it is not a directory made by `orchestrator slurm submit`")
+            raise FileNotFoundError(
+                f"{directory} holds no {JOB_FILE}: it is not a directory made by `orchestrator slurm submit`"
+            )
         return cls(**json.loads(path.read_text()))
 
 
@@ -63,7 +65,9 @@ def orchestrator_command() -> list[str]:
     return [sys.executable, "-m", "orchestrator"]
 
 
-def sbatch_resources(partition: str | None, time: str | None, cpus_per_task: int, mem: str | None, gres: str | None, extra: list[str]) -> list[str]:
+def sbatch_resources(
+    partition: str | None, time: str | None, cpus_per_task: int, mem: str | None, gres: str | None, extra: list[str]
+) -> list[str]:
     """sbatch flags for each task's resources (a GPU request becomes --gres)."""
     args = [f"--cpus-per-task={cpus_per_task}"]
     if partition:
@@ -141,7 +145,14 @@ def submit(job: SlurmJob, indices: list[int] | None = None) -> tuple[str, str]:
     if bad or not chosen:
         raise ValueError(f"shard indices must lie in 0..{job.shards - 1}, got {bad or chosen}")
     array = _sbatch([f"--array={','.join(map(str, chosen))}", *job.sbatch_args, str(job.path / "sweep.sbatch")])
-    merge = _sbatch([f"--dependency=afterok:{array}", "--kill-on-invalid-dep=yes", "--cpus-per-task=1", str(job.path / "merge.sbatch")])
+    merge = _sbatch(
+        [
+            f"--dependency=afterok:{array}",
+            "--kill-on-invalid-dep=yes",
+            "--cpus-per-task=1",
+            str(job.path / "merge.sbatch"),
+        ]
+    )
     job.array_jobs.append(array)
     job.merge_jobs.append(merge)
     job.save()

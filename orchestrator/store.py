@@ -70,7 +70,9 @@ def _sql_type(annotation: str) -> str:
 def _schema(table: str = "trials") -> str:
     cols = []
     for name, annotation in TrialRecord.__annotations__.items():
-        cols.append(f"{name} {_sql_type(str(annotation))}{' PRIMARY KEY' if name == 'trial_key' and table == 'trials' else ''}")
+        cols.append(
+            f"{name} {_sql_type(str(annotation))}{' PRIMARY KEY' if name == 'trial_key' and table == 'trials' else ''}"
+        )
     return f"CREATE TABLE IF NOT EXISTS {table} ({', '.join(cols)})"
 
 
@@ -100,11 +102,17 @@ class Store:
         self._upgrade_keys()
         placeholders = ", ".join("?" for _ in COLUMNS)
         self._insert = f"INSERT OR REPLACE INTO trials ({', '.join(COLUMNS)}) VALUES ({placeholders})"
-        self._service_insert = f"INSERT INTO services ({', '.join(SERVICE_COLUMNS)}) VALUES ({', '.join('?' for _ in SERVICE_COLUMNS)})"
+        self._service_insert = (
+            f"INSERT INTO services ({', '.join(SERVICE_COLUMNS)}) VALUES ({', '.join('?' for _ in SERVICE_COLUMNS)})"
+        )
 
     def _add_missing_columns(self) -> None:
         """A store written by an older version gains columns added since (as NULL)."""
-        tables = (("trials", TrialRecord.__annotations__), ("superseded_trials", TrialRecord.__annotations__), ("services", ServiceRecord.__annotations__))
+        tables = (
+            ("trials", TrialRecord.__annotations__),
+            ("superseded_trials", TrialRecord.__annotations__),
+            ("services", ServiceRecord.__annotations__),
+        )
         for table, annotations in tables:
             present = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
             for name, annotation in annotations.items():
@@ -118,7 +126,9 @@ class Store:
         unchanged and runs again those whose dataset was registered anew.
         """
         self._db.create_function("current_key", 2, current_key, deterministic=True)
-        self._db.execute("UPDATE OR IGNORE trials SET trial_key = current_key(trial_key, dataset_hash) WHERE trial_key != current_key(trial_key, dataset_hash)")
+        self._db.execute(
+            "UPDATE OR IGNORE trials SET trial_key = current_key(trial_key, dataset_hash) WHERE trial_key != current_key(trial_key, dataset_hash)"
+        )
 
     def claim(self) -> None:
         """Become this store's only writer for as long as it is open; StoreBusy names the current one."""
@@ -136,7 +146,9 @@ class Store:
                 "or give this run its own --store (two writers would compute every trial twice)"
             ) from None
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
+        os.pwrite(
+            fd, f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0
+        )
         self._claim = fd
 
     def close(self) -> None:

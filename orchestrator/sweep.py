@@ -87,6 +87,7 @@ MAX_TIME_LIMIT_S = 7 * 24 * 3600.0
 class ReplyError(ValueError):
     """A service's reply cannot be used: malformed, or not the shape the trial asked for."""
 
+
 WARMUP_EPOCHS = 2  # a warm-up fit caps ``max_epochs`` (when the method has it) at this
 WARMUP_TIME_LIMIT_S = 120.0
 WARMUP_MODES = ("all", "embedded", "none")
@@ -236,7 +237,9 @@ class Sweep:
             client = self.directory.client(method)
             hosted = {s.name: s for s in client.describe()}
             if method not in hosted:
-                raise ServiceUnavailable(f"the service at {client.endpoint} does not host {method!r} (it hosts {', '.join(hosted)})")
+                raise ServiceUnavailable(
+                    f"the service at {client.endpoint} does not host {method!r} (it hosts {', '.join(hosted)})"
+                )
             self._specs[method] = hosted[method]
         return self._specs[method]
 
@@ -304,7 +307,9 @@ class Sweep:
                 for s in self.plan.splits:
                     for m in self.plan.methods:
                         spec = self.spec(m)
-                        configs = config_sequence(spec.default_config, spec.search_space, sequence_key(m, d, r, s), self.plan.budget)
+                        configs = config_sequence(
+                            spec.default_config, spec.search_space, sequence_key(m, d, r, s), self.plan.budget
+                        )
                         for index, config in enumerate(configs):
                             key = trial_key(m, spec.version, d, r, s, config_hash(config), content)
                             out.append(PlannedTrial(m, d, r, s, index, config, key))
@@ -484,12 +489,16 @@ class Sweep:
         upload = client.ensure_graph(bundle)
         record.upload_e2e_s = upload.e2e_seconds if upload.value else 0.0
         try:
-            fit = client.fit(method, bundle.graph_hash, split.train, split.val, config, split.index, self.plan.time_limit)
+            fit = client.fit(
+                method, bundle.graph_hash, split.train, split.val, config, split.index, self.plan.time_limit
+            )
         except grpc.RpcError as exc:
             if exc.code() != grpc.StatusCode.FAILED_PRECONDITION:
                 raise
             client.ensure_graph(bundle)  # the service evicted or lost the graph: upload again, once
-            fit = client.fit(method, bundle.graph_hash, split.train, split.val, config, split.index, self.plan.time_limit)
+            fit = client.fit(
+                method, bundle.graph_hash, split.train, split.val, config, split.index, self.plan.time_limit
+            )
         reply = fit.value
         _check_stats(reply.stats, "fit")
         record.fit_e2e_s = fit.e2e_seconds
@@ -504,7 +513,9 @@ class Sweep:
         if not reply.model_handle:
             raise ReplyError("the fit returned no model handle")
         try:
-            predicted = client.predict(reply.model_handle, graph.num_nodes, graph.num_classes, timeout=self.plan.time_limit)
+            predicted = client.predict(
+                reply.model_handle, graph.num_nodes, graph.num_classes, timeout=self.plan.time_limit
+            )
         except ServiceUnavailable:
             raise  # gone or hung: it holds nothing worth releasing, and would not answer
         except BaseException as exc:
@@ -604,8 +615,12 @@ class Sweep:
 
 
 def _check_stats(stats: pb.CallStats, call: str) -> None:
-    if not (np.isfinite(stats.seconds) and stats.seconds >= 0 and stats.peak_rss_bytes >= 0 and stats.peak_gpu_bytes >= 0):
-        raise ReplyError(f"{call} stats are not a finite, non-negative time and memory: {stats.seconds!r} s, {stats.peak_rss_bytes} / {stats.peak_gpu_bytes} bytes")
+    if not (
+        np.isfinite(stats.seconds) and stats.seconds >= 0 and stats.peak_rss_bytes >= 0 and stats.peak_gpu_bytes >= 0
+    ):
+        raise ReplyError(
+            f"{call} stats are not a finite, non-negative time and memory: {stats.seconds!r} s, {stats.peak_rss_bytes} / {stats.peak_gpu_bytes} bytes"
+        )
 
 
 def _fit_info(reply: pb.FitResponse) -> dict[str, Any]:
@@ -621,4 +636,6 @@ def _fit_info(reply: pb.FitResponse) -> dict[str, Any]:
 
 def _client_deadline(exc: grpc.RpcError) -> bool:
     """The deadline ran out on the client's side (the service never answered), not in the service."""
-    return exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED and (exc.details() or "").strip().lower() == "deadline exceeded"
+    return (
+        exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED and (exc.details() or "").strip().lower() == "deadline exceeded"
+    )

@@ -68,7 +68,9 @@ def mirror(monkeypatch: pytest.MonkeyPatch) -> Path:
     return MIRROR
 
 
-def tiny_graph(n: int = 60, classes: int = 3, features: int = 5, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def tiny_graph(
+    n: int = 60, classes: int = 3, features: int = 5, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A hand-sized graph: a ring plus chords, class-informative features."""
     rng = np.random.default_rng(seed)
     y = np.arange(n) % classes

@@ -81,11 +81,15 @@ class G2TFM(FrozenGFM):
 
     def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> G2TState:
         seed_everything(ctx.seed)
-        frozen = load_frozen("g2tfm", self.weights, G2TNet, {**DEFAULT_TABPFN, **DEFAULT_PEARL}, _load_state, ctx.device)
+        frozen = load_frozen(
+            "g2tfm", self.weights, G2TNet, {**DEFAULT_TABPFN, **DEFAULT_PEARL}, _load_state, ctx.device
+        )
         frozen.report(ctx)
         arch = frozen.config
         if graph.num_classes > arch["n_out"]:
-            raise ValueError(f"g2tfm supports at most {arch['n_out']} classes (TabPFN-v2's decoder, no output coding); the graph has {graph.num_classes}")
+            raise ValueError(
+                f"g2tfm supports at most {arch['n_out']} classes (TabPFN-v2's decoder, no output coding); the graph has {graph.num_classes}"
+            )
         n = graph.num_nodes
         edges = edge_array_without_self_loops(graph.edge_index)
         train = np.sort(train)
@@ -168,7 +172,9 @@ def _graph_table(x: np.ndarray, edges: np.ndarray, n: int, train: np.ndarray, co
         blocks.append(part)
     enc = np.concatenate([_laplacian_pe(edges, n, LAP_PE_K), _log_degree(edges, n), _log_pagerank(edges, n)], axis=1)
     noisy = enc + np.random.RandomState(42).normal(0.0, 1e-5, enc.shape)
-    qt = QuantileTransformer(n_quantiles=max(min(n // 30, 1000), 10), output_distribution="normal", subsample=1_000_000_000, random_state=42)
+    qt = QuantileTransformer(
+        n_quantiles=max(min(n // 30, 1000), 10), output_distribution="normal", subsample=1_000_000_000, random_state=42
+    )
     blocks.append(qt.fit(noisy).transform(enc))
     table = np.concatenate(blocks, axis=1)
     keep = np.array([np.unique(table[train, j]).size > 1 for j in range(table.shape[1])], dtype=bool)
@@ -230,5 +236,3 @@ def _laplacian_pe(edges: np.ndarray, n: int, k: int) -> np.ndarray:
     if pe.shape[1] < k:
         pe = np.concatenate([pe, np.zeros((n, k - pe.shape[1]))], axis=1)
     return pe
-
-

@@ -104,12 +104,19 @@ class TabICL(nn.Module):
         b, s, f = x.shape
         n_ctx = y_ctx.shape[1]
         tokens = self.m_num(x.unsqueeze(-1))
-        tokens = tokens + self.pos_embs(torch.randn(f, tokens.shape[-1] // 4, device=x.device, dtype=tokens.dtype))[None, None]
+        tokens = (
+            tokens
+            + self.pos_embs(torch.randn(f, tokens.shape[-1] // 4, device=x.device, dtype=tokens.dtype))[None, None]
+        )
         y_fill = torch.round(y_ctx.mean(dim=1, keepdim=True))
         y_all = torch.cat([y_ctx, y_fill.expand(b, s - n_ctx)], dim=1)
         nan_ind = torch.zeros(b, s, device=x.device, dtype=tokens.dtype)
         nan_ind[:, n_ctx:] = -2.0
-        y_emb = y_all[..., None] * self.y_embedding_weight + nan_ind[..., None] * self.y_embedding_nan_ind + self.y_embedding_bias
+        y_emb = (
+            y_all[..., None] * self.y_embedding_weight
+            + nan_ind[..., None] * self.y_embedding_nan_ind
+            + self.y_embedding_bias
+        )
         h = torch.cat([tokens, y_emb.unsqueeze(2).to(tokens.dtype)], dim=2)
         for layer in self.transformer_encoder.layers:
             h = layer(h, n_ctx, chunk)

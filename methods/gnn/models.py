@@ -118,11 +118,16 @@ class LayerStack(nn.Module):
         if classic:
             dims[-1] = out_dim
         num_hidden = layers - 1 if classic else layers
-        self.layers = nn.ModuleList(make_layer(a, b, classic and i == layers - 1) for i, (a, b) in enumerate(zip(dims[:-1], dims[1:])))
+        self.layers = nn.ModuleList(
+            make_layer(a, b, classic and i == layers - 1) for i, (a, b) in enumerate(zip(dims[:-1], dims[1:]))
+        )
         self.norms = nn.ModuleList(_norm(str(config["norm"]), hidden) for _ in range(num_hidden))
         self.skips = nn.ModuleList()
         if bool(config["residual"]):
-            self.skips.extend(nn.Identity() if dims[i] == hidden else nn.Linear(dims[i], hidden, bias=False) for i in range(num_hidden))
+            self.skips.extend(
+                nn.Identity() if dims[i] == hidden else nn.Linear(dims[i], hidden, bias=False)
+                for i in range(num_hidden)
+            )
         self.dropout = nn.Dropout(float(config["dropout"]))
         self.input_dropout = nn.Dropout(float(config["input_dropout"]))
         self.act = _ACTIVATIONS[str(config["activation"])]
@@ -223,8 +228,17 @@ class _AttentionStack(StackMethod):
 
     conv_cls: type = GATConv
     floats_per_edge_unit = 1.25  # messages autograd keeps per edge, layer and unit of width (measured 1.1)
-    default_config = {**STACK_DEFAULTS, "hidden": 64, "heads": 8, "out_heads": 1, "dropout": 0.6, "input_dropout": 0.6,
-                      "attn_dropout": 0.6, "lr": 0.005, "activation": "elu"}
+    default_config = {
+        **STACK_DEFAULTS,
+        "hidden": 64,
+        "heads": 8,
+        "out_heads": 1,
+        "dropout": 0.6,
+        "input_dropout": 0.6,
+        "attn_dropout": 0.6,
+        "lr": 0.005,
+        "activation": "elu",
+    }
     search_space = _stack_space(
         FloatParam("input_dropout", 0.0, 0.8),
         ChoiceParam("heads", (1, 2, 4, 8)),
@@ -250,7 +264,9 @@ class _AttentionStack(StackMethod):
         """
         width, layers = max(int(config["hidden"]), int(config["heads"])), int(config["num_layers"])
         estimate = edge_message_bytes(graph, width, layers, int(config["heads"]), self.floats_per_edge_unit)
-        require_memory(self.name, estimate, device, f"{layers} attention layers of {width} over {graph.edge_index.shape[1]} edges")
+        require_memory(
+            self.name, estimate, device, f"{layers} attention layers of {width} over {graph.edge_index.shape[1]} edges"
+        )
 
 
 class GAT(_AttentionStack):
@@ -325,7 +341,9 @@ class JKNet(StackMethod):
             return
         hidden, layers = int(config["hidden"]), int(config["num_layers"])
         estimate = 32 * FLOAT_BYTES * graph.num_nodes * layers * (layers * hidden / 2)
-        require_memory(self.name, estimate, device, f"an LSTM readout over {layers} layers of {hidden} on {graph.num_nodes} nodes")
+        require_memory(
+            self.name, estimate, device, f"an LSTM readout over {layers} layers of {hidden} on {graph.num_nodes} nodes"
+        )
 
     def make_layer(self, config: Config) -> LayerFactory:
         if config["conv"] == "sage":
@@ -343,8 +361,16 @@ class JKNet(StackMethod):
 class _Encoder(nn.Module):
     """An MLP ``in -> hidden^(layers-1) -> out`` with dropout before every linear layer."""
 
-    def __init__(self, in_dim: int, hidden: int, out_dim: int, layers: int, dropout: float, input_dropout: float,
-                 norm: str = "none") -> None:
+    def __init__(
+        self,
+        in_dim: int,
+        hidden: int,
+        out_dim: int,
+        layers: int,
+        dropout: float,
+        input_dropout: float,
+        norm: str = "none",
+    ) -> None:
         super().__init__()
         dims = [in_dim] + [hidden] * (layers - 1) + [out_dim]
         self.lins = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
@@ -365,10 +391,22 @@ class _Encoder(nn.Module):
 class APPNPNet(nn.Module):
     def __init__(self, config: Config, in_dim: int, out_dim: int) -> None:
         super().__init__()
-        self.encoder = _Encoder(in_dim, int(config["hidden"]), out_dim, int(config["num_layers"]),
-                                float(config["dropout"]), float(config["input_dropout"]), str(config["norm"]))
-        self.prop = APPNPProp(int(config["K"]), float(config["alpha"]), dropout=float(config["edge_dropout"]),
-                              cached=float(config["edge_dropout"]) == 0.0, add_self_loops=False)
+        self.encoder = _Encoder(
+            in_dim,
+            int(config["hidden"]),
+            out_dim,
+            int(config["num_layers"]),
+            float(config["dropout"]),
+            float(config["input_dropout"]),
+            str(config["norm"]),
+        )
+        self.prop = APPNPProp(
+            int(config["K"]),
+            float(config["alpha"]),
+            dropout=float(config["edge_dropout"]),
+            cached=float(config["edge_dropout"]) == 0.0,
+            add_self_loops=False,
+        )
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
         return self.prop(self.encoder(x), edge_index)
@@ -378,8 +416,17 @@ class APPNP(TorchNodeClassifier):
     name = "appnp"
     version = VERSION
     description = "Predict then propagate (Gasteiger et al., ICLR 2019): an MLP, then K steps of personalized PageRank."
-    default_config = {**TRAIN_DEFAULTS, "hidden": 64, "num_layers": 2, "dropout": 0.5, "input_dropout": 0.5,
-                      "norm": "none", "K": 10, "alpha": 0.1, "edge_dropout": 0.0}
+    default_config = {
+        **TRAIN_DEFAULTS,
+        "hidden": 64,
+        "num_layers": 2,
+        "dropout": 0.5,
+        "input_dropout": 0.5,
+        "norm": "none",
+        "K": 10,
+        "alpha": 0.1,
+        "edge_dropout": 0.0,
+    }
     search_space = TRAIN_SPACE + (
         ChoiceParam("hidden", (32, 64, 128, 256, 512)),
         IntParam("num_layers", 1, 4),
@@ -425,9 +472,19 @@ class GCNII(TorchNodeClassifier):
     description = "GCNII (Chen et al., ICML 2020): initial residual and identity mapping, deep."
     # Paper, Cora: 64 layers, 64 hidden, alpha 0.1, lambda (theta) 0.5, dropout 0.6, lr 0.01,
     # weight decay 0.01 on the convolutions and 5e-4 on the dense layers, patience 100.
-    default_config = {**TRAIN_DEFAULTS, "hidden": 64, "num_layers": 64, "alpha": 0.1, "theta": 0.5, "dropout": 0.6,
-                      "norm": "none", "weight_decay": 5e-4, "conv_weight_decay": 0.01, "max_epochs": 1500,
-                      "patience": 100}
+    default_config = {
+        **TRAIN_DEFAULTS,
+        "hidden": 64,
+        "num_layers": 64,
+        "alpha": 0.1,
+        "theta": 0.5,
+        "dropout": 0.6,
+        "norm": "none",
+        "weight_decay": 5e-4,
+        "conv_weight_decay": 0.01,
+        "max_epochs": 1500,
+        "patience": 100,
+    }
     search_space = TRAIN_SPACE + (
         ChoiceParam("hidden", (32, 64, 128, 256, 512)),
         ChoiceParam("num_layers", (2, 4, 8, 16, 32, 64)),
@@ -489,8 +546,15 @@ class GPRProp(nn.Module):
 class GPRGNNNet(nn.Module):
     def __init__(self, config: Config, in_dim: int, out_dim: int) -> None:
         super().__init__()
-        self.encoder = _Encoder(in_dim, int(config["hidden"]), out_dim, int(config["num_layers"]),
-                                float(config["dropout"]), float(config["dropout"]), str(config["norm"]))
+        self.encoder = _Encoder(
+            in_dim,
+            int(config["hidden"]),
+            out_dim,
+            int(config["num_layers"]),
+            float(config["dropout"]),
+            float(config["dropout"]),
+            str(config["norm"]),
+        )
         self.prop = GPRProp(int(config["K"]), float(config["alpha"]), str(config["init"]))
         self.dprate = float(config["dprate"])
 
@@ -505,8 +569,20 @@ class GPRGNN(TorchNodeClassifier):
     description = "GPR-GNN (Chien et al., ICLR 2021): an MLP, then learnable generalized-PageRank propagation."
     # Paper defaults: 2-layer MLP, 64 hidden, K=10, PPR init with alpha 0.1, dprate 0.5, dropout 0.5;
     # the propagation weights get no weight decay.
-    default_config = {**TRAIN_DEFAULTS, "lr": 0.002, "hidden": 64, "num_layers": 2, "dropout": 0.5, "norm": "none",
-                      "K": 10, "alpha": 0.1, "init": "ppr", "dprate": 0.5, "max_epochs": 1000, "patience": 200}
+    default_config = {
+        **TRAIN_DEFAULTS,
+        "lr": 0.002,
+        "hidden": 64,
+        "num_layers": 2,
+        "dropout": 0.5,
+        "norm": "none",
+        "K": 10,
+        "alpha": 0.1,
+        "init": "ppr",
+        "dprate": 0.5,
+        "max_epochs": 1000,
+        "patience": 200,
+    }
     search_space = TRAIN_SPACE + (
         ChoiceParam("hidden", (32, 64, 128, 256, 512)),
         IntParam("num_layers", 1, 4),
@@ -526,7 +602,10 @@ class GPRGNN(TorchNodeClassifier):
         return (data.x, data.edge_index, sym_norm_weights(graph, device))
 
     def param_groups(self, model: nn.Module, config: Config) -> list[dict[str, Any]]:
-        return [{"params": list(model.encoder.parameters())}, {"params": list(model.prop.parameters()), "weight_decay": 0.0}]
+        return [
+            {"params": list(model.encoder.parameters())},
+            {"params": list(model.prop.parameters()), "weight_decay": 0.0},
+        ]
 
 
 class FAGCNNet(nn.Module):
@@ -536,7 +615,13 @@ class FAGCNNet(nn.Module):
         self.lin_in = nn.Linear(in_dim, hidden)
         self.lin_out = nn.Linear(hidden, out_dim)
         self.convs = nn.ModuleList(
-            FAConv(hidden, eps=float(config["eps"]), dropout=float(config["attn_dropout"]), cached=True, add_self_loops=False)
+            FAConv(
+                hidden,
+                eps=float(config["eps"]),
+                dropout=float(config["attn_dropout"]),
+                cached=True,
+                add_self_loops=False,
+            )
             for _ in range(layers)
         )
         self.norms = nn.ModuleList(_norm(str(config["norm"]), hidden) for _ in range(layers))
@@ -555,8 +640,17 @@ class FAGCN(TorchNodeClassifier):
     version = VERSION
     description = "FAGCN (Bo et al., AAAI 2021): frequency-adaptive signed attention with a residual to the input."
     # Paper, Cora: eps 0.3, 4 layers, 64 hidden, dropout 0.6, lr 0.01, weight decay 1e-3.
-    default_config = {**TRAIN_DEFAULTS, "hidden": 64, "num_layers": 4, "eps": 0.3, "dropout": 0.6, "attn_dropout": 0.6,
-                      "norm": "none", "weight_decay": 1e-3, "patience": 100}
+    default_config = {
+        **TRAIN_DEFAULTS,
+        "hidden": 64,
+        "num_layers": 4,
+        "eps": 0.3,
+        "dropout": 0.6,
+        "attn_dropout": 0.6,
+        "norm": "none",
+        "weight_decay": 1e-3,
+        "patience": 100,
+    }
     search_space = TRAIN_SPACE + (
         ChoiceParam("hidden", (32, 64, 128, 256, 512)),
         IntParam("num_layers", 1, 8),
@@ -573,4 +667,6 @@ class FAGCN(TorchNodeClassifier):
         """Each layer's signed gate weights every edge's full-width message, which autograd keeps: refuse what cannot fit."""
         hidden, layers = int(config["hidden"]), int(config["num_layers"])
         estimate = edge_message_bytes(graph, hidden, layers)
-        require_memory(self.name, estimate, device, f"{layers} FAGCN layers of {hidden} over {graph.edge_index.shape[1]} edges")
+        require_memory(
+            self.name, estimate, device, f"{layers} FAGCN layers of {hidden} over {graph.edge_index.shape[1]} edges"
+        )

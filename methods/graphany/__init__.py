@@ -1,4 +1,3 @@
 """GraphAny family (one image): fully-inductive node classification with frozen attention weights."""
 
 from methods.graphany.method import GraphAny
-

@@ -125,7 +125,9 @@ class _RestrictedUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         found = ALLOWED.get(f"{module}.{name}")
         if found is None:
-            raise CheckpointError(f"refused global {module}.{name} (only tensors, plain containers and inert config stand-ins are allowed)")
+            raise CheckpointError(
+                f"refused global {module}.{name} (only tensors, plain containers and inert config stand-ins are allowed)"
+            )
         return found
 
     def persistent_load(self, pid: Any) -> torch.Tensor:
@@ -148,7 +150,11 @@ def _unpickle(path: Path) -> Any:
         if len(pickles) != 1:
             raise CheckpointError(f"{path.name}: expected one data.pkl in the archive, found {len(pickles)}")
         prefix = pickles[0][: -len("/data.pkl")]
-        order = archive.read(f"{prefix}/byteorder").decode().strip() if f"{prefix}/byteorder" in archive.namelist() else "little"
+        order = (
+            archive.read(f"{prefix}/byteorder").decode().strip()
+            if f"{prefix}/byteorder" in archive.namelist()
+            else "little"
+        )
         if order != "little":
             raise CheckpointError(f"{path.name}: byte order {order!r} is not supported")
         return _RestrictedUnpickler(archive.read(pickles[0]), archive, prefix).load()
@@ -184,13 +190,21 @@ def load_checkpoint(path: Path) -> GraphAnyCheckpoint:
         raw = _unpickle(path)
     except CheckpointError as exc:
         raise CheckpointError(f"{path.name}: {exc}" if not str(exc).startswith(path.name) else str(exc)) from None
-    except (pickle.UnpicklingError, zipfile.BadZipFile, OSError, EOFError, ValueError, TypeError, AttributeError) as exc:
+    except (
+        pickle.UnpicklingError,
+        zipfile.BadZipFile,
+        OSError,
+        EOFError,
+        ValueError,
+        TypeError,
+        AttributeError,
+    ) as exc:
         raise CheckpointError(f"{path.name}: not a readable GraphAny checkpoint: {type(exc).__name__}: {exc}") from None
     if not isinstance(raw, dict) or "state_dict" not in raw or "graph_any_config" not in raw:
         raise CheckpointError(f"{path.name}: expected a dict with state_dict and graph_any_config")
     config = _model_config(raw["graph_any_config"])
     prefix = "gnn_model.mlp."
-    state = {k[len(prefix):]: v for k, v in raw["state_dict"].items() if k.startswith(prefix)}
+    state = {k[len(prefix) :]: v for k, v in raw["state_dict"].items() if k.startswith(prefix)}
     if not state or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise CheckpointError(f"{path.name}: state_dict holds no attention-module tensors under {prefix!r}")
     return GraphAnyCheckpoint(

@@ -9,7 +9,14 @@ import torch
 
 from contract.wire import GraphBundle
 from methods.graphany.checkpoint import GraphAnyCheckpoint, load_checkpoint
-from methods.graphany.model import build_attention, channel_features, distance_features, fuse, least_squares, linear_gnn_predictions
+from methods.graphany.model import (
+    build_attention,
+    channel_features,
+    distance_features,
+    fuse,
+    least_squares,
+    linear_gnn_predictions,
+)
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, Method
 from methods.sdk.frozen import adaptation_flags, locate_weights
 from methods.sdk.method import graph_tensors
@@ -37,7 +44,9 @@ class GraphAny(Method):
     search_space = (ChoiceParam("checkpoint", CHECKPOINTS),)
     weights = tuple(f"graphany-{c}" for c in CHECKPOINTS)
 
-    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> GraphAnyState:
+    def fit(
+        self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext
+    ) -> GraphAnyState:
         """Adaptation: the LinearGNN channels solved on the training nodes (inference over all nodes is predict's)."""
         started = time.perf_counter()
         path, provenance = locate_weights(f"graphany-{config['checkpoint']}", str(config["weights_file"]))
@@ -48,7 +57,9 @@ class GraphAny(Method):
         key = ("graphany-features", ckpt.feat_channels + ckpt.pred_channels)
         cached = key in graph.cache
         if not cached:
-            graph.cache[key] = channel_features(data.x, data.edge_index, set(ckpt.feat_channels) | set(ckpt.pred_channels))
+            graph.cache[key] = channel_features(
+                data.x, data.edge_index, set(ckpt.feat_channels) | set(ckpt.pred_channels)
+            )
         feats = graph.cache[key]
         train_t = torch.as_tensor(train, dtype=torch.long)
         solutions = least_squares(feats, train_t, data.y[train_t], graph.num_classes)
@@ -60,7 +71,9 @@ class GraphAny(Method):
             checkpoint=str(config["checkpoint"]),
             features_cached=cached,
             adapt_seconds=time.perf_counter() - started,
-            **{f"attention_{c}": float(w) for c, w in zip(ckpt.pred_channels, weights.mean(0).tolist())},  # over validation nodes
+            **{
+                f"attention_{c}": float(w) for c, w in zip(ckpt.pred_channels, weights.mean(0).tolist())
+            },  # over validation nodes
         )
         return state
 

@@ -72,7 +72,11 @@ def channel_features(x: torch.Tensor, edge_index: torch.Tensor, needed: set[str]
     deg = torch.zeros(n, dtype=x.dtype, device=x.device).index_add_(0, dst, torch.ones_like(dst, dtype=x.dtype))
     inv = torch.where(deg > 0, 1.0 / deg.clamp(min=1), torch.zeros_like(deg))
     warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-    mean = torch.sparse_coo_tensor(torch.stack([dst, src]), inv[dst], (n, n), check_invariants=False).coalesce().to_sparse_csr()
+    mean = (
+        torch.sparse_coo_tensor(torch.stack([dst, src]), inv[dst], (n, n), check_invariants=False)
+        .coalesce()
+        .to_sparse_csr()
+    )
 
     def mean_agg(h: torch.Tensor) -> torch.Tensor:
         return torch.sparse.mm(mean, h)
@@ -91,15 +95,25 @@ def channel_features(x: torch.Tensor, edge_index: torch.Tensor, needed: set[str]
     return {k: v for k, v in feats.items() if k in needed}
 
 
-def least_squares(feats: dict[str, torch.Tensor], train: torch.Tensor, y_train: torch.Tensor, num_classes: int) -> dict[str, torch.Tensor]:
+def least_squares(
+    feats: dict[str, torch.Tensor], train: torch.Tensor, y_train: torch.Tensor, num_classes: int
+) -> dict[str, torch.Tensor]:
     """Per channel, the minimum-norm least-squares solution on the training nodes (on CPU: gelss): the LinearGNN weights."""
     target = torch.nn.functional.one_hot(y_train.cpu(), num_classes).float()
-    return {name: torch.linalg.lstsq(f.float().cpu()[train.cpu()], target, driver="gelss").solution for name, f in feats.items()}
+    return {
+        name: torch.linalg.lstsq(f.float().cpu()[train.cpu()], target, driver="gelss").solution
+        for name, f in feats.items()
+    }
 
 
-def linear_gnn_predictions(feats: dict[str, torch.Tensor], solutions: dict[str, torch.Tensor], rows: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+def linear_gnn_predictions(
+    feats: dict[str, torch.Tensor], solutions: dict[str, torch.Tensor], rows: torch.Tensor | None = None
+) -> dict[str, torch.Tensor]:
     """Each channel's LinearGNN applied to ``rows`` (all nodes when None)."""
-    return {name: (f.float().cpu() if rows is None else f.float().cpu()[rows]) @ solutions[name] for name, f in feats.items()}
+    return {
+        name: (f.float().cpu() if rows is None else f.float().cpu()[rows]) @ solutions[name]
+        for name, f in feats.items()
+    }
 
 
 def entropy_normalized_probabilities(sqdist: np.ndarray, entropy: float) -> np.ndarray:
@@ -143,7 +157,9 @@ def entropy_normalized_probabilities(sqdist: np.ndarray, entropy: float) -> np.n
     return p.reshape(b, k, k)
 
 
-def distance_features(preds: dict[str, torch.Tensor], channels: tuple[str, ...], entropy: float, block: int = 8192) -> torch.Tensor:
+def distance_features(
+    preds: dict[str, torch.Tensor], channels: tuple[str, ...], entropy: float, block: int = 8192
+) -> torch.Tensor:
     """The (N, K(K-1)) attention input: off-diagonal entropy-normalized probabilities between channel predictions."""
     stacked = torch.stack([preds[c] for c in channels], dim=1).float()  # (N, K, C)
     n, k, _ = stacked.shape
@@ -157,8 +173,13 @@ def distance_features(preds: dict[str, torch.Tensor], channels: tuple[str, ...],
     return out
 
 
-def fuse(preds: dict[str, torch.Tensor], dist: torch.Tensor, attention: AttentionMLP, ckpt: GraphAnyCheckpoint,
-         block: int = 8192) -> tuple[torch.Tensor, torch.Tensor]:
+def fuse(
+    preds: dict[str, torch.Tensor],
+    dist: torch.Tensor,
+    attention: AttentionMLP,
+    ckpt: GraphAnyCheckpoint,
+    block: int = 8192,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Fused logits (N, C) and the per-node channel weights (N, P).
 
     The scorer runs on near-equal row blocks of at most ``block`` rows (rows are

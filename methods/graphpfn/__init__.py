@@ -85,7 +85,9 @@ class GraphPFN(FrozenGFM):
     name = "graphpfn"
     version = "2026-06-01"
     kind = "gfm"
-    description = "GraphPFN: LimiX-16M in-context backbone with graph-attention adapters; frozen weights, ECOC beyond 10 classes"
+    description = (
+        "GraphPFN: LimiX-16M in-context backbone with graph-attention adapters; frozen weights, ECOC beyond 10 classes"
+    )
     capabilities = Capabilities(uses_gpu=True)
     default_config: Config = {"ensemble_size": 10, "d_pca": 64, "feature_transform": "standard", "n_random_features": 8}
     search_space = (
@@ -95,7 +97,9 @@ class GraphPFN(FrozenGFM):
     )
     weights = (LIMIX_ID, ADAPTERS_ID)
 
-    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> GraphPFNState:
+    def fit(
+        self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext
+    ) -> GraphPFNState:
         seed_everything(ctx.seed)
         n_classes = graph.num_classes
         members_n = int(config["ensemble_size"])
@@ -123,8 +127,13 @@ class GraphPFN(FrozenGFM):
                 "weights": param_bytes(frozen.module),
                 "activations": 8.0 * n * tokens * e * 4 + n * tokens * hid * 4,
                 "feature attention": float(n) * heads * tokens * tokens * 4,
-                "context attention": float(attention_chunk(n, len(train), tokens, heads)) * tokens * heads * len(train) * 4,
-                "graph adapters": 4.0 * n_edges * tokens * heads * 4 + 4.0 * n * tokens * e * 4,  # edge scores; q, k, v, output per token
+                "context attention": float(attention_chunk(n, len(train), tokens, heads))
+                * tokens
+                * heads
+                * len(train)
+                * 4,
+                "graph adapters": 4.0 * n_edges * tokens * heads * 4
+                + 4.0 * n * tokens * e * 4,  # edge scores; q, k, v, output per token
             },
             ctx.device,
             "in-context inference",
@@ -169,7 +178,11 @@ class GraphPFN(FrozenGFM):
         with torch.random.fork_rng(devices=[state.device] if state.device.type == "cuda" else []), torch.no_grad():
             torch.manual_seed(state.seed)
             for member in state.members:
-                x = state.features if member.feature_perm is None else state.features[:, member.feature_perm.to(state.device)]
+                x = (
+                    state.features
+                    if member.feature_perm is None
+                    else state.features[:, member.feature_perm.to(state.device)]
+                )
                 y = state.y_train
                 if member.ecoc is not None:
                     y = member.ecoc.to(state.device)[y]
@@ -197,7 +210,12 @@ def _prepare_features(x: np.ndarray, train: np.ndarray, config: Config, seed: in
         x = StandardScaler().fit_transform(x)
     else:
         noisy = x + np.random.RandomState(seed).normal(0.0, 1e-5, x.shape)
-        qt = QuantileTransformer(n_quantiles=max(min(x.shape[0] // 30, 1000), 10), output_distribution="normal", subsample=1_000_000_000, random_state=seed)
+        qt = QuantileTransformer(
+            n_quantiles=max(min(x.shape[0] // 30, 1000), 10),
+            output_distribution="normal",
+            subsample=1_000_000_000,
+            random_state=seed,
+        )
         x = qt.fit(noisy).transform(x)
     d = int(config["d_pca"])
     if d and x.shape[1] > d:
@@ -206,5 +224,3 @@ def _prepare_features(x: np.ndarray, train: np.ndarray, config: Config, seed: in
     if not keep.any():
         keep[:] = True
     return np.ascontiguousarray(x[:, keep], dtype=np.float32)
-
-

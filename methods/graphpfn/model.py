@@ -83,7 +83,9 @@ class MHA(nn.Module):
         attn = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2])  # (B, H, L, D)
         return self.out(attn.transpose(1, 2))
 
-    def cross_attention(self, x: torch.Tensor, x_kv: torch.Tensor, share_first_head_kv: bool, chunk: int) -> torch.Tensor:
+    def cross_attention(
+        self, x: torch.Tensor, x_kv: torch.Tensor, share_first_head_kv: bool, chunk: int
+    ) -> torch.Tensor:
         """x (B, Lq, E) attends to x_kv (B, Lk, E)."""
         q = torch.einsum("ble,hde->bhld", x, self.qkv_proj_weight[0])
         w_kv = self.qkv_proj_weight[1:, :1] if share_first_head_kv else self.qkv_proj_weight[1:]
@@ -96,7 +98,9 @@ class MHA(nn.Module):
 class LimiXMLP(nn.Module):
     def __init__(self, embed_dim: int, hid_dim: int) -> None:
         super().__init__()
-        self.mlp = nn.Sequential(nn.Linear(embed_dim, hid_dim, bias=False), nn.GELU(), nn.Linear(hid_dim, embed_dim, bias=False))
+        self.mlp = nn.Sequential(
+            nn.Linear(embed_dim, hid_dim, bias=False), nn.GELU(), nn.Linear(hid_dim, embed_dim, bias=False)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.mlp(x)
@@ -112,7 +116,9 @@ class LimiXLayer(nn.Module):
         self.feature_attentions = nn.ModuleList([MHA(e, h) for _ in range(2)])
         self.sequence_attentions = nn.ModuleList([MHA(e, h)])
         self.mlp = nn.ModuleList([LimiXMLP(e, arch["hid_dim"]) for _ in range(3)])
-        self.layer_norms = nn.ModuleList([nn.LayerNorm(e, eps=arch["layer_norm_eps"], elementwise_affine=False) for _ in range(6)])
+        self.layer_norms = nn.ModuleList(
+            [nn.LayerNorm(e, eps=arch["layer_norm_eps"], elementwise_affine=False) for _ in range(6)]
+        )
 
     def _feature_attention(self, x: torch.Tensor, index: int) -> torch.Tensor:
         b, s, t, e = x.shape
@@ -249,10 +255,14 @@ class LimiXTransformer(nn.Module):
         self.reg_y_encoder = nn.Sequential(*y_steps, RegYEncoder(e))
         self.transformer_encoder = nn.Module()
         self.transformer_encoder.layers = nn.ModuleList([LimiXLayer(arch) for _ in range(arch["nlayers"])])
-        self.encoder_out_norm = nn.LayerNorm(e, eps=1e-5, elementwise_affine=False) if arch["pre_norm"] else nn.Identity()
+        self.encoder_out_norm = (
+            nn.LayerNorm(e, eps=1e-5, elementwise_affine=False) if arch["pre_norm"] else nn.Identity()
+        )
         self.cls_y_decoder = nn.Sequential(nn.Linear(e, hid), nn.GELU(), nn.Linear(hid, c))
         self.reg_y_decoder = nn.Sequential(nn.Linear(e, hid), nn.LayerNorm(hid), nn.GELU(), nn.Linear(hid, 1))
-        self.feature_decoder = nn.Sequential(nn.Linear(e, hid), nn.LayerNorm(hid), nn.GELU(), nn.Linear(hid, arch["features_per_group"]))
+        self.feature_decoder = nn.Sequential(
+            nn.Linear(e, hid), nn.LayerNorm(hid), nn.GELU(), nn.Linear(hid, arch["features_per_group"])
+        )
         self.feature_positional_embedding = nn.Linear(e // 4, e)
 
     def embed(self, x: torch.Tensor, y_train: torch.Tensor) -> torch.Tensor:
@@ -309,7 +319,9 @@ class InEdges:
         return cls(crow, src[order].contiguous(), dst[order].contiguous(), num_nodes)
 
     def matrix(self, values: torch.Tensor) -> torch.Tensor:
-        return torch.sparse_csr_tensor(self.crow, self.col, values, size=(self.num_nodes, self.num_nodes), check_invariants=False)
+        return torch.sparse_csr_tensor(
+            self.crow, self.col, values, size=(self.num_nodes, self.num_nodes), check_invariants=False
+        )
 
 
 class GraphAttention(nn.Module):
@@ -328,9 +340,14 @@ class GraphAttention(nn.Module):
         s, t, _ = x.shape
         qkv = self.attn_qkv_linear(x).reshape(s, t, self.n_heads, 3 * self.d_head)
         # one (nodes x d_head) matrix per token and head; the sparse kernels run in float32 (no bfloat16 CSR kernels)
-        q, k, v = (z.permute(1, 2, 0, 3).reshape(t * self.n_heads, s, self.d_head).float() for z in qkv.split(self.d_head, dim=-1))
+        q, k, v = (
+            z.permute(1, 2, 0, 3).reshape(t * self.n_heads, s, self.d_head).float()
+            for z in qkv.split(self.d_head, dim=-1)
+        )
         pattern = graph.matrix(q.new_zeros(graph.col.numel()))
-        scores = torch.stack([torch.sparse.sampled_addmm(pattern, q[i], k[i].T, beta=0.0).values() for i in range(len(q))], dim=1)
+        scores = torch.stack(
+            [torch.sparse.sampled_addmm(pattern, q[i], k[i].T, beta=0.0).values() for i in range(len(q))], dim=1
+        )
         probs = edge_softmax(scores * (1.0 / math.sqrt(self.d_head)), graph.row, num_nodes=s)  # (E, T*H)
         out = torch.stack([torch.sparse.mm(graph.matrix(probs[:, i].contiguous()), v[i]) for i in range(len(v))])
         out = out.view(t, self.n_heads, s, self.d_head).permute(2, 0, 1, 3).reshape(s, t, self.d).to(x.dtype)
@@ -392,12 +409,16 @@ class GraphPFNNet(nn.Module):
         self.arch = arch
         self.tfm = LimiXWrapper(arch)
 
-    def forward(self, features: torch.Tensor, edge_index: torch.Tensor, y_train: torch.Tensor, train_mask: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, features: torch.Tensor, edge_index: torch.Tensor, y_train: torch.Tensor, train_mask: torch.Tensor
+    ) -> torch.Tensor:
         """features (N, F); edge_index (2, E) without self-loops, both directions; y_train classes of the
         train_mask nodes in node order. Returns (N, 10) log-probabilities; train rows are zeros."""
         n = features.shape[0]
         if self.arch["n_random_features"] > 0:
-            features = torch.cat([features, torch.randn(n, self.arch["n_random_features"], device=features.device)], dim=-1)
+            features = torch.cat(
+                [features, torch.randn(n, self.arch["n_random_features"], device=features.device)], dim=-1
+            )
         perm = torch.argsort((~train_mask).to(torch.int8), stable=True)
         inv = torch.argsort(perm, stable=True)
         x = features[perm].unsqueeze(0)
@@ -448,7 +469,9 @@ def arch_from_limix_config(cfg: dict[str, Any]) -> dict[str, Any]:
         "cross_share_all_kv_heads": cfg.get("cross_share_all_kv_heads", True),
     }
     if cfg.get("layer_arch", "fmfmsm") != "fmfmsm" or cfg.get("seq_attn_isolated") or cfg.get("seq_attn_serial"):
-        raise ValueError("LimiX checkpoint uses a layer arrangement other than fmfmsm without isolated/serial sequence attention")
+        raise ValueError(
+            "LimiX checkpoint uses a layer arrangement other than fmfmsm without isolated/serial sequence attention"
+        )
     return {k: v for k, v in arch.items() if v is not None}
 
 
@@ -484,7 +507,9 @@ def _codebook_score(book: torch.Tensor) -> tuple[float, float]:
     return off.min().item(), off.mean().item()
 
 
-def ecoc_codebook(n_classes: int, n_members: int, alphabet: int, gen: torch.Generator, retries: int = 50) -> torch.Tensor:
+def ecoc_codebook(
+    n_classes: int, n_members: int, alphabet: int, gen: torch.Generator, retries: int = 50
+) -> torch.Tensor:
     """Best of ``retries`` random codebooks by (min, mean) pairwise class distance."""
     best = _codebook_once(n_classes, n_members, alphabet, gen)
     best_score = _codebook_score(best)

@@ -1,4 +1,3 @@
 """The graph-Transformer family (Polynormer, SGFormer, NAGphormer, GraphGPS), served from one image."""
 
 from methods.graphtransformer.models import SGFormer, GraphGPS, NAGphormer, Polynormer
-

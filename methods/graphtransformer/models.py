@@ -33,7 +33,12 @@ from methods.sdk import (
     edge_message_bytes,
     require_memory,
 )
-from methods.sdk.graph_ops import WeightedPropagation, edges_without_self_loops, laplacian_eigenvectors, sym_norm_weights
+from methods.sdk.graph_ops import (
+    WeightedPropagation,
+    edges_without_self_loops,
+    laplacian_eigenvectors,
+    sym_norm_weights,
+)
 from methods.sdk.method import graph_tensors
 
 VERSION = "2026-11-29"
@@ -99,7 +104,9 @@ class PolynormerNet(nn.Module):
             a = in_dim if i == 0 else hidden
             self.h_lins.append(nn.Linear(a, hidden))
             if config["local_conv"] == "gat":
-                self.convs.append(GATConv(a, hidden // heads, heads=heads, concat=True, add_self_loops=False, bias=False))
+                self.convs.append(
+                    GATConv(a, hidden // heads, heads=heads, concat=True, add_self_loops=False, bias=False)
+                )
             else:
                 self.convs.append(GCNConv(a, hidden, cached=True, add_self_loops=False))
             self.lins.append(nn.Linear(a, hidden))
@@ -107,7 +114,9 @@ class PolynormerNet(nn.Module):
             self.bns.append(nn.BatchNorm1d(hidden))
         self.ln = nn.LayerNorm(hidden)
         self.global_layers = nn.ModuleList(
-            PolynormerGlobalAttention(hidden, heads, self.beta, float(config["global_dropout"]), bool(config["qk_shared"]))
+            PolynormerGlobalAttention(
+                hidden, heads, self.beta, float(config["global_dropout"]), bool(config["qk_shared"])
+            )
             for _ in range(int(config["global_layers"]))
         )
         self.pred_local = nn.Linear(hidden, out_dim)
@@ -145,9 +154,21 @@ class Polynormer(_MemoryChecked):
     description = "Polynormer (Deng et al., ICLR 2024): polynomial-expressive local and linear global attention."
     # PyG / paper defaults: 7 local and 2 global layers, beta 0.9, dropouts 0.15 / 0.5 / 0.5, local warm-up.
     default_config: Config = {
-        "lr": 0.001, "weight_decay": 5e-4, "optimizer": "adam", "max_epochs": 1000, "patience": 100,
-        "hidden": 64, "heads": 1, "local_layers": 7, "global_layers": 2, "beta": 0.9,
-        "input_dropout": 0.15, "dropout": 0.5, "global_dropout": 0.5, "local_conv": "gcn", "qk_shared": True,
+        "lr": 0.001,
+        "weight_decay": 5e-4,
+        "optimizer": "adam",
+        "max_epochs": 1000,
+        "patience": 100,
+        "hidden": 64,
+        "heads": 1,
+        "local_layers": 7,
+        "global_layers": 2,
+        "beta": 0.9,
+        "input_dropout": 0.15,
+        "dropout": 0.5,
+        "global_dropout": 0.5,
+        "local_conv": "gcn",
+        "qk_shared": True,
         "local_epochs": 100,
     }
     search_space = TRAIN_SPACE + (
@@ -215,11 +236,15 @@ class SGFormerNet(nn.Module):
         self.graph_weight = float(config["graph_weight"])
         # global branch
         self.t_in = nn.Linear(in_dim, hidden)
-        self.t_attn = nn.ModuleList(SGFormerAttention(hidden, int(config["heads"])) for _ in range(int(config["trans_layers"])))
+        self.t_attn = nn.ModuleList(
+            SGFormerAttention(hidden, int(config["heads"])) for _ in range(int(config["trans_layers"]))
+        )
         self.t_norms = nn.ModuleList(nn.LayerNorm(hidden) for _ in range(int(config["trans_layers"]) + 1))
         # graph branch
         self.g_in = nn.Linear(in_dim, hidden)
-        self.g_convs = nn.ModuleList(GCNConv(hidden, hidden, cached=True, add_self_loops=False) for _ in range(int(config["gnn_layers"])))
+        self.g_convs = nn.ModuleList(
+            GCNConv(hidden, hidden, cached=True, add_self_loops=False) for _ in range(int(config["gnn_layers"]))
+        )
         self.g_norms = nn.ModuleList(nn.BatchNorm1d(hidden) for _ in range(int(config["gnn_layers"]) + 1))
         self.fc = nn.Linear(hidden, out_dim)
 
@@ -266,9 +291,20 @@ class SGFormer(_MemoryChecked):
     # Official defaults for medium graphs: 64 hidden, 1 attention layer, 1 head, alpha 0.5,
     # graph weight 0.8, 2 GCN layers, normalization and residuals on.
     default_config: Config = {
-        "lr": 0.01, "weight_decay": 5e-4, "optimizer": "adam", "max_epochs": 500, "patience": 100,
-        "hidden": 64, "heads": 1, "trans_layers": 1, "gnn_layers": 2, "alpha": 0.5, "graph_weight": 0.8,
-        "dropout": 0.5, "use_norm": True, "residual": True,
+        "lr": 0.01,
+        "weight_decay": 5e-4,
+        "optimizer": "adam",
+        "max_epochs": 500,
+        "patience": 100,
+        "hidden": 64,
+        "heads": 1,
+        "trans_layers": 1,
+        "gnn_layers": 2,
+        "alpha": 0.5,
+        "graph_weight": 0.8,
+        "dropout": 0.5,
+        "use_norm": True,
+        "residual": True,
     }
     search_space = TRAIN_SPACE + (
         ChoiceParam("hidden", (32, 64, 128, 256, 512)),
@@ -302,8 +338,13 @@ class NAGphormerNet(nn.Module):
         self.embed = nn.Linear(in_dim, hidden)
         self.layers = nn.ModuleList(
             nn.TransformerEncoderLayer(
-                hidden, heads, dim_feedforward=2 * hidden, dropout=float(config["dropout"]), activation="gelu",
-                batch_first=True, norm_first=True,
+                hidden,
+                heads,
+                dim_feedforward=2 * hidden,
+                dropout=float(config["dropout"]),
+                activation="gelu",
+                batch_first=True,
+                norm_first=True,
             )
             for _ in range(int(config["num_layers"]))
         )
@@ -330,8 +371,18 @@ class NAGphormer(_MemoryChecked):
     description = "NAGphormer (Chen et al., ICLR 2023): hop tokens per node (Hop2Token), Transformer, hop readout."
     # Paper defaults: 7 hops, 15-dim Laplacian PE, 512 hidden, 8 heads, 1 layer, dropout 0.1, lr 0.005, wd 1e-5.
     default_config: Config = {
-        "lr": 0.005, "weight_decay": 1e-5, "optimizer": "adamw", "max_epochs": 1000, "patience": 50,
-        "hidden": 512, "heads": 8, "num_layers": 1, "hops": 7, "pe_dim": 15, "dropout": 0.1, "attn_dropout": 0.1,
+        "lr": 0.005,
+        "weight_decay": 1e-5,
+        "optimizer": "adamw",
+        "max_epochs": 1000,
+        "patience": 50,
+        "hidden": 512,
+        "heads": 8,
+        "num_layers": 1,
+        "hops": 7,
+        "pe_dim": 15,
+        "dropout": 0.1,
+        "attn_dropout": 0.1,
     }
     search_space = TRAIN_SPACE + (
         ChoiceParam("hidden", (64, 128, 256, 512)),
@@ -390,8 +441,15 @@ class GraphGPSNet(nn.Module):
                 local = GCNConv(hidden, hidden, cached=True, add_self_loops=False)
             attn_kwargs = {"dropout": float(config["attn_dropout"])} if config["attn_type"] == "multihead" else {}
             self.layers.append(
-                GPSConv(hidden, local, heads=int(config["heads"]), dropout=float(config["dropout"]),
-                        norm=str(config["norm"]), attn_type=str(config["attn_type"]), attn_kwargs=attn_kwargs)
+                GPSConv(
+                    hidden,
+                    local,
+                    heads=int(config["heads"]),
+                    dropout=float(config["dropout"]),
+                    norm=str(config["norm"]),
+                    attn_type=str(config["attn_type"]),
+                    attn_kwargs=attn_kwargs,
+                )
             )
         self.lin_out = nn.Linear(hidden, out_dim)
 
@@ -410,9 +468,20 @@ class GraphGPS(_MemoryChecked):
         "(Performer by default for whole-graph node classification; full softmax attention is quadratic in N)."
     )
     default_config: Config = {
-        "lr": 0.001, "weight_decay": 1e-5, "optimizer": "adamw", "max_epochs": 500, "patience": 50,
-        "hidden": 64, "num_layers": 3, "heads": 4, "dropout": 0.2, "attn_dropout": 0.5, "input_dropout": 0.0,
-        "local_conv": "gcn", "attn_type": "performer", "norm": "batch_norm",
+        "lr": 0.001,
+        "weight_decay": 1e-5,
+        "optimizer": "adamw",
+        "max_epochs": 500,
+        "patience": 50,
+        "hidden": 64,
+        "num_layers": 3,
+        "heads": 4,
+        "dropout": 0.2,
+        "attn_dropout": 0.5,
+        "input_dropout": 0.0,
+        "local_conv": "gcn",
+        "attn_type": "performer",
+        "norm": "batch_norm",
     }
     search_space = TRAIN_SPACE + (
         ChoiceParam("hidden", (32, 64, 128, 256)),

@@ -16,7 +16,15 @@ from torch import nn
 from contract.wire import GraphBundle
 from methods.gvt.model import GraphViewTransformation, recurrent_representations
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, FloatParam, IntParam, Method
-from methods.sdk.frozen import SELECTION, HeadState, adaptation_flags, head_probabilities, load_state_dict, locate_weights, train_head
+from methods.sdk.frozen import (
+    SELECTION,
+    HeadState,
+    adaptation_flags,
+    head_probabilities,
+    load_state_dict,
+    locate_weights,
+    train_head,
+)
 from methods.sdk.method import graph_tensors, seed_everything
 
 VERSION = "2026-12-02"
@@ -28,7 +36,11 @@ class Head(nn.Module):
 
     def __init__(self, in_dim: int, out_dim: int, kind: str, hidden: int) -> None:
         super().__init__()
-        layers = [nn.Linear(in_dim, out_dim)] if kind == "linear" else [nn.Linear(in_dim, hidden), nn.ReLU(), nn.Linear(hidden, out_dim)]
+        layers = (
+            [nn.Linear(in_dim, out_dim)]
+            if kind == "linear"
+            else [nn.Linear(in_dim, hidden), nn.ReLU(), nn.Linear(hidden, out_dim)]
+        )
         self.net = nn.Sequential(*layers)
         for m in self.net:
             if isinstance(m, nn.Linear):
@@ -91,7 +103,9 @@ class RGVT(Method):
         results = []
         for d in depths:
             seed_everything(ctx.seed)
-            head = Head(graph.features.shape[1], graph.num_classes, str(config["head"]), int(config["hidden"])).to(ctx.device)
+            head = Head(graph.features.shape[1], graph.num_classes, str(config["head"]), int(config["hidden"])).to(
+                ctx.device
+            )
             results.append((d, train_head(head, cached[d - 1], data.y, train_t, val_t, config, ctx), head))
         # the depth whose head scores best under the same rule; the shallowest on ties, as upstream's max() over 1..L
         rule = str(config["selection"])

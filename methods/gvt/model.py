@@ -61,7 +61,9 @@ class GraphViewTransformation(nn.Module):
         return self.mlp(stacked).squeeze(-1)
 
 
-def propagation_matrices(edge_index: torch.Tensor, num_nodes: int, dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+def propagation_matrices(
+    edge_index: torch.Tensor, num_nodes: int, dtype: torch.dtype = torch.float32
+) -> tuple[torch.Tensor, torch.Tensor]:
     """A_rw (row-normalized) and A_sym (symmetric-normalized) as sparse CSR; the edges already hold self-loops."""
     row, col = edge_index
     ones = torch.ones(row.numel(), dtype=dtype, device=edge_index.device)
@@ -69,13 +71,29 @@ def propagation_matrices(edge_index: torch.Tensor, num_nodes: int, dtype: torch.
     inv = torch.where(deg > 0, 1.0 / deg.clamp(min=1), torch.zeros_like(deg))
     inv_sqrt = torch.where(deg > 0, deg.clamp(min=1).rsqrt(), torch.zeros_like(deg))
     warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-    a_rw = torch.sparse_coo_tensor(edge_index, inv[row], (num_nodes, num_nodes), check_invariants=False).coalesce().to_sparse_csr()
-    a_sym = torch.sparse_coo_tensor(edge_index, inv_sqrt[row] * inv_sqrt[col], (num_nodes, num_nodes), check_invariants=False).coalesce().to_sparse_csr()
+    a_rw = (
+        torch.sparse_coo_tensor(edge_index, inv[row], (num_nodes, num_nodes), check_invariants=False)
+        .coalesce()
+        .to_sparse_csr()
+    )
+    a_sym = (
+        torch.sparse_coo_tensor(
+            edge_index, inv_sqrt[row] * inv_sqrt[col], (num_nodes, num_nodes), check_invariants=False
+        )
+        .coalesce()
+        .to_sparse_csr()
+    )
     return a_rw, a_sym
 
 
-def recurrent_representations(gvt: GraphViewTransformation, x: torch.Tensor, edge_index: torch.Tensor, depths: int,
-                              chunk_elements: int = 1 << 22, check=lambda: None) -> list[torch.Tensor]:
+def recurrent_representations(
+    gvt: GraphViewTransformation,
+    x: torch.Tensor,
+    edge_index: torch.Tensor,
+    depths: int,
+    chunk_elements: int = 1 << 22,
+    check=lambda: None,
+) -> list[torch.Tensor]:
     """[X_1, ..., X_depths]: X_l = GVT(X_{l-1}), computed column chunk by column chunk."""
     n, f = x.shape
     a_rw, a_sym = propagation_matrices(edge_index, n, x.dtype)

@@ -11,7 +11,15 @@ from torch import nn
 from contract.wire import GraphBundle
 from methods.node4all.model import CGTEncoder, encode
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, FloatParam, Method
-from methods.sdk.frozen import SELECTION, HeadState, adaptation_flags, head_probabilities, load_state_dict, locate_weights, train_head
+from methods.sdk.frozen import (
+    SELECTION,
+    HeadState,
+    adaptation_flags,
+    head_probabilities,
+    load_state_dict,
+    locate_weights,
+    train_head,
+)
 from methods.sdk.method import graph_tensors, seed_everything
 
 VERSION = "2026-12-02"
@@ -25,7 +33,13 @@ class Head(nn.Module):
         if kind == "linear":
             self.net = nn.Linear(in_dim, out_dim)
         else:
-            self.net = nn.Sequential(nn.Linear(in_dim, hidden), nn.LayerNorm(hidden), nn.GELU(), nn.Dropout(dropout), nn.Linear(hidden, out_dim))
+            self.net = nn.Sequential(
+                nn.Linear(in_dim, hidden),
+                nn.LayerNorm(hidden),
+                nn.GELU(),
+                nn.Dropout(dropout),
+                nn.Linear(hidden, out_dim),
+            )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
@@ -72,12 +86,17 @@ class Node4All(Method):
             ctx.info["embeddings_cached"] = True
         z = graph.cache[key]
         seed_everything(ctx.seed)
-        head = Head(z.shape[1], graph.num_classes, str(config["head"]), int(config["hidden"]), float(config["dropout"])).to(ctx.device)
+        head = Head(
+            z.shape[1], graph.num_classes, str(config["head"]), int(config["hidden"]), float(config["dropout"])
+        ).to(ctx.device)
         train_t = torch.as_tensor(train, dtype=torch.long, device=ctx.device)
         val_t = torch.as_tensor(val, dtype=torch.long, device=ctx.device)
         selected = train_head(head, z, data.y, train_t, val_t, config, ctx)
         ctx.info.update(provenance.info(), selection=str(config["selection"]), **selected.info())
-        ctx.info.update(adaptation_flags(head_probabilities(head, z), selected.best_epoch), adapt_seconds=time.perf_counter() - started)
+        ctx.info.update(
+            adaptation_flags(head_probabilities(head, z), selected.best_epoch),
+            adapt_seconds=time.perf_counter() - started,
+        )
         return HeadState(head=head.eval(), z=z, encoder=encoder)
 
     def predict(self, state: HeadState, graph: GraphBundle) -> np.ndarray:

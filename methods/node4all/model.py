@@ -86,7 +86,9 @@ class SelfAttention(nn.Module):
             q, (k, v) = self.q_proj(x[:, :queries]).view(b, queries, self.heads, self.head_dim), parts
         else:
             q, k, v = parts
-        out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), scale=1.0 / math.sqrt(self.head_dim))
+        out = F.scaled_dot_product_attention(
+            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), scale=1.0 / math.sqrt(self.head_dim)
+        )
         return self.out_proj(out.transpose(1, 2).reshape(b, q.shape[1], self.heads * self.head_dim))
 
 
@@ -97,7 +99,8 @@ class Summary(nn.Module):
         self.attn = nn.ModuleList(SelfAttention(dim, heads) for _ in range(blocks))
         self.attn_norm = nn.ModuleList(nn.LayerNorm(dim) for _ in range(blocks))  # in the checkpoint; unused upstream
         self.ffn = nn.ModuleList(
-            nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Dropout(0.0), nn.Linear(4 * dim, dim)) for _ in range(blocks)
+            nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Dropout(0.0), nn.Linear(4 * dim, dim))
+            for _ in range(blocks)
         )
         self.ffn_norm = nn.ModuleList(nn.LayerNorm(dim) for _ in range(blocks))  # idem
 
@@ -175,10 +178,16 @@ def sym_norm_adjacency(edge_index: torch.Tensor, num_nodes: int, dtype: torch.dt
     inv_sqrt = torch.where(deg > 0, deg.clamp(min=1).rsqrt(), torch.zeros_like(deg))
     weight = inv_sqrt[src] * inv_sqrt[dst]
     warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-    return torch.sparse_coo_tensor(torch.stack([dst, src]), weight, (num_nodes, num_nodes), check_invariants=False).coalesce().to_sparse_csr()
+    return (
+        torch.sparse_coo_tensor(torch.stack([dst, src]), weight, (num_nodes, num_nodes), check_invariants=False)
+        .coalesce()
+        .to_sparse_csr()
+    )
 
 
-def encode(encoder: CGTEncoder, x: torch.Tensor, edge_index: torch.Tensor, token_budget: int = 1 << 17, check=lambda: None) -> torch.Tensor:
+def encode(
+    encoder: CGTEncoder, x: torch.Tensor, edge_index: torch.Tensor, token_budget: int = 1 << 17, check=lambda: None
+) -> torch.Tensor:
     n, f = x.shape
     a = sym_norm_adjacency(edge_index, n, x.dtype)
     width = max(1, token_budget // max(1, n))

@@ -46,7 +46,11 @@ def _load_state(files: dict) -> dict[str, Any]:
     if not (isinstance(ckpt, (tuple, list)) and len(ckpt) == 3):
         raise ValueError(f"{files[WEIGHTS_ID].path}: expected (state_dict, optimizer_state, config)")
     state, _opt, cfg = ckpt
-    state = {k.replace("module.", "", 1): v for k, v in state.items() if not k.replace("module.", "", 1).startswith("criterion")}
+    state = {
+        k.replace("module.", "", 1): v
+        for k, v in state.items()
+        if not k.replace("module.", "", 1).startswith("criterion")
+    }
     return {"config": arch_from_config(cfg), "state": state}
 
 
@@ -80,15 +84,21 @@ class NodePFN(FrozenGFM):
     )
     weights = (WEIGHTS_ID,)
 
-    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> NodePFNState:
+    def fit(
+        self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext
+    ) -> NodePFNState:
         seed_everything(ctx.seed)
         frozen = load_frozen("nodepfn", self.weights, NodePFNNet, DEFAULT_ARCH, _load_state, ctx.device)
         frozen.report(ctx)
         arch = frozen.config
         if graph.num_classes > arch["max_num_classes"]:
-            raise ValueError(f"nodepfn supports at most {arch['max_num_classes']} classes (its decoder's width, no output coding); the graph has {graph.num_classes}")
+            raise ValueError(
+                f"nodepfn supports at most {arch['max_num_classes']} classes (its decoder's width, no output coding); the graph has {graph.num_classes}"
+            )
         if int(config["n_components"]) > arch["num_features"]:
-            raise ValueError(f"n_components={config['n_components']} exceeds the model's {arch['num_features']} input features")
+            raise ValueError(
+                f"n_components={config['n_components']} exceeds the model's {arch['num_features']} input features"
+            )
 
         n = graph.num_nodes
         edges = edge_array_without_self_loops(graph.edge_index)
@@ -120,7 +130,11 @@ class NodePFN(FrozenGFM):
         x = _smooth(graph.features.astype(np.float32), full, n, int(config["smoothing_steps"]))
         if x.shape[1] > int(config["n_components"]):
             k = min(int(config["n_components"]), x.shape[1], n - 1)
-            x = TruncatedSVD(n_components=k, algorithm="arpack", random_state=ctx.seed).fit_transform(x).astype(np.float32)
+            x = (
+                TruncatedSVD(n_components=k, algorithm="arpack", random_state=ctx.seed)
+                .fit_transform(x)
+                .astype(np.float32)
+            )
         if x.shape[1] > arch["num_features"]:  # unreachable with the space above; upstream subsamples
             x = x[:, np.sort(np.random.RandomState(ctx.seed).choice(x.shape[1], arch["num_features"], replace=False))]
         ctx.check()
@@ -158,7 +172,9 @@ class NodePFN(FrozenGFM):
         ctx.check()
 
         device = ctx.device
-        ctx.info.update(n_features=int(x.shape[1]), n_ensemble=len(configs), inference_batch=batch, n_context=len(train))
+        ctx.info.update(
+            n_features=int(x.shape[1]), n_ensemble=len(configs), inference_batch=batch, n_context=len(train)
+        )
         return NodePFNState(
             net=frozen.module,
             inputs=torch.stack(inputs, dim=1).to(device),
@@ -180,7 +196,12 @@ class NodePFN(FrozenGFM):
         m = state.inputs.shape[1]
         with torch.no_grad():
             for start in range(0, m, state.batch):
-                out = state.net(state.inputs[:, start : start + state.batch], state.labels[:, start : start + state.batch], state.edge_index, state.chunk)
+                out = state.net(
+                    state.inputs[:, start : start + state.batch],
+                    state.labels[:, start : start + state.batch],
+                    state.edge_index,
+                    state.chunk,
+                )
                 out = out[:, :, :k_cls].float() / SOFTMAX_TEMPERATURE
                 for j in range(out.shape[1]):
                     shift = state.class_shifts[start + j]
@@ -242,5 +263,3 @@ def _preprocess(x: torch.Tensor, n_ctx: int, transform: str, max_features: int) 
     x = torch.maximum(-torch.log1p(x.abs()) + lower, x)
     x = torch.minimum(torch.log1p(x.abs()) + upper, x)
     return x / (x.shape[1] / max_features)
-
-

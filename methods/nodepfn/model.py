@@ -99,7 +99,9 @@ class NodePFNNet(nn.Module):
         self.encoder = NanToZeroLinear(arch["num_features"], e)
         self.y_encoder = nn.Linear(1, e)
         self.transformer_encoder = nn.Module()
-        self.transformer_encoder.layers = nn.ModuleList([GPSLayer(e, arch["nhead"], nhid) for _ in range(arch["nlayers"])])
+        self.transformer_encoder.layers = nn.ModuleList(
+            [GPSLayer(e, arch["nhead"], nhid) for _ in range(arch["nlayers"])]
+        )
         self.decoder = nn.Sequential(nn.Linear(e, nhid), nn.GELU(), nn.Linear(nhid, arch["max_num_classes"]))
 
     def forward(self, x: torch.Tensor, y_ctx: torch.Tensor, edge_index: torch.Tensor, chunk: int) -> torch.Tensor:
@@ -118,7 +120,11 @@ def normalized_adjacency(edge_index: torch.Tensor, n: int, dtype: torch.dtype) -
     """GCNConv's D^-1/2 (A + I) D^-1/2 (its own ``gcn_norm``) as a CSR matrix: rows are targets, columns sources."""
     ei, w = gcn_norm(edge_index, None, n, improved=False, add_self_loops=True, dtype=dtype)
     warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-    return torch.sparse_coo_tensor(torch.stack([ei[1], ei[0]]), w, (n, n), check_invariants=False).coalesce().to_sparse_csr()
+    return (
+        torch.sparse_coo_tensor(torch.stack([ei[1], ei[0]]), w, (n, n), check_invariants=False)
+        .coalesce()
+        .to_sparse_csr()
+    )
 
 
 def arch_from_config(cfg: dict[str, Any]) -> dict[str, Any]:

@@ -56,7 +56,11 @@ ARCH_ENV = "NODEGROUND_RANDOM_INIT_ARCH"
 RANDOM_INIT_SEED = 20260101  # fixed: the "random-init" weights are the same in every process
 # The smallest random structures of the in-context families (keys a family does not use are ignored).
 TINY_ARCH: dict[str, Any] = {
-    "embed_dim": 16, "hid_dim": 32, "nhead": 2, "nlayers": 1, "adapter_heads": 2,  # GraphPFN
+    "embed_dim": 16,
+    "hid_dim": 32,
+    "nhead": 2,
+    "nlayers": 1,
+    "adapter_heads": 2,  # GraphPFN
     "emsize": 16,  # NodePFN and G2T-FM (nhead above)
     "d_hidden": 16,  # PEARL
 }
@@ -110,7 +114,9 @@ def _locate_or_random(weights_id: str) -> tuple[Path, Provenance] | None:
             raise
         if random_init_allowed():
             return None
-        raise WeightsError(f"{exc}; or set {RANDOM_ENV}=1 to run the official structure with random (non-official) weights") from exc
+        raise WeightsError(
+            f"{exc}; or set {RANDOM_ENV}=1 to run the official structure with random (non-official) weights"
+        ) from exc
 
 
 def load_state_dict(path: Path) -> dict[str, torch.Tensor]:
@@ -159,7 +165,9 @@ def arch_overrides() -> dict[str, Any]:
     except json.JSONDecodeError:
         value = None
     if not isinstance(value, dict):
-        raise WeightsError(f"{ARCH_ENV}={raw!r} is neither {' nor '.join(ARCH_PRESETS)} nor a JSON object of structure keys")
+        raise WeightsError(
+            f"{ARCH_ENV}={raw!r} is neither {' nor '.join(ARCH_PRESETS)} nor a JSON object of structure keys"
+        )
     return value
 
 
@@ -190,9 +198,15 @@ def load_frozen(
     present = {wid: found for wid, found in located.items() if found is not None}
     if present and len(present) != len(located):
         missing = sorted(set(located) - set(present))
-        raise WeightsError(f"{key}: weights {', '.join(missing)} missing while {', '.join(sorted(present))} are present; fetch all of them")
-    cache_key = (key, str(device), tuple((wid, str(path), p.sha256) for wid, (path, p) in present.items()),
-                 json.dumps(arch_overrides(), sort_keys=True) if not present else "")
+        raise WeightsError(
+            f"{key}: weights {', '.join(missing)} missing while {', '.join(sorted(present))} are present; fetch all of them"
+        )
+    cache_key = (
+        key,
+        str(device),
+        tuple((wid, str(path), p.sha256) for wid, (path, p) in present.items()),
+        json.dumps(arch_overrides(), sort_keys=True) if not present else "",
+    )
     if cache_key in _CACHE:
         cached = _CACHE[cache_key]
         return Frozen(cached.module, cached.provenance, cached.config, 0.0)
@@ -211,8 +225,11 @@ def load_frozen(
                 f"{key}: checkpoint does not match the model structure: missing {missing_keys[:5]} (of {len(missing_keys)}), "
                 f"unexpected {list(unexpected)[:5]} (of {len(unexpected)})"
             )
-        provenance = Provenance("+".join(present), "+".join(p.sha256 for _, p in present.values()),
-                                all(p.official for _, p in present.values()))
+        provenance = Provenance(
+            "+".join(present),
+            "+".join(p.sha256 for _, p in present.values()),
+            all(p.official for _, p in present.values()),
+        )
     else:
         config = {**default_config, **arch_overrides()}
         with torch.random.fork_rng(devices=[]):
@@ -234,8 +251,15 @@ SELECTION = ChoiceParam("selection", SELECTION_RULES)  # a setting, not searched
 CONSTANT_SPREAD = 1e-6  # probabilities that differ by less than this over all nodes are constant
 
 
-def train_head(head: nn.Module, z: torch.Tensor, y: torch.Tensor, train: torch.Tensor, val: torch.Tensor, config: Config,
-               ctx: FitContext) -> EpochSelection:
+def train_head(
+    head: nn.Module,
+    z: torch.Tensor,
+    y: torch.Tensor,
+    train: torch.Tensor,
+    val: torch.Tensor,
+    config: Config,
+    ctx: FitContext,
+) -> EpochSelection:
     """Full-batch training of ``head`` on frozen representations: the SDK's epoch loop under ``config["selection"]``.
 
     ``val_loss`` is NodeGround's protocol; ``val_accuracy`` is upstream's (RGVT,
@@ -244,8 +268,17 @@ def train_head(head: nn.Module, z: torch.Tensor, y: torch.Tensor, train: torch.T
     upstream's full-graph passes at a fraction of the cost.
     """
     z_train, z_val = z[train], z[val]
-    return train_epochs(head, make_optimizer(head.parameters(), config), lambda: head(z_train), lambda: head(z_val),
-                        y[train], y[val], config, ctx, rule=str(config["selection"]))
+    return train_epochs(
+        head,
+        make_optimizer(head.parameters(), config),
+        lambda: head(z_train),
+        lambda: head(z_val),
+        y[train],
+        y[val],
+        config,
+        ctx,
+        rule=str(config["selection"]),
+    )
 
 
 def head_probabilities(head: nn.Module, z: torch.Tensor) -> torch.Tensor:

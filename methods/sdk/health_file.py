@@ -43,7 +43,11 @@ def write_status(path: Path, status: str, now: float | None = None) -> None:
 
 
 def start_health_file(
-    address: str, path: Path, interval: float = INTERVAL_S, stop: threading.Event | None = None, security: Security | None = None
+    address: str,
+    path: Path,
+    interval: float = INTERVAL_S,
+    stop: threading.Event | None = None,
+    security: Security | None = None,
 ) -> threading.Thread:
     """Write the health of the service at ``address`` to ``path`` every ``interval`` seconds, in a daemon thread.
 

@@ -24,7 +24,9 @@ def _terminate_self() -> None:
     os.kill(os.getpid(), signal.SIGTERM)
 
 
-def watch_parent(parent_pid: int | None = None, on_orphaned: Callable[[], None] = _terminate_self, poll_seconds: float = POLL_SECONDS) -> threading.Thread | None:
+def watch_parent(
+    parent_pid: int | None = None, on_orphaned: Callable[[], None] = _terminate_self, poll_seconds: float = POLL_SECONDS
+) -> threading.Thread | None:
     """Start a daemon thread that calls ``on_orphaned`` once this process's parent is gone.
 
     ``parent_pid`` defaults to ``$NODEGROUND_PARENT_PID``; without either, nothing is watched.

@@ -51,7 +51,11 @@ def cgroup_headroom_bytes(root: Path = CGROUP_ROOT) -> int | None:
     """Bytes left under this cgroup's memory limit (v2 or v1); None when there is no limit."""
     for limit_file, usage_file, stat_file in (
         (root / "memory.max", root / "memory.current", root / "memory.stat"),
-        (root / "memory" / "memory.limit_in_bytes", root / "memory" / "memory.usage_in_bytes", root / "memory" / "memory.stat"),
+        (
+            root / "memory" / "memory.limit_in_bytes",
+            root / "memory" / "memory.usage_in_bytes",
+            root / "memory" / "memory.stat",
+        ),
     ):
         limit = _read_int(limit_file)
         if limit is None:
@@ -107,8 +111,13 @@ def fmt_bytes(n: float) -> str:
     return f"{n:.1f} TiB"
 
 
-def require_memory(method: str, estimate: float | Mapping[str, float], device: torch.device, what: str,
-                   info: dict[str, Any] | None = None) -> None:
+def require_memory(
+    method: str,
+    estimate: float | Mapping[str, float],
+    device: torch.device,
+    what: str,
+    info: dict[str, Any] | None = None,
+) -> None:
     """Raise ``ResourceError`` when ``estimate`` bytes (a total, or named parts) exceed the memory budget.
 
     Called before building what grows faster than the graph (quadratic
@@ -123,8 +132,14 @@ def require_memory(method: str, estimate: float | Mapping[str, float], device: t
         info["memory_budget_bytes"] = int(budget)
     if total <= budget:
         return
-    parts = ": " + ", ".join(f"{k} {fmt_bytes(v)}" for k, v in estimate.items()) if isinstance(estimate, Mapping) else ""
-    source = BUDGET_ENV if os.environ.get(BUDGET_ENV) else f"{BUDGET_FRACTION:.0%} of the {fmt_bytes(budget / BUDGET_FRACTION)} free"
+    parts = (
+        ": " + ", ".join(f"{k} {fmt_bytes(v)}" for k, v in estimate.items()) if isinstance(estimate, Mapping) else ""
+    )
+    source = (
+        BUDGET_ENV
+        if os.environ.get(BUDGET_ENV)
+        else f"{BUDGET_FRACTION:.0%} of the {fmt_bytes(budget / BUDGET_FRACTION)} free"
+    )
     raise ResourceError(
         f"{method}: {what} needs about {fmt_bytes(total)} on {device.type} (estimated{parts}), over the memory "
         f"budget of {fmt_bytes(budget)} ({source}); refused before running: choose a smaller configuration or a larger device"

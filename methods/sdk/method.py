@@ -91,7 +91,9 @@ class Method(ABC):
     capabilities: ClassVar[Capabilities] = Capabilities()
     default_config: ClassVar[Config]
     search_space: ClassVar[tuple[Param, ...]] = ()
-    settings: ClassVar[tuple[Param, ...]] = ()  # keys a user may set, checked like the space's, never sampled by a sweep
+    settings: ClassVar[
+        tuple[Param, ...]
+    ] = ()  # keys a user may set, checked like the space's, never sampled by a sweep
     weights: ClassVar[tuple[str, ...]] = ()  # catalog ids (methods/*/weights.toml) that some configuration reads
 
     @classmethod
@@ -145,7 +147,9 @@ class TrainedModel:
 FLOAT_BYTES = 4  # activations are float32: memory estimates count floats and multiply by this
 
 
-def edge_message_bytes(graph: GraphBundle, width: int, layers: int, heads: int = 1, floats_per_unit: float = 1.25) -> float:
+def edge_message_bytes(
+    graph: GraphBundle, width: int, layers: int, heads: int = 1, floats_per_unit: float = 1.25
+) -> float:
     """Activation bytes of message passing whose messages carry learned per-edge coefficients.
 
     GAT-like and FAGCN layers multiply each edge's message by a coefficient that
@@ -194,13 +198,25 @@ class EpochSelection:
         return self.val_loss if rule == "val_loss" else -self.val_accuracy
 
     def info(self) -> dict[str, Any]:
-        return {"epochs": self.epochs, "best_epoch": self.best_epoch, "best_val_loss": self.val_loss,
-                "best_val_accuracy": self.val_accuracy}
+        return {
+            "epochs": self.epochs,
+            "best_epoch": self.best_epoch,
+            "best_val_loss": self.val_loss,
+            "best_val_accuracy": self.val_accuracy,
+        }
 
 
-def train_epochs(model: nn.Module, optimizer: torch.optim.Optimizer, train_logits: Callable[[], torch.Tensor],
-                 val_logits: Callable[[], torch.Tensor], y_train: torch.Tensor, y_val: torch.Tensor, config: Config,
-                 ctx: FitContext, rule: str = "val_loss") -> EpochSelection:
+def train_epochs(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    train_logits: Callable[[], torch.Tensor],
+    val_logits: Callable[[], torch.Tensor],
+    y_train: torch.Tensor,
+    y_val: torch.Tensor,
+    config: Config,
+    ctx: FitContext,
+    rule: str = "val_loss",
+) -> EpochSelection:
     """Full-batch training that keeps the best epoch on validation; the one loop every trained model uses.
 
     ``rule`` ``val_loss`` (NodeGround's protocol) keeps the epoch with the lowest
@@ -298,7 +314,9 @@ class TorchNodeClassifier(Method):
     def check_resources(self, graph: GraphBundle, config: Config, device: torch.device) -> None:
         return None
 
-    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> TrainedModel:
+    def fit(
+        self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext
+    ) -> TrainedModel:
         seed_everything(ctx.seed)
         self.check_resources(graph, config, ctx.device)
         data = graph_tensors(graph, ctx.device)
@@ -313,7 +331,9 @@ class TorchNodeClassifier(Method):
         def logits(nodes: torch.Tensor) -> torch.Tensor:
             return _head(model(*inputs), binary)[nodes]
 
-        selected = train_epochs(model, optimizer, lambda: logits(train_t), lambda: logits(val_t), y_train, y_val, config, ctx)
+        selected = train_epochs(
+            model, optimizer, lambda: logits(train_t), lambda: logits(val_t), y_train, y_val, config, ctx
+        )
         ctx.info.update(selected.info())
         return TrainedModel(module=model, device=ctx.device, binary=binary, config=dict(config))
 

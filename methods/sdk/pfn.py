@@ -24,13 +24,18 @@ def chunked_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk: 
     if q.shape[-2] <= chunk:
         return torch.nn.functional.scaled_dot_product_attention(q, k, v)
     return torch.cat(
-        [torch.nn.functional.scaled_dot_product_attention(q[..., s : s + chunk, :], k, v) for s in range(0, q.shape[-2], chunk)],
+        [
+            torch.nn.functional.scaled_dot_product_attention(q[..., s : s + chunk, :], k, v)
+            for s in range(0, q.shape[-2], chunk)
+        ],
         dim=-2,
     )
 
 
 def param_bytes(module: nn.Module) -> int:
-    return sum(p.numel() * p.element_size() for p in module.parameters()) + sum(b.numel() * b.element_size() for b in module.buffers())
+    return sum(p.numel() * p.element_size() for p in module.parameters()) + sum(
+        b.numel() * b.element_size() for b in module.buffers()
+    )
 
 
 def edge_array_without_self_loops(edge_index: np.ndarray) -> np.ndarray:

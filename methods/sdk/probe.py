@@ -45,7 +45,9 @@ class ResourceProbe:
             if rss > self.peak_rss_bytes:
                 self.peak_rss_bytes = rss
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if torch.cuda.is_available():
             torch.cuda.synchronize()
             self.peak_gpu_bytes = int(torch.cuda.max_memory_allocated())

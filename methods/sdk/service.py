@@ -49,7 +49,15 @@ from contract.space import ConfigError, config_from_proto, config_to_proto, para
 from contract.v1 import method_service_pb2 as pb
 from contract.v1 import method_service_pb2_grpc as pb_grpc
 from contract.weights import WeightsError
-from contract.wire import MAX_MESSAGE_BYTES, BundleError, BundleTooLarge, GraphBundle, decode, encode_probabilities, held_bytes
+from contract.wire import (
+    MAX_MESSAGE_BYTES,
+    BundleError,
+    BundleTooLarge,
+    GraphBundle,
+    decode,
+    encode_probabilities,
+    held_bytes,
+)
 from contract.security import Security
 from methods.sdk.lifeline import watch_parent
 from methods.sdk.memory import ResourceError, available_ram_bytes
@@ -62,6 +70,7 @@ log = logging.getLogger("nodeground.service")
 class _Model:
     def __init__(self, method: Method, state: Any, graph: GraphBundle) -> None:
         self.method, self.state, self.graph = method, state, graph
+
 
 DEFAULT_GRAPH_CACHE_BYTES = 8 << 30
 DEFAULT_MAX_UPLOAD_BYTES = 8 << 30  # one graph's tensors plus its N x C prediction
@@ -158,7 +167,9 @@ class UploadGate:
         Waiting holds a compute thread, never a control one: health still answers.
         """
         if not self._slots.acquire(timeout=self._wait):
-            raise BundleTooLarge(f"{self._max_uploads} uploads were streaming for {self._wait:g} s; retry when one has finished")
+            raise BundleTooLarge(
+                f"{self._max_uploads} uploads were streaming for {self._wait:g} s; retry when one has finished"
+            )
         reserved = 0
 
         def admit(header: pb.GraphHeader) -> None:
@@ -192,7 +203,9 @@ def library_versions() -> dict[str, str]:
     return versions
 
 
-def nvidia_driver_version(proc_version: Path = Path("/proc/driver/nvidia/version"), nvml: str = "libnvidia-ml.so.1") -> str:
+def nvidia_driver_version(
+    proc_version: Path = Path("/proc/driver/nvidia/version"), nvml: str = "libnvidia-ml.so.1"
+) -> str:
     """The NVIDIA driver's version, from NVML (mapped into GPU containers), else the kernel module; "" if neither."""
     try:
         library = ctypes.CDLL(nvml)
@@ -319,7 +332,9 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
     def HasGraph(self, request: pb.HasGraphRequest, context: grpc.ServicerContext) -> pb.HasGraphResponse:
         return pb.HasGraphResponse(held=request.graph_hash in self.graphs)
 
-    def UploadGraph(self, request_iterator: Iterator[pb.GraphChunk], context: grpc.ServicerContext) -> pb.UploadGraphResponse:
+    def UploadGraph(
+        self, request_iterator: Iterator[pb.GraphChunk], context: grpc.ServicerContext
+    ) -> pb.UploadGraphResponse:
         start = time.perf_counter()
         first = next(request_iterator, None)
         if first is None or not first.HasField("header"):
@@ -342,11 +357,15 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         method_cls = self._method(request.method, context)
         graph = self.graphs.get(request.graph_hash)
         if graph is None:
-            context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"graph {request.graph_hash} is not held; upload it first")
+            context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION, f"graph {request.graph_hash} is not held; upload it first"
+            )
         train = _node_set("train_nodes", request.train_nodes, graph, context)
         val = _node_set("val_nodes", request.val_nodes, graph, context)
         if np.intersect1d(train, val).size:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "train_nodes and val_nodes overlap; validation must be held out")
+            context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, "train_nodes and val_nodes overlap; validation must be held out"
+            )
         try:
             config = method_cls.resolve_config(config_from_proto(request.config))
         except ConfigError as exc:
@@ -354,7 +373,10 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         self._check_capabilities(method_cls, graph, context)
         not_ready = self._not_ready_for(method_cls.name)
         if not_ready:
-            context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"{request.method} is not ready: {'; '.join(r.reason for r in not_ready)}")
+            context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"{request.method} is not ready: {'; '.join(r.reason for r in not_ready)}",
+            )
 
         deadline = time.monotonic() + request.time_limit_seconds if request.time_limit_seconds > 0 else None
         remaining = context.time_remaining()
@@ -390,14 +412,19 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         self.models.put(handle, _Model(method, state, graph))
         return pb.FitResponse(
             model_handle=handle,
-            stats=pb.CallStats(seconds=probe.seconds, peak_rss_bytes=probe.peak_rss_bytes, peak_gpu_bytes=probe.peak_gpu_bytes),
+            stats=pb.CallStats(
+                seconds=probe.seconds, peak_rss_bytes=probe.peak_rss_bytes, peak_gpu_bytes=probe.peak_gpu_bytes
+            ),
             info={k: value_to_proto(_plain(v)) for k, v in ctx.info.items()},
         )
 
     def Predict(self, request: pb.PredictRequest, context: grpc.ServicerContext) -> Iterator[pb.PredictChunk]:
         model = self.models.get(request.model_handle)
         if model is None:
-            context.abort(grpc.StatusCode.NOT_FOUND, f"no model with handle {request.model_handle!r} (released, dropped past the held-model cap, or never fitted)")
+            context.abort(
+                grpc.StatusCode.NOT_FOUND,
+                f"no model with handle {request.model_handle!r} (released, dropped past the held-model cap, or never fitted)",
+            )
         with self._compute:
             try:
                 # The service's time is all it does for the call: the method's predict, the check
@@ -407,7 +434,9 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
                     probs = model.method.predict(model.state, model.graph)
                     shape = getattr(probs, "shape", None)
                     if shape is None or len(shape) != 2 or shape[0] != model.graph.num_nodes or shape[1] < 1:
-                        raise ValueError(f"the method returned probabilities of shape {shape}; expected ({model.graph.num_nodes}, classes)")
+                        raise ValueError(
+                            f"the method returned probabilities of shape {shape}; expected ({model.graph.num_nodes}, classes)"
+                        )
                     chunks = list(encode_probabilities(probs, pb.CallStats()))
             except (ResourceError, torch.cuda.OutOfMemoryError, MemoryError) as exc:
                 _free_gpu()
@@ -415,7 +444,11 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
             except Exception as exc:
                 log.exception("predict failed")
                 context.abort(grpc.StatusCode.INTERNAL, f"predict failed: {type(exc).__name__}: {exc}")
-        chunks[-1].stats.CopyFrom(pb.CallStats(seconds=probe.seconds, peak_rss_bytes=probe.peak_rss_bytes, peak_gpu_bytes=probe.peak_gpu_bytes))
+        chunks[-1].stats.CopyFrom(
+            pb.CallStats(
+                seconds=probe.seconds, peak_rss_bytes=probe.peak_rss_bytes, peak_gpu_bytes=probe.peak_gpu_bytes
+            )
+        )
         yield from chunks
 
     def Release(self, request: pb.ReleaseRequest, context: grpc.ServicerContext) -> pb.ReleaseResponse:
@@ -445,10 +478,16 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         )
         for limit, actual, what in limits:
             if limit and actual > limit:
-                context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{method.name} supports at most {limit} {what}; the graph has {actual}")
+                context.abort(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"{method.name} supports at most {limit} {what}; the graph has {actual}",
+                )
         binary = graph.num_classes == 2
         if (binary and not caps.supports_binary) or (not binary and not caps.supports_multiclass):
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{method.name} does not support {'binary' if binary else 'multiclass'} tasks")
+            context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"{method.name} does not support {'binary' if binary else 'multiclass'} tasks",
+            )
 
 
 def _node_set(field: str, nodes: Sequence[int], graph: GraphBundle, context: grpc.ServicerContext) -> np.ndarray:
@@ -500,12 +539,16 @@ class ReadinessHealth(health.HealthServicer):
         super().__init__()
         self._servicer = servicer
 
-    def Check(self, request: health_pb2.HealthCheckRequest, context: grpc.ServicerContext) -> health_pb2.HealthCheckResponse:
+    def Check(
+        self, request: health_pb2.HealthCheckRequest, context: grpc.ServicerContext
+    ) -> health_pb2.HealthCheckResponse:
         self._servicer.refresh_readiness()
         return super().Check(request, context)
 
 
-def build_server(servicer: MethodServicer, address: str, max_workers: int = 8, security: Security | None = None) -> tuple[grpc.Server, int]:
+def build_server(
+    servicer: MethodServicer, address: str, max_workers: int = 8, security: Security | None = None
+) -> tuple[grpc.Server, int]:
     """A server with the method service and standard health; returns it and the bound port.
 
     ``security`` (default: plaintext, no token) sets TLS and the token check (contract.security).
@@ -515,7 +558,9 @@ def build_server(servicer: MethodServicer, address: str, max_workers: int = 8, s
         ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
         ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
     ]
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers), options=options, interceptors=security.interceptors())
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=max_workers), options=options, interceptors=security.interceptors()
+    )
     control = futures.ThreadPoolExecutor(max_workers=CONTROL_THREADS, thread_name_prefix="control")
     health_servicer = ReadinessHealth(servicer)
     _run_on(control, servicer, "Describe", "HasGraph", "Release")

@@ -49,13 +49,15 @@ def resolve(entry: WeightsEntry, root: Path | None = None, allow_unverified: boo
     if entry.sha256 == UNVERIFIED:
         if not allow_unverified:
             raise WeightsError(
-                f"weights {entry.id} at {path} have no recorded sha256 in the catalog (sha256 = \"unverified\"); "
+                f'weights {entry.id} at {path} have no recorded sha256 in the catalog (sha256 = "unverified"); '
                 f"record the upstream file's sha256 in the catalog, or allow unverified weights explicitly "
                 f"(results are then labeled non-official); file sha256 {digest}"
             )
         return ResolvedWeights(entry, path, digest, official=False)
     if digest != entry.sha256:
-        raise WeightsError(f"weights {entry.id} at {path} fail verification: sha256 {digest}, catalog says {entry.sha256}")
+        raise WeightsError(
+            f"weights {entry.id} at {path} fail verification: sha256 {digest}, catalog says {entry.sha256}"
+        )
     return ResolvedWeights(entry, path, digest, official=True)
 
 
@@ -72,10 +74,14 @@ def safe_torch_load(path: Path) -> Any:
     except Exception as exc:  # pickle.UnpicklingError and friends; torch's message spans many lines
         lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
         reason = next((line for line in lines if "global" in line.lower()), lines[0] if lines else "")
-        raise WeightsError(f"{Path(path).name}: cannot be loaded without running code it carries: {type(exc).__name__}: {reason}") from None
+        raise WeightsError(
+            f"{Path(path).name}: cannot be loaded without running code it carries: {type(exc).__name__}: {reason}"
+        ) from None
 
 
-def weights_problems(ids: tuple[str, ...], allow_unverified: bool = False, allow_missing: bool = False) -> dict[str, str]:
+def weights_problems(
+    ids: tuple[str, ...], allow_unverified: bool = False, allow_missing: bool = False
+) -> dict[str, str]:
     """Why each of ``ids`` cannot be used now (empty: all verify). Cheap after the first call per file.
 
     ``allow_missing`` accepts a set of files that is absent as a whole (a method that

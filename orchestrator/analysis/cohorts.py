@@ -55,10 +55,16 @@ def impute(results: pd.DataFrame, reference: str | None = None) -> pd.DataFrame:
     if missing.empty:
         return results
     fill_cols = [c for c in results.columns if c not in _IDENTITY and c not in ("dataset", "regime", "split")]
-    filled = missing.merge(ref[["dataset", "regime", "split", *fill_cols]], on=["dataset", "regime", "split"], how="inner")
+    filled = missing.merge(
+        ref[["dataset", "regime", "split", *fill_cols]], on=["dataset", "regime", "split"], how="inner"
+    )
     filled["imputed"] = True
     out.append(filled[results.columns])
-    return pd.concat(out, ignore_index=True).sort_values(["regime", "dataset", "view", "split"], kind="stable").reset_index(drop=True)
+    return (
+        pd.concat(out, ignore_index=True)
+        .sort_values(["regime", "dataset", "view", "split"], kind="stable")
+        .reset_index(drop=True)
+    )
 
 
 def coverage(results: pd.DataFrame) -> pd.DataFrame:
@@ -67,7 +73,10 @@ def coverage(results: pd.DataFrame) -> pd.DataFrame:
     n_splits = cells.groupby(["regime", "dataset"]).size().rename("n_splits")
     per = (
         results.groupby(["regime", "view", "dataset"])
-        .agg(native=("imputed", lambda s: int((~s.astype(bool)).sum())), imputed=("imputed", lambda s: int(s.astype(bool).sum())))
+        .agg(
+            native=("imputed", lambda s: int((~s.astype(bool)).sum())),
+            imputed=("imputed", lambda s: int(s.astype(bool).sum())),
+        )
         .reset_index()
         .merge(n_splits.reset_index(), on=["regime", "dataset"])
     )

@@ -88,8 +88,14 @@ def pair_totals(pe: pd.DataFrame) -> PairTotals:
     return PairTotals(views, datasets, first, second, won_first, won_second)
 
 
-def bradley_terry(first: np.ndarray, second: np.ndarray, won_first: np.ndarray, won_second: np.ndarray, n: int,
-                  prior: float = PRIOR_DRAWS) -> np.ndarray:
+def bradley_terry(
+    first: np.ndarray,
+    second: np.ndarray,
+    won_first: np.ndarray,
+    won_second: np.ndarray,
+    n: int,
+    prior: float = PRIOR_DRAWS,
+) -> np.ndarray:
     """Elo ratings (centre ``INIT_RATING``) maximising the Bradley-Terry likelihood plus the virtual-draw prior.
 
     Minimises ``sum_p won_first*log(1+e^-d) + won_second*log(1+e^d)`` (``d`` = log-strength gap of the
@@ -138,8 +144,11 @@ def _bootstrap(totals: PairTotals, rounds: int, seed: int) -> pd.DataFrame:
     rows = []
     for _ in range(rounds):
         counts = np.bincount(rng.choice(n_tasks, size=n_tasks, replace=True), minlength=n_tasks).astype(float)
-        rows.append(bradley_terry(totals.first, totals.second, counts @ totals.won_first, counts @ totals.won_second,
-                                  len(totals.views)))
+        rows.append(
+            bradley_terry(
+                totals.first, totals.second, counts @ totals.won_first, counts @ totals.won_second, len(totals.views)
+            )
+        )
     return pd.DataFrame(rows, columns=totals.views)
 
 
@@ -167,18 +176,28 @@ def _elo_ratings(pe: pd.DataFrame, anchor: str | None, anchor_rating: float, rou
     n_datasets = pe.groupby("view")["dataset"].nunique()
     if len(views) < 2:
         return pd.DataFrame(
-            {"view": views, "elo": anchor_rating, "lower": anchor_rating, "upper": anchor_rating,
-             "datasets": n_datasets.reindex(views).to_numpy(), "anchored": False}
+            {
+                "view": views,
+                "elo": anchor_rating,
+                "lower": anchor_rating,
+                "upper": anchor_rating,
+                "datasets": n_datasets.reindex(views).to_numpy(),
+                "anchored": False,
+            }
         )
     anchored = anchor is not None and anchor in views
     totals = pair_totals(pe)
     point = pd.Series(
-        bradley_terry(totals.first, totals.second, totals.won_first.sum(axis=0), totals.won_second.sum(axis=0), len(views)),
+        bradley_terry(
+            totals.first, totals.second, totals.won_first.sum(axis=0), totals.won_second.sum(axis=0), len(views)
+        ),
         index=views,
     )
     boot = _bootstrap(totals, rounds=rounds, seed=seed)
     offset = (anchor_rating - point[anchor]) if anchored else (anchor_rating - INIT_RATING)
-    out = pd.DataFrame({"elo": point + offset, "lower": boot.quantile(0.025) + offset, "upper": boot.quantile(0.975) + offset})
+    out = pd.DataFrame(
+        {"elo": point + offset, "lower": boot.quantile(0.025) + offset, "upper": boot.quantile(0.975) + offset}
+    )
     out.index.name = "view"
     out = out.reset_index()
     out["datasets"] = out["view"].map(n_datasets).astype(int)

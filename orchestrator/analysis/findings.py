@@ -58,12 +58,22 @@ def findings(tables: dict[str, pd.DataFrame], regimes: list[str], figure: Callab
         top = _top(lb, "elo")
         if len(top) == 1:
             t = top.iloc[0]
-            say(regime, "elo", f"In {regime}, {t['view']} leads Elo at {t['elo']:.0f} (95% interval "
-                f"{t['lower']:.0f}–{t['upper']:.0f}) among {len(lb)} compared methods.", "elo")
+            say(
+                regime,
+                "elo",
+                f"In {regime}, {t['view']} leads Elo at {t['elo']:.0f} (95% interval "
+                f"{t['lower']:.0f}–{t['upper']:.0f}) among {len(lb)} compared methods.",
+                "elo",
+            )
         else:
             intervals = ", ".join(f"{t.view} {t.lower:.0f}–{t.upper:.0f}" for t in top.itertuples())
-            say(regime, "elo", f"In {regime}, {_and(top['view'])} tie for the lead in Elo at {top['elo'].iloc[0]:.0f} "
-                f"among {len(lb)} compared methods (95% intervals: {intervals}).", "elo")
+            say(
+                regime,
+                "elo",
+                f"In {regime}, {_and(top['view'])} tie for the lead in Elo at {top['elo'].iloc[0]:.0f} "
+                f"among {len(lb)} compared methods (95% intervals: {intervals}).",
+                "elo",
+            )
         gfms = lb[lb["kind"] != "supervised"]
         if gfms.empty:
             say(regime, "gfm", f"In {regime}, no GFM has results.", "elo")
@@ -72,71 +82,126 @@ def findings(tables: dict[str, pd.DataFrame], regimes: list[str], figure: Callab
             rank = 1 + int((lb["elo"] > g["elo"] + 1e-9).sum())  # a tie shares the better rank
             imputed = int(g.get("imputed_datasets", 0) or 0)
             shown = imputed + int(g.get("native_datasets", 0) or 0)
-            stand_in = (f"; on {imputed} of its {shown} datasets its result is the imputed {REPLACEMENT} one"
-                        if imputed else "")
-            say(regime, "gfm", f"In {regime}, the strongest GFM is {g['view']}: Elo {g['elo']:.0f}, rank {rank} "
-                f"of {len(lb)} (mean rank across datasets {g['mean_rank']:.2f}{stand_in}).", "elo")
+            stand_in = (
+                f"; on {imputed} of its {shown} datasets its result is the imputed {REPLACEMENT} one" if imputed else ""
+            )
+            say(
+                regime,
+                "gfm",
+                f"In {regime}, the strongest GFM is {g['view']}: Elo {g['elo']:.0f}, rank {rank} "
+                f"of {len(lb)} (mean rank across datasets {g['mean_rank']:.2f}{stand_in}).",
+                "elo",
+            )
         for cost, label in (("time", "workflow time"), ("memory", "peak memory")):
             ends = tables[f"pareto_{cost}"]
             ends = ends[(ends["regime"] == regime) & ends["on_front"]]
             both = tables[f"pareto_{cost}_budgets"]
             both = both[(both["regime"] == regime) & both["on_front"]]
-            say(regime, f"pareto_{cost}", f"In {regime}, GFMs on the {label} Pareto frontier: "
+            say(
+                regime,
+                f"pareto_{cost}",
+                f"In {regime}, GFMs on the {label} Pareto frontier: "
                 f"{_names(ends.loc[ends['kind'] != 'supervised', 'view'])} (the frontier: {_names(ends['view'])}).",
-                f"pareto_{cost}")
-            say(regime, f"pareto_{cost}_budgets", f"In {regime}, with intermediate tuning budgets, GFMs on the {label} "
+                f"pareto_{cost}",
+            )
+            say(
+                regime,
+                f"pareto_{cost}_budgets",
+                f"In {regime}, with intermediate tuning budgets, GFMs on the {label} "
                 f"frontier: {_names(both.loc[both['kind'] != 'supervised', 'view'])} (the frontier: "
-                f"{_names(both['view'].drop_duplicates())}).", f"pareto_{cost}_budgets")
+                f"{_names(both['view'].drop_duplicates())}).",
+                f"pareto_{cost}_budgets",
+            )
         tr = tables["tuning_requirements"]
         tr = tr[tr["regime"] == regime].sort_values("tuning_gain", ascending=False)
         if len(tr):
-            best = "; ".join(f"{r.method} {r.tuning_gain:+.1f} points (within 1 point of the full search from k = "
-                             f"{r.k_within_1pt} of {r.search_trials} trials)" for r in tr.head(3).itertuples())
-            say(regime, "tuning", f"In {regime}, the test gain of a full search over the default configuration, "
-                f"largest first: {best}.", "tuning")
+            best = "; ".join(
+                f"{r.method} {r.tuning_gain:+.1f} points (within 1 point of the full search from k = "
+                f"{r.k_within_1pt} of {r.search_trials} trials)"
+                for r in tr.head(3).itertuples()
+            )
+            say(
+                regime,
+                "tuning",
+                f"In {regime}, the test gain of a full search over the default configuration, largest first: {best}.",
+                "tuning",
+            )
         gap = tables["validation_test_gap"]
         gap = gap[(gap["regime"] == regime) & (gap["budget"] == "full")]
         if len(gap):
             mean = gap["overstatement"].mean()
             worst = gap.sort_values("overstatement", ascending=False).iloc[0]
-            verdict = (f"validation overstates the gain by {mean:.1f} points" if mean >= 0.05 else
-                       f"validation understates the gain by {-mean:.1f} points" if mean <= -0.05 else
-                       "validation and test agree on the gain")
-            say(regime, "validation_test_gap", f"In {regime}, a full search improves validation by "
+            verdict = (
+                f"validation overstates the gain by {mean:.1f} points"
+                if mean >= 0.05
+                else f"validation understates the gain by {-mean:.1f} points"
+                if mean <= -0.05
+                else "validation and test agree on the gain"
+            )
+            say(
+                regime,
+                "validation_test_gap",
+                f"In {regime}, a full search improves validation by "
                 f"{gap['val_gain'].mean():.1f} points and test by {gap['test_gain'].mean():.1f} points over the default, "
                 f"averaged over {len(gap)} methods: {verdict} (largest overstatement: {worst['method']}, "
-                f"{worst['overstatement']:+.1f}).", "validation_test_gap")
+                f"{worst['overstatement']:+.1f}).",
+                "validation_test_gap",
+            )
         tt = tables["task_type_leaderboards"]
         tt = tt[tt["regime"] == regime]
-        leads = [f"on {task} tasks ({g['metric'].iloc[0]}, {int(g['datasets'].max())} dataset"
-                 f"{'s' if g['datasets'].max() != 1 else ''}) by {_and(g.loc[g['position'] == 1, 'view'])}"
-                 for task, g in tt.groupby("task_type", sort=True)]
+        leads = [
+            f"on {task} tasks ({g['metric'].iloc[0]}, {int(g['datasets'].max())} dataset"
+            f"{'s' if g['datasets'].max() != 1 else ''}) by {_and(g.loc[g['position'] == 1, 'view'])}"
+            for task, g in tt.groupby("task_type", sort=True)
+        ]
         if leads:
             say(regime, "task_types", f"In {regime}, Elo is led " + "; ".join(leads) + ".", "task_types")
         ms = tables["metric_sensitivity_summary"]
         ms = ms[ms["regime"] == regime].dropna(subset=["spearman"])
         if len(ms) and (ms["changed_positions"] == 0).all():
-            say(regime, "metric_sensitivity", f"In {regime}, every secondary metric ({', '.join(sorted(set(ms['metric'])))}) "
-                "orders the methods as the primary metric does.", "metric_sensitivity")
+            say(
+                regime,
+                "metric_sensitivity",
+                f"In {regime}, every secondary metric ({', '.join(sorted(set(ms['metric'])))}) "
+                "orders the methods as the primary metric does.",
+                "metric_sensitivity",
+            )
         elif len(ms):
             w = ms.sort_values("spearman").iloc[0]
-            say(regime, "metric_sensitivity", f"In {regime}, the ordering departs most from the primary metric under "
+            say(
+                regime,
+                "metric_sensitivity",
+                f"In {regime}, the ordering departs most from the primary metric under "
                 f"{w['metric']} on {w['task_type']} tasks (Spearman {w['spearman']:.2f}, {w['changed_positions']} of "
                 f"{w['views']} methods change position; {w['largest_move_view']} moves {_places(int(w['largest_move']))}).",
-                "metric_sensitivity")
+                "metric_sensitivity",
+            )
     ov = tables["pretraining_overlap"]
     for regime in regimes:
         o = ov[ov["regime"] == regime]
         if len(o):
             pairs = sorted({f"{v} on {d}" for v, d in zip(o["view"], o["dataset"])})
             replaced = int(o["replaced"].astype(bool).sum())
-            fate = (f"replaced by {REPLACEMENT}" if replaced == len(o) else
-                    f"omitted ({replaced} replaced by {REPLACEMENT}, the rest without a matched {REPLACEMENT} result)")
-            say(regime, "pretraining_overlap", f"In {regime}, {len(o)} GFM result(s) are {fate} for pretraining "
-                f"overlap: {', '.join(pairs)}.", "pretraining_overlap")
+            fate = (
+                f"replaced by {REPLACEMENT}"
+                if replaced == len(o)
+                else f"omitted ({replaced} replaced by {REPLACEMENT}, the rest without a matched {REPLACEMENT} result)"
+            )
+            say(
+                regime,
+                "pretraining_overlap",
+                f"In {regime}, {len(o)} GFM result(s) are {fate} for pretraining overlap: {', '.join(pairs)}.",
+                "pretraining_overlap",
+            )
     bc = tables["below_chance"]
     if len(bc):
         pairs = sorted({f"{v} on {d}" for v, d in zip(bc["view"], bc["dataset"])})
-        rows.append({"regime": "", "topic": "below_chance", "figure": "index.html#below-chance",
-                     "sentence": f"{len(bc)} selected binary result(s) score a test AUROC below 0.5: {', '.join(pairs)}."})
+        rows.append(
+            {
+                "regime": "",
+                "topic": "below_chance",
+                "figure": "index.html#below-chance",
+                "sentence": f"{len(bc)} selected binary result(s) score a test AUROC below 0.5: {', '.join(pairs)}.",
+            }
+        )
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -47,9 +47,26 @@ OPTIONAL_COLUMNS: tuple[str, ...] = (
     "test_auroc",
     "test_precision",
 )
-CATEGORICAL = ("method", "method_version", "kind", "dataset", "task_type", "regime", "status", "origin", "primary_metric")
+CATEGORICAL = (
+    "method",
+    "method_version",
+    "kind",
+    "dataset",
+    "task_type",
+    "regime",
+    "status",
+    "origin",
+    "primary_metric",
+)
 INTEGER = ("split", "trial_index")
-METRIC_COLUMNS = ("test_primary", "test_accuracy", "test_macro_f1", "test_cross_entropy", "test_auroc", "test_precision")
+METRIC_COLUMNS = (
+    "test_primary",
+    "test_accuracy",
+    "test_macro_f1",
+    "test_cross_entropy",
+    "test_auroc",
+    "test_precision",
+)
 
 _CHUNK_ROWS = 250_000
 

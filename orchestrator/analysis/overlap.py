@@ -26,8 +26,9 @@ _KEYS = ["view", "dataset", "regime", "split"]
 @lru_cache(maxsize=1)
 def declared_pretraining() -> dict[str, tuple[str, ...]]:
     """Method name -> pretraining graphs its family's manifest declares (GFM families only)."""
-    return {m: f.pretraining_graphs for f in load_families().values() if f.pretraining_graphs is not None
-            for m in f.methods}
+    return {
+        m: f.pretraining_graphs for f in load_families().values() if f.pretraining_graphs is not None for m in f.methods
+    }
 
 
 def graph_identity(name: str) -> str:
@@ -51,7 +52,9 @@ def overlapping(results: pd.DataFrame, declared: dict[str, tuple[str, ...]] | No
     return pd.Series(hit, index=results.index, dtype=bool) & (results["origin"].astype(str) == "builtin")
 
 
-def audit(results: pd.DataFrame, declared: dict[str, tuple[str, ...]] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def audit(
+    results: pd.DataFrame, declared: dict[str, tuple[str, ...]] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(held-out results, omitted results): the results without pretraining overlaps, and those removed."""
     mask = overlapping(results, declared)
     return results[~mask].reset_index(drop=True), results[mask].reset_index(drop=True)
@@ -69,7 +72,14 @@ def mark_replacements(main: pd.DataFrame, omitted: pd.DataFrame) -> tuple[pd.Dat
     keys = omitted[_KEYS].assign(_omitted=True)
     m = main.merge(keys, on=_KEYS, how="left")
     main["overlap"] = m["_omitted"].fillna(False).astype(bool).to_numpy() & main["imputed"].astype(bool).to_numpy()
-    table = omitted[[*_KEYS, "score"]].rename(columns={"score": "omitted_score"}).merge(
-        main.loc[main["overlap"], [*_KEYS, "score"]].rename(columns={"score": "replacement_score"}), on=_KEYS, how="left")
+    table = (
+        omitted[[*_KEYS, "score"]]
+        .rename(columns={"score": "omitted_score"})
+        .merge(
+            main.loc[main["overlap"], [*_KEYS, "score"]].rename(columns={"score": "replacement_score"}),
+            on=_KEYS,
+            how="left",
+        )
+    )
     table["replaced"] = table["replacement_score"].notna()
     return main, table[cols].sort_values(["regime", "view", "dataset", "split"]).reset_index(drop=True)

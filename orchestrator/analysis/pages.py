@@ -67,8 +67,12 @@ def _fmt(v, digits: int = 3) -> str:
     return html.escape(str(v))
 
 
-def html_table(df: pd.DataFrame, cols: list[tuple[str, str, int]],
-               row_class: Callable[[pd.Series], str] | None = None, table_id: str = "") -> str:
+def html_table(
+    df: pd.DataFrame,
+    cols: list[tuple[str, str, int]],
+    row_class: Callable[[pd.Series], str] | None = None,
+    table_id: str = "",
+) -> str:
     """A sortable table of ``cols`` (column, header, digits; negative digits: left-aligned text)."""
     head = "".join(f'<th class="{"l" if d < 0 else ""}">{html.escape(h)}</th>' for _, h, d in cols)
     body = []
@@ -87,17 +91,23 @@ def html_table(df: pd.DataFrame, cols: list[tuple[str, str, int]],
 def figure(rel: str, caption: str) -> str:
     """A figure with its caption and links to the data it plots (CSV and Parquet beside the PNG)."""
     stem = rel.rsplit(".", 1)[0]
-    return (f'<figure><img src="{rel}" alt="{html.escape(caption)}" loading="eager"><figcaption>{html.escape(caption)} '
-            f'Data: <a href="{stem}.csv">CSV</a> · <a href="{stem}.parquet">Parquet</a></figcaption></figure>')
+    return (
+        f'<figure><img src="{rel}" alt="{html.escape(caption)}" loading="eager"><figcaption>{html.escape(caption)} '
+        f'Data: <a href="{stem}.csv">CSV</a> · <a href="{stem}.parquet">Parquet</a></figcaption></figure>'
+    )
 
 
 def page(title: str, body: str, subtitle: str) -> str:
     """A whole page: header, navigation, ``body``."""
-    nav = ('<nav><a href="index.html">Leaderboard</a><a href="findings.html">Findings</a><a href="index.html#pareto">Pareto</a>'
-           '<a href="index.html#budgets">Tuning budgets</a><a href="index.html#tuning">Tuning requirements</a>'
-           '<a href="index.html#metrics">Task types and metrics</a><a href="index.html#subgroups">Subgroups</a>'
-           '<a href="index.html#robustness">Robustness</a><a href="index.html#overlap">Pretraining overlap</a>'
-           '<a href="datasets.html">Per dataset</a><a href="tables.html">Data files</a></nav>')
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-            f'<style>{_CSS}</style></head><body><header><h1>{html.escape(title)}</h1><p>{html.escape(subtitle)}</p>'
-            f'</header>{nav}<main>{body}</main><script>{_JS}</script></body></html>')
+    nav = (
+        '<nav><a href="index.html">Leaderboard</a><a href="findings.html">Findings</a><a href="index.html#pareto">Pareto</a>'
+        '<a href="index.html#budgets">Tuning budgets</a><a href="index.html#tuning">Tuning requirements</a>'
+        '<a href="index.html#metrics">Task types and metrics</a><a href="index.html#subgroups">Subgroups</a>'
+        '<a href="index.html#robustness">Robustness</a><a href="index.html#overlap">Pretraining overlap</a>'
+        '<a href="datasets.html">Per dataset</a><a href="tables.html">Data files</a></nav>'
+    )
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f"<style>{_CSS}</style></head><body><header><h1>{html.escape(title)}</h1><p>{html.escape(subtitle)}</p>"
+        f"</header>{nav}<main>{body}</main><script>{_JS}</script></body></html>"
+    )

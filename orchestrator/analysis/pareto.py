@@ -63,8 +63,9 @@ def cheapest_by_dataset(cost: str, *frames: pd.DataFrame) -> pd.Series:
     return m.groupby(level="dataset").min()
 
 
-def tradeoff(points: pd.DataFrame, cost: str, best_error: pd.Series | None = None,
-             reference_cost: pd.Series | None = None) -> pd.DataFrame:
+def tradeoff(
+    points: pd.DataFrame, cost: str, best_error: pd.Series | None = None, reference_cost: pd.Series | None = None
+) -> pd.DataFrame:
     """Per view: mean_improvability, mean_overhead, datasets (one regime)."""
     dm = dataset_means(points, cost)
     dm["improvability"] = improvability(dm, best_error)

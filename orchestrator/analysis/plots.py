@@ -23,7 +23,9 @@ def _save(fig, path: Path, left_labels=(), bottom_labels=()) -> None:
     left = min(0.45, (0.6 + 0.055 * max((len(str(x)) for x in left_labels), default=6)) / w)
     bottom = min(0.45, (0.55 + 0.05 * max((len(str(x)) for x in bottom_labels), default=0)) / h)
     top = 1 - min(0.2, 0.4 / h)
-    fig.subplots_adjust(left=left, bottom=bottom, top=top, right=0.97 if not fig.axes[-1].get_label() == "<colorbar>" else 0.9)
+    fig.subplots_adjust(
+        left=left, bottom=bottom, top=top, right=0.97 if not fig.axes[-1].get_label() == "<colorbar>" else 0.9
+    )
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
 
@@ -86,14 +88,27 @@ def pareto(df: pd.DataFrame, path: Path, title: str, xlabel: str, budgets: bool 
             ax.plot(g["mean_overhead"], g["mean_improvability"], "-", color="#1f6feb", alpha=0.25, lw=1)
             ax.plot(g["mean_overhead"], g["mean_improvability"], ".", color="#1f6feb", alpha=0.35, ms=3)
     for variant, g in df.groupby("variant"):
-        ax.scatter(g["mean_overhead"], g["mean_improvability"], s=22, color=KIND_COLORS.get(variant, "#555"),
-                   label=variant, zorder=3, edgecolor="k", linewidth=0.3)
+        ax.scatter(
+            g["mean_overhead"],
+            g["mean_improvability"],
+            s=22,
+            color=KIND_COLORS.get(variant, "#555"),
+            label=variant,
+            zorder=3,
+            edgecolor="k",
+            linewidth=0.3,
+        )
     front = df[df["on_front"]].sort_values("mean_overhead")
     ax.step(front["mean_overhead"], front["mean_improvability"], where="post", color="k", lw=1, zorder=2)
     for _, r in df.iterrows():
         if r["on_front"] or r["variant"] == "gfm":
-            ax.annotate(r["view"], (r["mean_overhead"], r["mean_improvability"]), fontsize=6,
-                        xytext=(3, 3), textcoords="offset points")
+            ax.annotate(
+                r["view"],
+                (r["mean_overhead"], r["mean_improvability"]),
+                fontsize=6,
+                xytext=(3, 3),
+                textcoords="offset points",
+            )
     ax.set_xlabel(xlabel)
     ax.set_ylabel("Mean Improvability (lower is better)")
     ax.set_title(title, fontsize=9)
@@ -120,8 +135,15 @@ def budget_curves(traj: pd.DataFrame, path: Path, title: str) -> None:
     _save(fig, path, bottom_labels=["x" * 4])
 
 
-def heatmap(mat: pd.DataFrame, path: Path, title: str, cbar: str, fmt: str = "{:.2f}", cmap: str = "viridis",
-            reverse: bool = False) -> None:
+def heatmap(
+    mat: pd.DataFrame,
+    path: Path,
+    title: str,
+    cbar: str,
+    fmt: str = "{:.2f}",
+    cmap: str = "viridis",
+    reverse: bool = False,
+) -> None:
     h = 0.2 * mat.shape[0] + 2
     w = max(6.0, 0.32 * mat.shape[1] + 3)
     fig, ax = plt.subplots(figsize=(w, h))
@@ -151,8 +173,18 @@ def elo_panels(df: pd.DataFrame, path: Path, title: str, panel: str) -> None:
     _save(fig, path, labels)
 
 
-def lines(df: pd.DataFrame, path: Path, title: str, x: str, y: str, group: str, xlabel: str, ylabel: str,
-          log_x: bool = True, hline: float | None = None) -> None:
+def lines(
+    df: pd.DataFrame,
+    path: Path,
+    title: str,
+    x: str,
+    y: str,
+    group: str,
+    xlabel: str,
+    ylabel: str,
+    log_x: bool = True,
+    hline: float | None = None,
+) -> None:
     """One line per ``group`` of ``y`` against ``x`` (budget curves of the tuning views)."""
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     for name, g in df.groupby(group, sort=True):

@@ -93,8 +93,10 @@ def pairwise_tests(results: pd.DataFrame, metric: str = "score", alpha: float = 
         # approximation otherwise (scipy's "auto" would fall back to a slow permutation test).
         srt = np.sort(np.abs(block), axis=0)
         clean = np.all(srt != 0, axis=0) & np.all(np.diff(srt, axis=0) != 0, axis=0)
-        for sel, method in ((testable & clean, "exact" if block.shape[0] <= 50 else "approx"),
-                            (testable & ~clean, "approx")):
+        for sel, method in (
+            (testable & clean, "exact" if block.shape[0] <= 50 else "approx"),
+            (testable & ~clean, "approx"),
+        ):
             if sel.any():
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
@@ -105,9 +107,18 @@ def pairwise_tests(results: pd.DataFrame, metric: str = "score", alpha: float = 
     wins, losses = (d0 > 0).sum(axis=0), (d0 < 0).sum(axis=0)
     with np.errstate(invalid="ignore"):
         mean_diff = d0.sum(axis=0) / np.where(n > 0, n, np.nan)
-    out = pd.DataFrame({"view_a": [a for a, _ in pairs], "view_b": [b for _, b in pairs], "datasets": n,
-                        "a_wins": wins, "b_wins": losses, "ties": n - wins - losses, "mean_diff": mean_diff,
-                        "p_value": p})
+    out = pd.DataFrame(
+        {
+            "view_a": [a for a, _ in pairs],
+            "view_b": [b for _, b in pairs],
+            "datasets": n,
+            "a_wins": wins,
+            "b_wins": losses,
+            "ties": n - wins - losses,
+            "mean_diff": mean_diff,
+            "p_value": p,
+        }
+    )
     reject, p_holm, _, _ = multipletests(out["p_value"], alpha=alpha, method="holm")
     out["p_holm"] = p_holm
     out["significant"] = reject
@@ -131,12 +142,21 @@ def friedman_nemenyi(results: pd.DataFrame, metric: str = "score") -> tuple[dict
     """Friedman test over datasets shared by every view, and the Nemenyi post-hoc p-value matrix."""
     wide = dataset_scores(results, metric).dropna(axis=0, how="any")
     if wide.shape[0] < 2 or wide.shape[1] < 3:
-        return {"datasets": int(wide.shape[0]), "views": int(wide.shape[1]), "statistic": np.nan, "p_value": np.nan}, pd.DataFrame()
+        return {
+            "datasets": int(wide.shape[0]),
+            "views": int(wide.shape[1]),
+            "statistic": np.nan,
+            "p_value": np.nan,
+        }, pd.DataFrame()
     stat = stats.friedmanchisquare(*[wide[c].to_numpy() for c in wide.columns])
     nem = scikit_posthocs.posthoc_nemenyi_friedman(wide.to_numpy())
     nem.index = nem.columns = wide.columns
-    return {"datasets": int(wide.shape[0]), "views": int(wide.shape[1]), "statistic": float(stat.statistic),
-            "p_value": float(stat.pvalue)}, nem
+    return {
+        "datasets": int(wide.shape[0]),
+        "views": int(wide.shape[1]),
+        "statistic": float(stat.statistic),
+        "p_value": float(stat.pvalue),
+    }, nem
 
 
 def rule_sensitivity(rankings: dict[str, pd.Series]) -> pd.DataFrame:

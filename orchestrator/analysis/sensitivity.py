@@ -21,16 +21,28 @@ from orchestrator.analysis import ranking as rk
 
 #: Per task type: metric label -> (result column, higher is better). The first is the primary.
 METRICS: dict[str, dict[str, tuple[str, bool]]] = {
-    "multiclass": {"accuracy": ("test_accuracy", True), "macro_f1": ("test_macro_f1", True),
-                   "cross_entropy": ("test_cross_entropy", False)},
-    "binary": {"auroc": ("test_auroc", True), "accuracy": ("test_accuracy", True),
-               "precision": ("test_precision", True), "cross_entropy": ("test_cross_entropy", False)},
+    "multiclass": {
+        "accuracy": ("test_accuracy", True),
+        "macro_f1": ("test_macro_f1", True),
+        "cross_entropy": ("test_cross_entropy", False),
+    },
+    "binary": {
+        "auroc": ("test_auroc", True),
+        "accuracy": ("test_accuracy", True),
+        "precision": ("test_precision", True),
+        "cross_entropy": ("test_cross_entropy", False),
+    },
 }
 BOARD_COLUMNS = ["view", "elo", "lower", "upper", "mean_rank", "rank_iqr", "datasets", "position"]
 
 
-def board(results: pd.DataFrame, column: str = "score", higher_is_better: bool = True,
-          anchor: str | None = None, rounds: int = elo_mod.BOOTSTRAP_ROUNDS) -> pd.DataFrame:
+def board(
+    results: pd.DataFrame,
+    column: str = "score",
+    higher_is_better: bool = True,
+    anchor: str | None = None,
+    rounds: int = elo_mod.BOOTSTRAP_ROUNDS,
+) -> pd.DataFrame:
     """Elo (with interval) and mean rank of each view on one metric column; position 1 = best Elo."""
     r = results.assign(_metric=results[column] if higher_is_better else -results[column]).dropna(subset=["_metric"])
     if r["view"].nunique() < 2:
@@ -52,14 +64,17 @@ def _agreement(a: pd.Series, b: pd.Series) -> tuple[float, float]:
 TASK_TYPE_COLUMNS = ["regime", "task_type", "metric", *BOARD_COLUMNS]
 
 
-def task_type_leaderboards(results: pd.DataFrame, anchor: str | None = None,
-                           rounds: int = elo_mod.BOOTSTRAP_ROUNDS) -> pd.DataFrame:
+def task_type_leaderboards(
+    results: pd.DataFrame, anchor: str | None = None, rounds: int = elo_mod.BOOTSTRAP_ROUNDS
+) -> pd.DataFrame:
     """Per regime and task type, the primary-metric leaderboard on that task type's datasets."""
     frames = []
     for (regime, task), r in results.groupby(["regime", "task_type"], observed=True, sort=True):
         b = board(r, "score", True, anchor, rounds)
         frames.append(b.assign(regime=regime, task_type=task, metric=next(iter(METRICS.get(task, {"score": 0})))))
-    return pd.concat(frames, ignore_index=True)[TASK_TYPE_COLUMNS] if frames else pd.DataFrame(columns=TASK_TYPE_COLUMNS)
+    return (
+        pd.concat(frames, ignore_index=True)[TASK_TYPE_COLUMNS] if frames else pd.DataFrame(columns=TASK_TYPE_COLUMNS)
+    )
 
 
 def primary_boards(boards: pd.DataFrame) -> pd.DataFrame:
@@ -67,8 +82,9 @@ def primary_boards(boards: pd.DataFrame) -> pd.DataFrame:
     return boards[boards["primary"].astype(bool)][TASK_TYPE_COLUMNS].reset_index(drop=True)
 
 
-def metric_sensitivity(results: pd.DataFrame, anchor: str | None = None,
-                       rounds: int = elo_mod.BOOTSTRAP_ROUNDS) -> tuple[pd.DataFrame, pd.DataFrame]:
+def metric_sensitivity(
+    results: pd.DataFrame, anchor: str | None = None, rounds: int = elo_mod.BOOTSTRAP_ROUNDS
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(boards, summary): every metric's leaderboard per regime and task type, and its agreement with the primary.
 
     ``boards`` holds one row per (regime, task_type, metric, view) with ``primary_position`` and
@@ -100,14 +116,32 @@ def metric_sensitivity(results: pd.DataFrame, anchor: str | None = None,
             both = b.dropna(subset=["primary_position"])
             rho, tau = _agreement(both["primary_position"], both["position"])
             mover = both.loc[both["position_change"].abs().idxmax()] if len(both) else None
-            summary.append({"regime": regime, "task_type": task, "metric": name, "views": len(both),
-                            "datasets": int(r.dropna(subset=[column])["dataset"].nunique()),
-                            "spearman": rho, "kendall": tau,
-                            "changed_positions": int((both["position_change"] != 0).sum()),
-                            "largest_move_view": None if mover is None else mover["view"],
-                            "largest_move": 0 if mover is None else int(mover["position_change"])})
+            summary.append(
+                {
+                    "regime": regime,
+                    "task_type": task,
+                    "metric": name,
+                    "views": len(both),
+                    "datasets": int(r.dropna(subset=[column])["dataset"].nunique()),
+                    "spearman": rho,
+                    "kendall": tau,
+                    "changed_positions": int((both["position_change"] != 0).sum()),
+                    "largest_move_view": None if mover is None else mover["view"],
+                    "largest_move": 0 if mover is None else int(mover["position_change"]),
+                }
+            )
     cols = ["regime", "task_type", "metric", "primary", *BOARD_COLUMNS, "primary_position", "position_change"]
     boards_df = pd.concat(boards, ignore_index=True)[cols] if boards else pd.DataFrame(columns=cols)
-    scols = ["regime", "task_type", "metric", "views", "datasets", "spearman", "kendall", "changed_positions",
-             "largest_move_view", "largest_move"]
+    scols = [
+        "regime",
+        "task_type",
+        "metric",
+        "views",
+        "datasets",
+        "spearman",
+        "kendall",
+        "changed_positions",
+        "largest_move_view",
+        "largest_move",
+    ]
     return boards_df, pd.DataFrame(summary, columns=scols)

@@ -58,69 +58,132 @@ class Section:
 
 
 LEADERBOARD_COLUMNS = [
-    ("rank", "#", 0), ("view", "Method", -1), ("kind", "Kind", -1), ("elo", "Elo", 0), ("lower", "Elo 2.5%", 0),
-    ("upper", "Elo 97.5%", 0), ("mean_rank", "Mean rank", 2), ("rank_iqr", "Rank IQR", 1),
-    ("mean_winrate", "Win rate", 3), ("sig_wins", "Sig. wins", 0), ("sig_losses", "Sig. losses", 0),
-    ("mean_improvability", "Mean Improvability", 3), ("overhead_time", "Overhead (time)", 2),
-    ("overhead_memory", "Overhead (memory)", 2), ("native_datasets", "Native datasets", 0),
-    ("imputed_datasets", "Imputed datasets", 0), ("missing_datasets", "Missing", 0),
+    ("rank", "#", 0),
+    ("view", "Method", -1),
+    ("kind", "Kind", -1),
+    ("elo", "Elo", 0),
+    ("lower", "Elo 2.5%", 0),
+    ("upper", "Elo 97.5%", 0),
+    ("mean_rank", "Mean rank", 2),
+    ("rank_iqr", "Rank IQR", 1),
+    ("mean_winrate", "Win rate", 3),
+    ("sig_wins", "Sig. wins", 0),
+    ("sig_losses", "Sig. losses", 0),
+    ("mean_improvability", "Mean Improvability", 3),
+    ("overhead_time", "Overhead (time)", 2),
+    ("overhead_memory", "Overhead (memory)", 2),
+    ("native_datasets", "Native datasets", 0),
+    ("imputed_datasets", "Imputed datasets", 0),
+    ("missing_datasets", "Missing", 0),
 ]
 
 
 def _leaderboard(an: Analysis, regime: str) -> list[str]:
     lb = regime_rows(an.tables, "leaderboard", regime)
-    return [html_table(lb, LEADERBOARD_COLUMNS, row_class=lambda r: str(r["variant"]), table_id=f"leaderboard-{slug(regime)}")]
+    return [
+        html_table(
+            lb, LEADERBOARD_COLUMNS, row_class=lambda r: str(r["variant"]), table_id=f"leaderboard-{slug(regime)}"
+        )
+    ]
 
 
 def _pareto_figures(cost: str, label: str) -> tuple[Figure, ...]:
     """The endpoints' frontier on one cost, then the same with intermediate tuning budgets."""
 
     def caption(extra: str) -> Callable[[pd.DataFrame, str], str]:
-        return lambda d, _regime: f"{label.capitalize()}, {extra}. Frontier: {', '.join(d.loc[d['on_front'], 'view'].astype(str))}."
+        return lambda d, _regime: (
+            f"{label.capitalize()}, {extra}. Frontier: {', '.join(d.loc[d['on_front'], 'view'].astype(str))}."
+        )
 
     xlabel = f"Mean Overhead, {label} (log2 of cost over cheapest; lower is better)"
     return tuple(
-        Figure(f"pareto_{cost}{suffix}", f"pareto_{cost}{suffix}", partial(plots.pareto, xlabel=xlabel, budgets=bool(suffix)),
-               f"{label.capitalize()} Pareto frontier — {{regime}} ({extra})", caption(extra))
-        for suffix, extra in (("", "default, tuned and GFM endpoints"), ("_budgets", "with intermediate tuning budgets k"))
+        Figure(
+            f"pareto_{cost}{suffix}",
+            f"pareto_{cost}{suffix}",
+            partial(plots.pareto, xlabel=xlabel, budgets=bool(suffix)),
+            f"{label.capitalize()} Pareto frontier — {{regime}} ({extra})",
+            caption(extra),
+        )
+        for suffix, extra in (
+            ("", "default, tuned and GFM endpoints"),
+            ("_budgets", "with intermediate tuning budgets k"),
+        )
     )
 
 
 def _subgroup_boundaries(an: Analysis) -> list[str]:
     if "subgroup_boundaries" not in an.tables:
         return []
-    return [html_table(an.tables["subgroup_boundaries"],
-                       [("property", "property", -1), ("name", "subgroup", -1), ("low", "from", 3), ("high", "below", 3)])]
+    return [
+        html_table(
+            an.tables["subgroup_boundaries"],
+            [("property", "property", -1), ("name", "subgroup", -1), ("low", "from", 3), ("high", "below", 3)],
+        )
+    ]
 
 
 def _tuning_table(an: Analysis, regime: str) -> list[str]:
     req = regime_rows(an.tables, "tuning_requirements", regime)
     if req.empty:
         return []
-    return [html_table(req, [("method", "method", -1), ("datasets", "datasets", 0), ("search_trials", "trials", 0),
-                             ("default_score", "default", 4), ("tuned_score", "tuned", 4),
-                             ("tuning_gain", "gain (points)", 2), ("k_within_1pt", "k within 1 point", 0),
-                             ("gain_k50_to_full", "gain k=50 to full", 2)], table_id=f"tuning-{slug(regime)}")]
+    return [
+        html_table(
+            req,
+            [
+                ("method", "method", -1),
+                ("datasets", "datasets", 0),
+                ("search_trials", "trials", 0),
+                ("default_score", "default", 4),
+                ("tuned_score", "tuned", 4),
+                ("tuning_gain", "gain (points)", 2),
+                ("k_within_1pt", "k within 1 point", 0),
+                ("gain_k50_to_full", "gain k=50 to full", 2),
+            ],
+            table_id=f"tuning-{slug(regime)}",
+        )
+    ]
 
 
 def _metric_table(an: Analysis, regime: str) -> list[str]:
     if regime_rows(an.tables, "metric_sensitivity", regime).empty:
         return []
     summ = regime_rows(an.tables, "metric_sensitivity_summary", regime)
-    return [html_table(summ, [("task_type", "task type", -1), ("metric", "metric", -1), ("views", "methods", 0),
-                              ("datasets", "datasets", 0), ("spearman", "Spearman vs primary", 3),
-                              ("kendall", "Kendall vs primary", 3), ("changed_positions", "positions changed", 0),
-                              ("largest_move_view", "largest move", -1), ("largest_move", "by", 0)],
-                       table_id=f"metric-sensitivity-{slug(regime)}")]
+    return [
+        html_table(
+            summ,
+            [
+                ("task_type", "task type", -1),
+                ("metric", "metric", -1),
+                ("views", "methods", 0),
+                ("datasets", "datasets", 0),
+                ("spearman", "Spearman vs primary", 3),
+                ("kendall", "Kendall vs primary", 3),
+                ("changed_positions", "positions changed", 0),
+                ("largest_move_view", "largest move", -1),
+                ("largest_move", "by", 0),
+            ],
+            table_id=f"metric-sensitivity-{slug(regime)}",
+        )
+    ]
 
 
 def _overlap_table(an: Analysis, regime: str) -> list[str]:
     ov = regime_rows(an.tables, "pretraining_overlap", regime)
     if ov.empty:
         return []
-    return [html_table(ov, [("view", "method", -1), ("dataset", "dataset", -1), ("split", "split", 0),
-                            ("omitted_score", "omitted score", 4), ("replacement_score", "replacement", 4)],
-                       table_id=f"overlap-{slug(regime)}")]
+    return [
+        html_table(
+            ov,
+            [
+                ("view", "method", -1),
+                ("dataset", "dataset", -1),
+                ("split", "split", 0),
+                ("omitted_score", "omitted score", 4),
+                ("replacement_score", "replacement", 4),
+            ],
+            table_id=f"overlap-{slug(regime)}",
+        )
+    ]
 
 
 def _cohort_caption(ce: pd.DataFrame, _regime: str) -> str:
@@ -131,101 +194,227 @@ def _cohort_caption(ce: pd.DataFrame, _regime: str) -> str:
 def _robustness_tables(an: Analysis, regime: str) -> list[str]:
     rs = regime_rows(an.tables, "rule_sensitivity", regime).drop(columns=["regime"])
     pt = regime_rows(an.tables, "pairwise_tests", regime)
-    return ["<p>Aggregation-rule sensitivity (Spearman correlation between rankings):</p>",
-            html_table(rs, [("rule", "rule", -1)] + [(c, c, 3) for c in rs.columns if c != "rule"]),
-            f'<p class="small">{len(pt[pt["significant"]])} significant pairs after Holm correction (Wilcoxon '
-            'signed-rank on per-dataset means); full table: <a href="tables/pairwise_tests.csv">pairwise_tests.csv</a>.</p>']
+    return [
+        "<p>Aggregation-rule sensitivity (Spearman correlation between rankings):</p>",
+        html_table(rs, [("rule", "rule", -1)] + [(c, c, 3) for c in rs.columns if c != "rule"]),
+        f'<p class="small">{len(pt[pt["significant"]])} significant pairs after Holm correction (Wilcoxon '
+        'signed-rank on per-dataset means); full table: <a href="tables/pairwise_tests.csv">pairwise_tests.csv</a>.</p>',
+    ]
 
 
 def _coverage(an: Analysis) -> list[str]:
-    return [html_table(an.tables["coverage"], [
-        ("regime", "regime", -1), ("view", "method", -1), ("origin", "origin", -1), ("native_datasets", "native", 0),
-        ("imputed_datasets", "imputed", 0), ("missing_datasets", "missing", 0), ("native_fraction", "native share", 2)])]
+    return [
+        html_table(
+            an.tables["coverage"],
+            [
+                ("regime", "regime", -1),
+                ("view", "method", -1),
+                ("origin", "origin", -1),
+                ("native_datasets", "native", 0),
+                ("imputed_datasets", "imputed", 0),
+                ("missing_datasets", "missing", 0),
+                ("native_fraction", "native share", 2),
+            ],
+        )
+    ]
 
 
 def _below_chance(an: Analysis) -> list[str]:
     bc = an.tables["below_chance"]
     if bc.empty:
         return ['<p class="small">No selected binary result scores a test AUROC below 0.5.</p>']
-    return [f'<p class="note">{len(bc)} selected binary result(s) score a test AUROC below 0.5, worse than a constant '
-            'predictor: an untrained or inverted head was probably kept. Data: '
-            '<a href="tables/below_chance.csv">below_chance.csv</a>.</p>',
-            html_table(bc, [("regime", "regime", -1), ("view", "method", -1), ("dataset", "dataset", -1),
-                            ("split", "split", 0), ("selected_trial_index", "selected trial", 0),
-                            ("val_loss", "val loss", 4), ("test_auroc", "test AUROC", 4)], table_id="below-chance")]
+    return [
+        f'<p class="note">{len(bc)} selected binary result(s) score a test AUROC below 0.5, worse than a constant '
+        "predictor: an untrained or inverted head was probably kept. Data: "
+        '<a href="tables/below_chance.csv">below_chance.csv</a>.</p>',
+        html_table(
+            bc,
+            [
+                ("regime", "regime", -1),
+                ("view", "method", -1),
+                ("dataset", "dataset", -1),
+                ("split", "split", 0),
+                ("selected_trial_index", "selected trial", 0),
+                ("val_loss", "val loss", 4),
+                ("test_auroc", "test AUROC", 4),
+            ],
+            table_id="below-chance",
+        ),
+    ]
 
 
 _TUNING_X = "tuning budget k (last point: the full search)"
 
 #: The index page, in order.
 SECTIONS: tuple[Section, ...] = (
-    Section("lb", "Leaderboard", per_regime_heading=True, before=_leaderboard, figures=(
-        Figure("elo", "leaderboard", plots.elo_bars, "Elo with 95% intervals — {regime}", "Elo ratings, {regime}."),
-        Figure("mean_rank", tb.mean_rank, plots.rank_iqr, "Mean rank and IQR across datasets — {regime}",
-               "Mean rank, {regime}."),
-    )),
-    Section("pareto", "Performance–cost Pareto frontiers",
-            figures=_pareto_figures("time", "workflow time") + _pareto_figures("memory", "workflow peak memory")),
-    Section("budgets", "Tuning budgets", intro=(
-        '<p class="small">Budget k selects among the first k trials by validation loss only; its cost is interpolated '
-        'linearly between the measured default (k=1) and full-search costs (measured cumulative costs are in the CSV '
-        'as mean_overhead_measured).</p>'), figures=(
-        Figure("budget_trajectories", "budget_trajectories", plots.budget_curves, "Tuning-budget trajectories — {regime}",
-               "Improvability and interpolated overhead against budget, {regime}."),
-    )),
-    Section("subgroups", "Dataset subgroups", footer=_subgroup_boundaries,
-            empty='<p class="note">Subgroup views skipped: no dataset has statistics (--dataset-stats CSV).</p>', figures=(
-        Figure("subgroups", tb.subgroup_matrix,
-               partial(plots.heatmap, cbar="mean rank (lower is better)", fmt="{:.1f}", reverse=True),
-               "Mean rank within each dataset subgroup — {regime}", "Subgroups, {regime}: rows ordered by Elo.",
-               index=True, optional=True),
-    )),
-    Section("tuning", "Tuning requirements", intro=(
-        '<p class="small">Per supervised method: the test gain of the full search over the default configuration, the '
-        'smallest budget k whose selection comes within one point of the full search on average, the gain from k = 50 '
-        'to the full search (blank: searches of 50 trials or fewer), and how much of the validation improvement shows '
-        'up on test. Points = x100 on the primary metric.</p>'), after=_tuning_table,
-            empty='<p class="small">No supervised method has a search to analyse.</p>', figures=(
-        Figure("tuning", "tuning_curves",
-               partial(plots.lines, x="k", y="gap_to_full", group="method", xlabel=_TUNING_X,
-                       ylabel="full search minus budget k (points)", hline=1.0),
-               "Test gap to the full search against budget k — {regime}",
-               "Mean test-score gap (points) between budget k and the full search; dashed: one point.", optional=True),
-        Figure("validation_test_gap", "validation_test_gap",
-               partial(plots.lines, x="k", y="overstatement", group="method", xlabel=_TUNING_X,
-                       ylabel="validation gain - test gain (points)", hline=0.0),
-               "Validation gain minus test gain of tuning — {regime}",
-               "How much of tuning's validation improvement over the default fails to show up on test (points).",
-               optional=True),
-    )),
-    Section("metrics", "Task types and metric sensitivity", intro=(
-        '<p class="small">The leaderboard on binary tasks (AUROC) and multiclass tasks (accuracy) separately, and '
-        'recomputed on each secondary metric (multiclass: accuracy, macro-F1, cross-entropy; binary: accuracy, '
-        'positive-class precision, binary cross-entropy) with its agreement with the primary ordering.</p>'),
-            after=_metric_table, figures=(
-        Figure("task_types", tb.task_type_panels, partial(plots.elo_panels, panel="panel"), "Elo by task type — {regime}",
-               "Elo on binary tasks (AUROC) and multiclass tasks (accuracy) separately.", optional=True),
-        Figure("metric_sensitivity", tb.metric_positions,
-               partial(plots.heatmap, cbar="position (1 = best)", fmt="{:.0f}", reverse=True),
-               "Elo position on each metric — {regime}",
-               "Each method's Elo position per task type and metric (the first metric of a task type is its primary).",
-               index=True, optional=True),
-    )),
-    Section("overlap", "Pretraining overlap", intro=(
-        '<p class="small">A GFM result on a graph its pretraining used (declared in its family manifest, matched by '
-        'canonical graph identity) is omitted from the common-universe analyses and replaced by the matched '
-        'gcn-Default result.</p>'), after=_overlap_table,
-            empty='<p class="small">No GFM result overlaps its pretraining graphs.</p>', figures=(
-        Figure("pretraining_overlap", "pretraining_overlap", plots.overlap_bars,
-               "Omitted for pretraining overlap — {regime}",
-               "Each omitted GFM result beside the gcn-Default result that replaced it (mean over partitions).",
-               optional=True),
-    )),
-    Section("robustness", "Robustness: cohorts, win rates, significance", after=_robustness_tables, figures=(
-        Figure("winrate", tb.winrate, partial(plots.heatmap, cbar="win rate", cmap="RdBu"),
-               "Pairwise win rate (row beats column) — {regime}", "Win rates, {regime}.", index=True),
-        Figure("cohort_elo", "cohort_elo", plots.cohort_elo, "Elo by analysis cohort — {regime}", _cohort_caption),
-    )),
+    Section(
+        "lb",
+        "Leaderboard",
+        per_regime_heading=True,
+        before=_leaderboard,
+        figures=(
+            Figure("elo", "leaderboard", plots.elo_bars, "Elo with 95% intervals — {regime}", "Elo ratings, {regime}."),
+            Figure(
+                "mean_rank",
+                tb.mean_rank,
+                plots.rank_iqr,
+                "Mean rank and IQR across datasets — {regime}",
+                "Mean rank, {regime}.",
+            ),
+        ),
+    ),
+    Section(
+        "pareto",
+        "Performance–cost Pareto frontiers",
+        figures=_pareto_figures("time", "workflow time") + _pareto_figures("memory", "workflow peak memory"),
+    ),
+    Section(
+        "budgets",
+        "Tuning budgets",
+        intro=(
+            '<p class="small">Budget k selects among the first k trials by validation loss only; its cost is interpolated '
+            "linearly between the measured default (k=1) and full-search costs (measured cumulative costs are in the CSV "
+            "as mean_overhead_measured).</p>"
+        ),
+        figures=(
+            Figure(
+                "budget_trajectories",
+                "budget_trajectories",
+                plots.budget_curves,
+                "Tuning-budget trajectories — {regime}",
+                "Improvability and interpolated overhead against budget, {regime}.",
+            ),
+        ),
+    ),
+    Section(
+        "subgroups",
+        "Dataset subgroups",
+        footer=_subgroup_boundaries,
+        empty='<p class="note">Subgroup views skipped: no dataset has statistics (--dataset-stats CSV).</p>',
+        figures=(
+            Figure(
+                "subgroups",
+                tb.subgroup_matrix,
+                partial(plots.heatmap, cbar="mean rank (lower is better)", fmt="{:.1f}", reverse=True),
+                "Mean rank within each dataset subgroup — {regime}",
+                "Subgroups, {regime}: rows ordered by Elo.",
+                index=True,
+                optional=True,
+            ),
+        ),
+    ),
+    Section(
+        "tuning",
+        "Tuning requirements",
+        intro=(
+            '<p class="small">Per supervised method: the test gain of the full search over the default configuration, the '
+            "smallest budget k whose selection comes within one point of the full search on average, the gain from k = 50 "
+            "to the full search (blank: searches of 50 trials or fewer), and how much of the validation improvement shows "
+            "up on test. Points = x100 on the primary metric.</p>"
+        ),
+        after=_tuning_table,
+        empty='<p class="small">No supervised method has a search to analyse.</p>',
+        figures=(
+            Figure(
+                "tuning",
+                "tuning_curves",
+                partial(
+                    plots.lines,
+                    x="k",
+                    y="gap_to_full",
+                    group="method",
+                    xlabel=_TUNING_X,
+                    ylabel="full search minus budget k (points)",
+                    hline=1.0,
+                ),
+                "Test gap to the full search against budget k — {regime}",
+                "Mean test-score gap (points) between budget k and the full search; dashed: one point.",
+                optional=True,
+            ),
+            Figure(
+                "validation_test_gap",
+                "validation_test_gap",
+                partial(
+                    plots.lines,
+                    x="k",
+                    y="overstatement",
+                    group="method",
+                    xlabel=_TUNING_X,
+                    ylabel="validation gain - test gain (points)",
+                    hline=0.0,
+                ),
+                "Validation gain minus test gain of tuning — {regime}",
+                "How much of tuning's validation improvement over the default fails to show up on test (points).",
+                optional=True,
+            ),
+        ),
+    ),
+    Section(
+        "metrics",
+        "Task types and metric sensitivity",
+        intro=(
+            '<p class="small">The leaderboard on binary tasks (AUROC) and multiclass tasks (accuracy) separately, and '
+            "recomputed on each secondary metric (multiclass: accuracy, macro-F1, cross-entropy; binary: accuracy, "
+            "positive-class precision, binary cross-entropy) with its agreement with the primary ordering.</p>"
+        ),
+        after=_metric_table,
+        figures=(
+            Figure(
+                "task_types",
+                tb.task_type_panels,
+                partial(plots.elo_panels, panel="panel"),
+                "Elo by task type — {regime}",
+                "Elo on binary tasks (AUROC) and multiclass tasks (accuracy) separately.",
+                optional=True,
+            ),
+            Figure(
+                "metric_sensitivity",
+                tb.metric_positions,
+                partial(plots.heatmap, cbar="position (1 = best)", fmt="{:.0f}", reverse=True),
+                "Elo position on each metric — {regime}",
+                "Each method's Elo position per task type and metric (the first metric of a task type is its primary).",
+                index=True,
+                optional=True,
+            ),
+        ),
+    ),
+    Section(
+        "overlap",
+        "Pretraining overlap",
+        intro=(
+            '<p class="small">A GFM result on a graph its pretraining used (declared in its family manifest, matched by '
+            "canonical graph identity) is omitted from the common-universe analyses and replaced by the matched "
+            "gcn-Default result.</p>"
+        ),
+        after=_overlap_table,
+        empty='<p class="small">No GFM result overlaps its pretraining graphs.</p>',
+        figures=(
+            Figure(
+                "pretraining_overlap",
+                "pretraining_overlap",
+                plots.overlap_bars,
+                "Omitted for pretraining overlap — {regime}",
+                "Each omitted GFM result beside the gcn-Default result that replaced it (mean over partitions).",
+                optional=True,
+            ),
+        ),
+    ),
+    Section(
+        "robustness",
+        "Robustness: cohorts, win rates, significance",
+        after=_robustness_tables,
+        figures=(
+            Figure(
+                "winrate",
+                tb.winrate,
+                partial(plots.heatmap, cbar="win rate", cmap="RdBu"),
+                "Pairwise win rate (row beats column) — {regime}",
+                "Win rates, {regime}.",
+                index=True,
+            ),
+            Figure("cohort_elo", "cohort_elo", plots.cohort_elo, "Elo by analysis cohort — {regime}", _cohort_caption),
+        ),
+    ),
     Section("coverage", "Coverage", footer=_coverage),
     Section("below-chance", "Results below chance", footer=_below_chance),
 )
@@ -257,7 +446,7 @@ def _section(section: Section, an: Analysis, out: Path, figures: list[Path]) -> 
         parts += section.after(an, regime) if section.after else []
         if not parts:
             continue
-        anchor = f'{section.id}-{slug(regime)}'
+        anchor = f"{section.id}-{slug(regime)}"
         if section.per_regime_heading:
             blocks.append(f'<h2 id="{anchor}">{html.escape(section.title)} — {html.escape(regime)}</h2>')
         else:
@@ -268,18 +457,24 @@ def _section(section: Section, an: Analysis, out: Path, figures: list[Path]) -> 
         blocks.append(section.empty)
     if section.per_regime_heading:
         return blocks
-    return [f'<h2 id="{section.id}">{html.escape(section.title)}</h2>', *([section.intro] if section.intro else []), *blocks]
+    return [
+        f'<h2 id="{section.id}">{html.escape(section.title)}</h2>',
+        *([section.intro] if section.intro else []),
+        *blocks,
+    ]
 
 
 def _preamble(an: Analysis) -> list[str]:
     """The notes, and how the leaderboard reads."""
     anchored = f"anchored at {html.escape(an.anchor)} = 1000" if an.anchor else "centred on 1000 (no reference result)"
-    return [*(f'<p class="note">{html.escape(note)}</p>' for note in an.notes),
-            '<p class="small">Elo: partition-level battles on the primary metric (accuracy, or AUROC for binary '
-            f'tasks), ties half, each partition weighted 1/5, 200 dataset-bootstrap resamples, {anchored}. '
-            f'Missing built-in results are imputed with the matched {html.escape(str(an.reference))} result and counted '
-            'under "Imputed datasets"; user submissions are never imputed. '
-            'Mean Overhead: mean over datasets of log2(cost / cheapest method on that dataset).</p>']
+    return [
+        *(f'<p class="note">{html.escape(note)}</p>' for note in an.notes),
+        '<p class="small">Elo: partition-level battles on the primary metric (accuracy, or AUROC for binary '
+        f"tasks), ties half, each partition weighted 1/5, 200 dataset-bootstrap resamples, {anchored}. "
+        f"Missing built-in results are imputed with the matched {html.escape(str(an.reference))} result and counted "
+        'under "Imputed datasets"; user submissions are never imputed. '
+        "Mean Overhead: mean over datasets of log2(cost / cheapest method on that dataset).</p>",
+    ]
 
 
 def _datasets_body(an: Analysis) -> str:
@@ -288,9 +483,20 @@ def _datasets_body(an: Analysis) -> str:
     for regime in an.regimes:
         leaders = regime_rows(an.tables, "dataset_leaders", regime)
         body.append(f"<h2>{html.escape(regime)}</h2><h3>Dataset leaders (tuned or canonical configurations)</h3>")
-        body.append("<p>" + ", ".join(f"{html.escape(k)}: {v}" for k, v in leaders["leader"].value_counts().items()) + "</p>")
-        body.append(html_table(leaders, [("dataset", "dataset", -1), ("leader", "leader", -1),
-                                         ("leader_kind", "kind", -1), ("score", "score", 4)]))
+        body.append(
+            "<p>" + ", ".join(f"{html.escape(k)}: {v}" for k, v in leaders["leader"].value_counts().items()) + "</p>"
+        )
+        body.append(
+            html_table(
+                leaders,
+                [
+                    ("dataset", "dataset", -1),
+                    ("leader", "leader", -1),
+                    ("leader_kind", "kind", -1),
+                    ("score", "score", 4),
+                ],
+            )
+        )
         wide, imp = tb.dataset_scores(an.tables, regime)
         body.append(f"<h3>Mean primary metric over partitions (* imputed with {html.escape(str(an.reference))})</h3>")
         head = '<th class="l">dataset</th>' + "".join(f"<th>{html.escape(v)}</th>" for v in wide.columns)
@@ -305,20 +511,26 @@ def _datasets_body(an: Analysis) -> str:
                 txt = f"<b>{x:.4f}</b>" if x == r.max() else f"{x:.4f}"
                 cells.append(f'<td data-v="{x}">{txt}{star}</td>')
             rows.append(f'<tr><td class="l">{html.escape(str(ds))}</td>{"".join(cells)}</tr>')
-        body.append(f'<div class="wrap"><table class="sortable"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}'
-                    '</tbody></table></div>')
+        body.append(
+            f'<div class="wrap"><table class="sortable"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}'
+            "</tbody></table></div>"
+        )
     return "\n".join(body)
 
 
 def _findings_body(findings: pd.DataFrame) -> str:
     """The findings page: each computed sentence, linked to the figure it comes from."""
-    parts = ['<p class="small">Every sentence below is computed from this store\'s tables; the link opens the '
-             'figure it comes from. Data: <a href="tables/findings.csv">findings.csv</a>.</p>']
+    parts = [
+        '<p class="small">Every sentence below is computed from this store\'s tables; the link opens the '
+        'figure it comes from. Data: <a href="tables/findings.csv">findings.csv</a>.</p>'
+    ]
     for regime, g in findings.groupby("regime", sort=True):
-        parts.append(f"<h2>{html.escape(regime or 'All regimes')}</h2><ul id=\"findings-{slug(regime or 'all')}\">")
+        parts.append(f'<h2>{html.escape(regime or "All regimes")}</h2><ul id="findings-{slug(regime or "all")}">')
         for r in g.itertuples():
-            parts.append(f'<li data-topic="{html.escape(r.topic)}">{html.escape(r.sentence)} '
-                         f'<a href="{html.escape(r.figure)}">[figure]</a></li>')
+            parts.append(
+                f'<li data-topic="{html.escape(r.topic)}">{html.escape(r.sentence)} '
+                f'<a href="{html.escape(r.figure)}">[figure]</a></li>'
+            )
         parts.append("</ul>")
     return "\n".join(parts)
 
@@ -334,27 +546,46 @@ def write_report(an: Analysis, out: Path, title: str = "NodeGround leaderboard")
     for section in SECTIONS:
         body += _section(section, an, out, figures)
     n = tb.totals(an.tables)
-    sub = (f"{n['trials']:,} trials · {n['datasets']} datasets · {n['views']} compared methods · "
-           f"regimes {', '.join(an.regimes)}")
+    sub = (
+        f"{n['trials']:,} trials · {n['datasets']} datasets · {n['views']} compared methods · "
+        f"regimes {', '.join(an.regimes)}"
+    )
     (out / "index.html").write_text(page(title, "\n".join(body), sub), encoding="utf-8")
     (out / "datasets.html").write_text(page(title + " — per dataset", _datasets_body(an), sub), encoding="utf-8")
-    (out / "findings.html").write_text(page(title + " — findings", _findings_body(an.tables["findings"]), sub),
-                                       encoding="utf-8")
+    (out / "findings.html").write_text(
+        page(title + " — findings", _findings_body(an.tables["findings"]), sub), encoding="utf-8"
+    )
     items = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.suffix in (".csv", ".parquet"))
     lis = "".join(f'<li><a href="{html.escape(i)}">{html.escape(i)}</a></li>' for i in items)
     (out / "tables.html").write_text(page(title + " — data files", f"<ul>{lis}</ul>", sub), encoding="utf-8")
-    (out / "manifest.json").write_text(json.dumps({"figures": [p.relative_to(out).as_posix() for p in figures],
-                                                   "timings_s": an.timings, "notes": an.notes}, indent=1))
+    (out / "manifest.json").write_text(
+        json.dumps(
+            {"figures": [p.relative_to(out).as_posix() for p in figures], "timings_s": an.timings, "notes": an.notes},
+            indent=1,
+        )
+    )
     return figures
 
 
-def build_report(trials: pd.DataFrame, out: Path, dataset_stats: pd.DataFrame | None = None,
-                 anchor: str | None = None, rounds: int = elo_mod.BOOTSTRAP_ROUNDS,
-                 near_complete_min: float = 0.9, title: str = "NodeGround leaderboard",
-                 compute_stats: bool = True) -> Analysis:
+def build_report(
+    trials: pd.DataFrame,
+    out: Path,
+    dataset_stats: pd.DataFrame | None = None,
+    anchor: str | None = None,
+    rounds: int = elo_mod.BOOTSTRAP_ROUNDS,
+    near_complete_min: float = 0.9,
+    title: str = "NodeGround leaderboard",
+    compute_stats: bool = True,
+) -> Analysis:
     """Compute every table of ``trials`` and write the site under ``out``."""
-    an = compute_analysis(trials, dataset_stats, anchor=anchor, rounds=rounds, near_complete_min=near_complete_min,
-                          compute_stats=compute_stats)
+    an = compute_analysis(
+        trials,
+        dataset_stats,
+        anchor=anchor,
+        rounds=rounds,
+        near_complete_min=near_complete_min,
+        compute_stats=compute_stats,
+    )
     t = time.perf_counter()
     write_report(an, Path(out), title=title)
     an.timings["write_report"] = round(time.perf_counter() - t, 3)

@@ -86,12 +86,22 @@ def subgroup_ranks(results: pd.DataFrame, stats: pd.DataFrame, metric: str = "sc
             continue
         ranks = sub.rank(axis=1, ascending=False, method="average")
         for view in sub.columns:
-            rows.append({"property": s.property, "subgroup": s.name, "datasets": int(sub[view].notna().sum()),
-                         "view": view, "mean_rank": ranks[view].mean(), "mean_score": sub[view].mean()})
+            rows.append(
+                {
+                    "property": s.property,
+                    "subgroup": s.name,
+                    "datasets": int(sub[view].notna().sum()),
+                    "view": view,
+                    "mean_rank": ranks[view].mean(),
+                    "mean_score": sub[view].mean(),
+                }
+            )
     return pd.DataFrame(rows, columns=["property", "subgroup", "datasets", "view", "mean_rank", "mean_score"])
 
 
-def store_dataset_stats(datasets: list[str], given: pd.DataFrame | None = None) -> tuple[pd.DataFrame | None, list[str]]:
+def store_dataset_stats(
+    datasets: list[str], given: pd.DataFrame | None = None
+) -> tuple[pd.DataFrame | None, list[str]]:
     """Statistics of the store's datasets: ``given`` rows (a user's CSV) first, the rest computed.
 
     A dataset is computed when it loads offline: a built-in synthetic task, a registered user

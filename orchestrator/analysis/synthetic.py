@@ -93,14 +93,31 @@ def synthetic_trials(
         ok = status == "ok"
         fit = m_cost[mi] * ds_cost[d] * (1 + 0.3 * rng.random(n)) * (1 + r)
         fit_rss = (2e8 + 1e7 * m_cost[mi] * ds_cost[d]) * (1 + 0.2 * rng.random(n))
-        gpu = (5e8 * m_cost[mi] * ds_cost[d] * (1 + 0.2 * rng.random(n))) if kind == "gfm" or mi % 2 == 0 else np.zeros(n)
-        parts.append(pd.DataFrame({
-            "method": m, "kind": kind, "origin": origin, "d": d, "r": r, "split": s, "trial_index": t,
-            "status": status, "val_loss": np.where(ok, val_loss, np.nan), "score": np.where(ok, score, np.nan),
-            "fit_service_s": np.where(ok, fit, fit * 0.5), "predict_service_s": np.where(ok, 0.05 * fit, np.nan),
-            "fit_peak_rss_bytes": fit_rss, "predict_peak_rss_bytes": np.where(ok, 0.8 * fit_rss, np.nan),
-            "fit_peak_gpu_bytes": gpu, "predict_peak_gpu_bytes": np.where(ok, 0.7 * gpu, np.nan),
-        }))
+        gpu = (
+            (5e8 * m_cost[mi] * ds_cost[d] * (1 + 0.2 * rng.random(n))) if kind == "gfm" or mi % 2 == 0 else np.zeros(n)
+        )
+        parts.append(
+            pd.DataFrame(
+                {
+                    "method": m,
+                    "kind": kind,
+                    "origin": origin,
+                    "d": d,
+                    "r": r,
+                    "split": s,
+                    "trial_index": t,
+                    "status": status,
+                    "val_loss": np.where(ok, val_loss, np.nan),
+                    "score": np.where(ok, score, np.nan),
+                    "fit_service_s": np.where(ok, fit, fit * 0.5),
+                    "predict_service_s": np.where(ok, 0.05 * fit, np.nan),
+                    "fit_peak_rss_bytes": fit_rss,
+                    "predict_peak_rss_bytes": np.where(ok, 0.8 * fit_rss, np.nan),
+                    "fit_peak_gpu_bytes": gpu,
+                    "predict_peak_gpu_bytes": np.where(ok, 0.7 * gpu, np.nan),
+                }
+            )
+        )
     df = pd.concat(parts, ignore_index=True)
     n = len(df)
     dsn = np.array(stats["dataset"])
@@ -134,8 +151,17 @@ def synthetic_trials(
     df["upload_e2e_s"] = 0.0
     df["started_at"] = "2026-01-01T00:00:00Z"
     df["finished_at"] = "2026-01-01T00:00:01Z"
-    df["trial_key"] = (df["method"].astype(str) + "@1.0|" + df["dataset"].astype(str) + "|" + df["regime"].astype(str)
-                       + "|" + df["split"].astype(str) + "|" + df["trial_index"].astype(str))
+    df["trial_key"] = (
+        df["method"].astype(str)
+        + "@1.0|"
+        + df["dataset"].astype(str)
+        + "|"
+        + df["regime"].astype(str)
+        + "|"
+        + df["split"].astype(str)
+        + "|"
+        + df["trial_index"].astype(str)
+    )
     for col in COLUMNS:
         if col not in df.columns:
             df[col] = None

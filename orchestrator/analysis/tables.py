@@ -80,7 +80,8 @@ def compute_analysis(
     with threadpool_limits(limits=1, user_api="blas"):
         an = Analysis()
         main, cohorts, budget_points, dataset_stats = _common_universe(
-            an, trials, dataset_stats, anchor, near_complete_min, compute_stats)
+            an, trials, dataset_stats, anchor, near_complete_min, compute_stats
+        )
         per_regime: dict[str, list[pd.DataFrame]] = {}
         for regime in an.regimes:
             long, matrices = _regime_tables(an, regime, main, cohorts, budget_points, dataset_stats, rounds)
@@ -119,9 +120,11 @@ def _common_universe(
     if compute_stats:
         dataset_stats, no_stats = sg.store_dataset_stats(sorted(results["dataset"].unique()), dataset_stats)
         if no_stats:
-            an.notes.append(f"No statistics for {len(no_stats)} dataset(s) ({', '.join(no_stats[:8])}"
-                            f"{', ...' if len(no_stats) > 8 else ''}): not loadable offline; they sit in no subgroup "
-                            "(give their statistics with --dataset-stats).")
+            an.notes.append(
+                f"No statistics for {len(no_stats)} dataset(s) ({', '.join(no_stats[:8])}"
+                f"{', ...' if len(no_stats) > 8 else ''}): not loadable offline; they sit in no subgroup "
+                "(give their statistics with --dataset-stats)."
+            )
         an.lap("dataset_stats")
     an.tables["workflow_costs"] = costs
     # Pretraining overlaps leave the common universe before cohorts, so imputation replaces them.
@@ -130,8 +133,10 @@ def _common_universe(
     main, an.tables["pretraining_overlap"] = ov.mark_replacements(cohorts["all"], omitted)
     cohorts["all"] = main
     if len(omitted):
-        an.notes.append(f"{len(omitted)} GFM result(s) on a graph its pretraining used are omitted and replaced by "
-                        "the matched gcn-Default result: see 'Pretraining overlap'.")
+        an.notes.append(
+            f"{len(omitted)} GFM result(s) on a graph its pretraining used are omitted and replaced by "
+            "the matched gcn-Default result: see 'Pretraining overlap'."
+        )
     an.tables["results"] = main
     an.tables["budget_points"] = budget_points
     an.tables["coverage"] = co.coverage(main)
@@ -142,15 +147,21 @@ def _common_universe(
         raise AnalysisInputError(f"--anchor: no results for a method named {anchor_method!r} (methods: {known})")
     an.reference = reference_view(results)
     if an.anchor is None:
-        an.notes.append(f"The reference method {REFERENCE_METHOD!r} has no default-configuration results: Elo "
-                        "ratings are centred on 1000.")
+        an.notes.append(
+            f"The reference method {REFERENCE_METHOD!r} has no default-configuration results: Elo "
+            "ratings are centred on 1000."
+        )
     if an.reference is None:
-        an.notes.append(f"The reference method {REFERENCE_METHOD!r} has no default-configuration results, so "
-                        "nothing could be imputed.")
+        an.notes.append(
+            f"The reference method {REFERENCE_METHOD!r} has no default-configuration results, so "
+            "nothing could be imputed."
+        )
     an.tables["below_chance"] = below_chance(results)
     if len(an.tables["below_chance"]):
-        an.notes.append(f"{len(an.tables['below_chance'])} selected binary result(s) score a test AUROC below 0.5 "
-                        "(worse than chance): see 'Results below chance'.")
+        an.notes.append(
+            f"{len(an.tables['below_chance'])} selected binary result(s) score a test AUROC below 0.5 "
+            "(worse than chance): see 'Results below chance'."
+        )
     an.lap("cohorts")
     return main, cohorts, budget_points, dataset_stats
 
@@ -186,8 +197,14 @@ def _regime_tables(
     return long, matrices
 
 
-def _rankings(regime_res: pd.DataFrame, anchor: str | None, rounds: int, best_err: pd.Series,
-              refs: dict[str, pd.Series], cov: pd.DataFrame) -> tuple[Tables, Tables, pd.DataFrame]:
+def _rankings(
+    regime_res: pd.DataFrame,
+    anchor: str | None,
+    rounds: int,
+    best_err: pd.Series,
+    refs: dict[str, pd.Series],
+    cov: pd.DataFrame,
+) -> tuple[Tables, Tables, pd.DataFrame]:
     """(long tables, matrices, Elo): the leaderboard (Elo, ranks, win rates, significance, overheads,
     coverage) with the tests behind it, the win-rate and Nemenyi matrices, and the Elo table alone."""
     elo = elo_mod.elo_ratings(regime_res, anchor=anchor, rounds=rounds)
@@ -201,8 +218,14 @@ def _rankings(regime_res: pd.DataFrame, anchor: str | None, rounds: int, best_er
     lb = elo.merge(mr.drop(columns=["datasets"]), on="view", how="left")
     lb = lb.merge(rk.mean_winrate(wm).rename_axis("view").reset_index(), on="view", how="left")
     lb = lb.merge(sig, on="view", how="left")
-    lb = lb.merge(t_time[["view", "mean_improvability", "mean_overhead"]].rename(columns={"mean_overhead": "overhead_time"}), on="view", how="left")
-    lb = lb.merge(t_mem[["view", "mean_overhead"]].rename(columns={"mean_overhead": "overhead_memory"}), on="view", how="left")
+    lb = lb.merge(
+        t_time[["view", "mean_improvability", "mean_overhead"]].rename(columns={"mean_overhead": "overhead_time"}),
+        on="view",
+        how="left",
+    )
+    lb = lb.merge(
+        t_mem[["view", "mean_overhead"]].rename(columns={"mean_overhead": "overhead_memory"}), on="view", how="left"
+    )
     lb = lb.merge(cov[["view", "native_datasets", "imputed_datasets", "missing_datasets"]], on="view", how="left")
     lb = lb.join(ident, on="view")
     lb.insert(0, "rank", np.arange(1, len(lb) + 1))
@@ -212,8 +235,9 @@ def _rankings(regime_res: pd.DataFrame, anchor: str | None, rounds: int, best_er
     return long, matrices, elo
 
 
-def _cohort_elo(regime: str, cohorts: dict[str, pd.DataFrame], elo_all: pd.DataFrame, anchor: str | None,
-                rounds: int) -> pd.DataFrame | None:
+def _cohort_elo(
+    regime: str, cohorts: dict[str, pd.DataFrame], elo_all: pd.DataFrame, anchor: str | None, rounds: int
+) -> pd.DataFrame | None:
     """Elo within each analysis cohort that compares at least two views (cohort sensitivity); None if none does."""
     frames = []
     for cname, cres in cohorts.items():
@@ -229,13 +253,16 @@ def _cohort_elo(regime: str, cohorts: dict[str, pd.DataFrame], elo_all: pd.DataF
 def _rule_sensitivity(leaderboard: pd.DataFrame) -> pd.DataFrame:
     """How the ranking moves with the aggregation rule (Spearman correlation between the rules' orders)."""
     lb = leaderboard.set_index("view")
-    rules = {"elo": lb["elo"], "mean_rank": -lb["mean_rank"], "mean_winrate": lb["mean_winrate"],
-             "mean_improvability": -lb["mean_improvability"]}
+    rules = {
+        "elo": lb["elo"],
+        "mean_rank": -lb["mean_rank"],
+        "mean_winrate": lb["mean_winrate"],
+        "mean_improvability": -lb["mean_improvability"],
+    }
     return rk.rule_sensitivity(rules).reset_index()
 
 
-def _pareto_tables(r_res: pd.DataFrame, r_pts: pd.DataFrame, best_err: pd.Series,
-                   refs: dict[str, pd.Series]) -> Tables:
+def _pareto_tables(r_res: pd.DataFrame, r_pts: pd.DataFrame, best_err: pd.Series, refs: dict[str, pd.Series]) -> Tables:
     """Pareto endpoints, the same with intermediate budgets, and the budget trajectories."""
     out: Tables = {}
     inter = r_pts[~r_pts["view"].str.endswith("@" + FULL) & (r_pts["k"] > 1)]
@@ -255,7 +282,9 @@ def _pareto_tables(r_res: pd.DataFrame, r_pts: pd.DataFrame, best_err: pd.Series
     traj = pa.tradeoff(r_pts, pa.TIME, best_err, refs[pa.TIME])
     traj = traj.merge(r_pts.drop_duplicates("view")[["view", "method", "k"]], on="view")
     measured = pa.tradeoff(r_pts.assign(workflow_s=r_pts["workflow_s_measured"]), pa.TIME, best_err, refs[pa.TIME])
-    traj = traj.merge(measured[["view", "mean_overhead"]].rename(columns={"mean_overhead": "mean_overhead_measured"}), on="view")
+    traj = traj.merge(
+        measured[["view", "mean_overhead"]].rename(columns={"mean_overhead": "mean_overhead_measured"}), on="view"
+    )
     traj = traj.join(r_pts.groupby("view")["score"].mean().rename("mean_score"), on="view")
     traj["budget"] = np.where(traj["view"].str.endswith("@" + FULL), FULL, traj["k"].astype(str))
     out["budget_trajectories"] = traj.sort_values(["method", "k"])
@@ -266,13 +295,23 @@ def _dataset_tables(r_res: pd.DataFrame, dataset_stats: pd.DataFrame | None) -> 
     """Dataset-level leaders (tuned or canonical configurations), per-dataset scores, subgroup ranks."""
     wide = rk.dataset_scores(r_res)
     cand = wide[[v for v in wide.columns if not v.endswith("-Default")]]
-    leaders = pd.DataFrame({"dataset": cand.index, "leader": cand.idxmax(axis=1).to_numpy(),
-                            "score": cand.max(axis=1).to_numpy()})
+    leaders = pd.DataFrame(
+        {"dataset": cand.index, "leader": cand.idxmax(axis=1).to_numpy(), "score": cand.max(axis=1).to_numpy()}
+    )
     kinds = r_res.drop_duplicates("view").set_index("view")["kind"]
     leaders["leader_kind"] = leaders["leader"].map(kinds)
-    per_ds = r_res.groupby(["dataset", "view"]).agg(
-        score_mean=("score", "mean"), score_std=("score", "std"), partitions=("split", "nunique"),
-        imputed=("imputed", "any"), workflow_s=("workflow_s", "mean"), task_type=("task_type", "first")).reset_index()
+    per_ds = (
+        r_res.groupby(["dataset", "view"])
+        .agg(
+            score_mean=("score", "mean"),
+            score_std=("score", "std"),
+            partitions=("split", "nunique"),
+            imputed=("imputed", "any"),
+            workflow_s=("workflow_s", "mean"),
+            task_type=("task_type", "first"),
+        )
+        .reset_index()
+    )
     out = {"dataset_leaders": leaders, "per_dataset": per_ds}
     if dataset_stats is not None:
         out["subgroup_ranks"] = sg.subgroup_ranks(r_res, dataset_stats)
@@ -282,7 +321,8 @@ def _dataset_tables(r_res: pd.DataFrame, dataset_stats: pd.DataFrame | None) -> 
 def _appendix_tables(an: Analysis, main: pd.DataFrame, budget_points: pd.DataFrame, rounds: int) -> None:
     """The paper's appendix views, over the common universe (``main``) and the budget points."""
     an.tables["metric_sensitivity"], an.tables["metric_sensitivity_summary"] = se.metric_sensitivity(
-        main, anchor=an.anchor, rounds=rounds)
+        main, anchor=an.anchor, rounds=rounds
+    )
     an.tables["task_type_leaderboards"] = se.primary_boards(an.tables["metric_sensitivity"])
     an.lap("metric and task-type views")
     an.tables["tuning_requirements"], an.tables["tuning_curves"] = tu.tuning_requirements(budget_points)
@@ -343,7 +383,9 @@ def metric_positions(tables: Tables, regime: str) -> pd.DataFrame:
     ms = regime_rows(tables, "metric_sensitivity", regime)
     if ms.empty:
         return pd.DataFrame()
-    mat = ms.assign(col=ms["task_type"] + ": " + ms["metric"]).pivot_table(index="view", columns="col", values="position")
+    mat = ms.assign(col=ms["task_type"] + ": " + ms["metric"]).pivot_table(
+        index="view", columns="col", values="position"
+    )
     return mat.loc[[v for v in leaderboard_order(tables, regime) if v in mat.index]]
 
 
@@ -359,5 +401,8 @@ def dataset_scores(tables: Tables, regime: str) -> tuple[pd.DataFrame, pd.DataFr
 def totals(tables: Tables) -> dict[str, int]:
     """Executed trials, datasets and compared views of the whole report."""
     costs = tables["workflow_costs"]
-    return {"trials": int(costs.loc[costs["budget"] == FULL, "n_trials"].sum()),
-            "datasets": tables["results"]["dataset"].nunique(), "views": tables["results"]["view"].nunique()}
+    return {
+        "trials": int(costs.loc[costs["budget"] == FULL, "n_trials"].sum()),
+        "datasets": tables["results"]["dataset"].nunique(),
+        "views": tables["results"]["view"].nunique(),
+    }

@@ -33,9 +33,11 @@ def _budget_cells(budget_points: pd.DataFrame) -> pd.DataFrame:
     bp = budget_points[~budget_points["imputed"].astype(bool)] if "imputed" in budget_points else budget_points
     is_full = bp["view"].str.endswith("@" + FULL)
     full = bp[is_full][[*_CELL, "score", "val_primary", "k"]].rename(
-        columns={"score": "full_score", "val_primary": "full_val", "k": "search_k"})
+        columns={"score": "full_score", "val_primary": "full_val", "k": "search_k"}
+    )
     default = bp[~is_full & (bp["k"] == 1)][[*_CELL, "score", "val_primary"]].rename(
-        columns={"score": "default_score", "val_primary": "default_val"})
+        columns={"score": "default_score", "val_primary": "default_val"}
+    )
     # build_results gives no budget point at or beyond its search's size: that search is the full point.
     return bp.assign(full_point=is_full).merge(full, on=_CELL, how="inner").merge(default, on=_CELL, how="inner")
 
@@ -48,17 +50,32 @@ def _dataset_means(df: pd.DataFrame, keys: list[str], cols: list[str]) -> pd.Dat
 def tuning_requirements(budget_points: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(table, curves): Table 7 per (regime, method), and the mean gap to the full search per budget k."""
     cells = _budget_cells(budget_points)
-    cols = ["regime", "method", "datasets", "search_trials", "default_score", "tuned_score", "tuning_gain",
-            "k_within_1pt", "gain_k50_to_full"]
+    cols = [
+        "regime",
+        "method",
+        "datasets",
+        "search_trials",
+        "default_score",
+        "tuned_score",
+        "tuning_gain",
+        "k_within_1pt",
+        "gain_k50_to_full",
+    ]
     ccols = ["regime", "method", "k", "budget", "gap_to_full", "datasets"]
     if cells.empty:
         return pd.DataFrame(columns=cols), pd.DataFrame(columns=ccols)
     cells["gap"] = (cells["full_score"] - cells["score"]) * POINT
     pts = cells.assign(budget=np.where(cells["full_point"], FULL, cells["k"].astype(str)))
-    per_ds = pts.groupby(["regime", "method", "budget", "dataset"], observed=True).agg(
-        k=("k", "first"), gap=("gap", "mean"), search_k=("search_k", "max")).reset_index()
-    curves = per_ds.groupby(["regime", "method", "budget"], observed=True).agg(
-        k=("k", "max"), gap_to_full=("gap", "mean"), datasets=("dataset", "nunique")).reset_index()
+    per_ds = (
+        pts.groupby(["regime", "method", "budget", "dataset"], observed=True)
+        .agg(k=("k", "first"), gap=("gap", "mean"), search_k=("search_k", "max"))
+        .reset_index()
+    )
+    curves = (
+        per_ds.groupby(["regime", "method", "budget"], observed=True)
+        .agg(k=("k", "max"), gap_to_full=("gap", "mean"), datasets=("dataset", "nunique"))
+        .reset_index()
+    )
     # The full search is plotted at its own size; intermediate budgets at k.
     curves = curves.sort_values(["regime", "method", "k"]).reset_index(drop=True)[ccols]
 
@@ -70,13 +87,19 @@ def tuning_requirements(budget_points: pd.DataFrame) -> tuple[pd.DataFrame, pd.D
         c = c[c["k"] < search]
         within = c.loc[c["gap_to_full"] <= WITHIN, "k"]
         late = c.loc[c["k"] == LATE_K, "gap_to_full"]
-        rows.append({
-            "regime": regime, "method": method, "datasets": len(ends), "search_trials": search,
-            "default_score": ends["default_score"].mean(), "tuned_score": ends["full_score"].mean(),
-            "tuning_gain": (ends["full_score"] - ends["default_score"]).mean() * POINT,
-            "k_within_1pt": int(within.min()) if len(within) else search,
-            "gain_k50_to_full": float(late.iloc[0]) if len(late) else np.nan,
-        })
+        rows.append(
+            {
+                "regime": regime,
+                "method": method,
+                "datasets": len(ends),
+                "search_trials": search,
+                "default_score": ends["default_score"].mean(),
+                "tuned_score": ends["full_score"].mean(),
+                "tuning_gain": (ends["full_score"] - ends["default_score"]).mean() * POINT,
+                "k_within_1pt": int(within.min()) if len(within) else search,
+                "gain_k50_to_full": float(late.iloc[0]) if len(late) else np.nan,
+            }
+        )
     return pd.DataFrame(rows, columns=cols), curves
 
 
@@ -86,13 +109,25 @@ def validation_test_gap(budget_points: pd.DataFrame) -> pd.DataFrame:
     cols = ["regime", "method", "budget", "k", "val_gain", "test_gain", "overstatement", "datasets"]
     if cells.empty:
         return pd.DataFrame(columns=cols)
-    cells = cells.assign(budget=np.where(cells["full_point"], FULL, cells["k"].astype(str)),
-                         val_gain=(cells["val_primary"] - cells["default_val"]) * POINT,
-                         test_gain=(cells["score"] - cells["default_score"]) * POINT)
-    per_ds = cells.groupby(["regime", "method", "budget", "dataset"], observed=True).agg(
-        k=("k", "max"), val_gain=("val_gain", "mean"), test_gain=("test_gain", "mean")).reset_index()
-    out = per_ds.groupby(["regime", "method", "budget"], observed=True).agg(
-        k=("k", "max"), val_gain=("val_gain", "mean"), test_gain=("test_gain", "mean"),
-        datasets=("dataset", "nunique")).reset_index()
+    cells = cells.assign(
+        budget=np.where(cells["full_point"], FULL, cells["k"].astype(str)),
+        val_gain=(cells["val_primary"] - cells["default_val"]) * POINT,
+        test_gain=(cells["score"] - cells["default_score"]) * POINT,
+    )
+    per_ds = (
+        cells.groupby(["regime", "method", "budget", "dataset"], observed=True)
+        .agg(k=("k", "max"), val_gain=("val_gain", "mean"), test_gain=("test_gain", "mean"))
+        .reset_index()
+    )
+    out = (
+        per_ds.groupby(["regime", "method", "budget"], observed=True)
+        .agg(
+            k=("k", "max"),
+            val_gain=("val_gain", "mean"),
+            test_gain=("test_gain", "mean"),
+            datasets=("dataset", "nunique"),
+        )
+        .reset_index()
+    )
     out["overstatement"] = out["val_gain"] - out["test_gain"]
     return out.sort_values(["regime", "method", "k"]).reset_index(drop=True)[cols]

@@ -113,8 +113,18 @@ def prepare(trials: pd.DataFrame) -> pd.DataFrame:
 
 def _attach_trial_columns(sel: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
     """Join the selected trial's metrics and identity columns onto cost rows."""
-    wanted = ["method_name", "kind", "origin", "task_type", "val_loss", "val_accuracy", "val_auroc", "test_primary",
-              "primary_metric", *METRIC_COLUMNS[1:]]
+    wanted = [
+        "method_name",
+        "kind",
+        "origin",
+        "task_type",
+        "val_loss",
+        "val_accuracy",
+        "val_auroc",
+        "test_primary",
+        "primary_metric",
+        *METRIC_COLUMNS[1:],
+    ]
     ok = sel["selected_trial_index"].notna()
     sel = sel[ok].copy()
     sel["trial_index"] = sel["selected_trial_index"].astype("int32")
@@ -122,7 +132,9 @@ def _attach_trial_columns(sel: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFra
     cand = trials[trials["status"] == "ok"][[*GROUP, "trial_index", *wanted]]
     merged = sel.merge(cand, on=[*GROUP, "trial_index"], how="left", validate="many_to_one")
     merged = merged.drop(columns=["trial_index"]).rename(columns={"test_primary": "score"})
-    merged["val_primary"] = np.where(merged["task_type"].astype(str) == "binary", merged["val_auroc"], merged["val_accuracy"])
+    merged["val_primary"] = np.where(
+        merged["task_type"].astype(str) == "binary", merged["val_auroc"], merged["val_accuracy"]
+    )
     return merged.drop(columns=["val_accuracy", "val_auroc"])
 
 
@@ -193,14 +205,28 @@ def build_results(
     full_pts["workflow_s_measured"] = full_pts["workflow_s"]
     full_pts["workflow_peak_bytes_measured"] = full_pts["workflow_peak_bytes"]
     full_pts["imputed"] = False
-    budget_points = _finish(pd.concat([bud, full_pts], ignore_index=True), extra=["workflow_s_measured", "workflow_peak_bytes_measured"])
+    budget_points = _finish(
+        pd.concat([bud, full_pts], ignore_index=True), extra=["workflow_s_measured", "workflow_peak_bytes_measured"]
+    )
     return results, budget_points
 
 
 def _finish(df: pd.DataFrame, extra: list[str] | None = None) -> pd.DataFrame:
     cols = [c for c in RESULT_COLUMNS if c in df.columns] + (extra or [])
     df = df[cols].copy()
-    for c in ("view", "method", "method_name", "variant", "kind", "origin", "dataset", "task_type", "regime", "primary_metric", "memory_kind"):
+    for c in (
+        "view",
+        "method",
+        "method_name",
+        "variant",
+        "kind",
+        "origin",
+        "dataset",
+        "task_type",
+        "regime",
+        "primary_metric",
+        "memory_kind",
+    ):
         if c in df.columns:
             df[c] = df[c].astype(str)
     df["split"] = df["split"].astype(int)

@@ -78,8 +78,7 @@ def workflow_costs(
         raise ValueError("budgets count trials and must be >= 1")
 
     order = np.lexsort(
-        [trials["trial_index"].to_numpy()]
-        + [pd.factorize(trials[k], sort=True)[0] for k in reversed(keys)]
+        [trials["trial_index"].to_numpy()] + [pd.factorize(trials[k], sort=True)[0] for k in reversed(keys)]
     )
     df = trials.iloc[order]
     n = len(df)

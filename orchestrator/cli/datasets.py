@@ -17,7 +17,9 @@ from orchestrator.data.registry import add_user_dataset, list_tasks, load_datase
 from orchestrator.data.splits import ALL_REGIMES, export_splits
 from orchestrator.data.stats import SUBGROUP_PROPERTIES, stats_rows
 
-app = typer.Typer(help="The dataset catalog: list tasks, compute statistics, export splits, add your own graph.", no_args_is_help=True)
+app = typer.Typer(
+    help="The dataset catalog: list tasks, compute statistics, export splits, add your own graph.", no_args_is_help=True
+)
 out = Console(width=200)
 
 
@@ -47,20 +49,35 @@ def list_command() -> None:
     domains = Counter(r["domain"] for r in rows)
     nodes = [r["nodes"] for r in rows if r["nodes"]]
     out.print(
-        "domains: " + ", ".join(f"{d} {n}" for d, n in domains.most_common())
+        "domains: "
+        + ", ".join(f"{d} {n}" for d, n in domains.most_common())
         + f"; nodes {min(nodes):,} to {max(nodes):,}; available locally: {sum(r['local'] for r in rows)}"
     )
 
 
-STATS_COLUMNS = ("dataset", "num_nodes", "num_edges", "avg_degree", "adjusted_homophily", "feature_dim", "feature_nonzero_fraction", "num_classes", "class_imbalance")
+STATS_COLUMNS = (
+    "dataset",
+    "num_nodes",
+    "num_edges",
+    "avg_degree",
+    "adjusted_homophily",
+    "feature_dim",
+    "feature_nonzero_fraction",
+    "num_classes",
+    "class_imbalance",
+)
 
 
 @app.command("stats")
 @user_errors
 def stats_command(
-    names: Annotated[Optional[list[str]], typer.Argument(help="Datasets (default: every catalog task already available locally).")] = None,
+    names: Annotated[
+        Optional[list[str]], typer.Argument(help="Datasets (default: every catalog task already available locally).")
+    ] = None,
     all_tasks: Annotated[bool, typer.Option("--all", help="Every catalog task (downloads what is missing).")] = False,
-    out_csv: Annotated[Optional[Path], typer.Option("--out", help="Write every statistic and subgroup to this CSV.")] = None,
+    out_csv: Annotated[
+        Optional[Path], typer.Option("--out", help="Write every statistic and subgroup to this CSV.")
+    ] = None,
 ) -> None:
     """Print dataset statistics (and the 7 subgroup properties); optionally write them as CSV."""
     if names and all_tasks:
@@ -93,8 +110,13 @@ def stats_command(
 @user_errors
 def splits_command(
     name: Annotated[str, typer.Argument(help="Dataset name.")],
-    out_dir: Annotated[Path, typer.Option("--out", help="Directory to write <regime>_<index>.npz files and manifest.json into.")],
-    regimes: Annotated[Optional[str], typer.Option(help=f"Comma-separated regimes among {', '.join(ALL_REGIMES)} (default: all that apply).")] = None,
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Directory to write <regime>_<index>.npz files and manifest.json into.")
+    ],
+    regimes: Annotated[
+        Optional[str],
+        typer.Option(help=f"Comma-separated regimes among {', '.join(ALL_REGIMES)} (default: all that apply)."),
+    ] = None,
 ) -> None:
     """Export a dataset's splits (node ids per train/val/test) with their digests."""
     chosen = None
@@ -106,7 +128,9 @@ def splits_command(
     graph = load_dataset(name)
     manifest = export_splits(graph, out_dir, chosen)
     for item in manifest:
-        out.print(f"{item['regime']:>9} {item['index']}  train {item['train']:>7,}  val {item['val']:>7,}  test {item['test']:>7,}  {item['digest'][:16]}")
+        out.print(
+            f"{item['regime']:>9} {item['index']}  train {item['train']:>7,}  val {item['val']:>7,}  test {item['test']:>7,}  {item['digest'][:16]}"
+        )
     out.print(f"wrote {len(manifest)} splits of {graph.name} to {out_dir}")
 
 
@@ -114,8 +138,17 @@ def splits_command(
 @user_errors
 def add_command(
     file: Annotated[Path, typer.Argument(help=".npz (x, edge_index, y[, masks]) or a saved PyG Data.")],
-    name: Annotated[str, typer.Option("--name", help="Name to register it under (then usable as `orchestrator run --datasets NAME`).")],
-    replace: Annotated[bool, typer.Option("--replace", help="Register under a name already in use (stored results of the old graph stay apart: trials are keyed by content).")] = False,
+    name: Annotated[
+        str,
+        typer.Option("--name", help="Name to register it under (then usable as `orchestrator run --datasets NAME`)."),
+    ],
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace",
+            help="Register under a name already in use (stored results of the old graph stay apart: trials are keyed by content).",
+        ),
+    ] = False,
 ) -> None:
     """Validate and register your own graph."""
     graph = add_user_dataset(file, name, replace=replace)

@@ -49,7 +49,9 @@ def write_tables(tables: dict[str, pd.DataFrame], out: Path, fmt: str) -> list[P
 def export(
     store: Annotated[Path, typer.Option(help="SQLite run store written by `orchestrator run`.")] = Path("runs.sqlite"),
     format: Annotated[str, typer.Option("--format", help="parquet or csv.")] = "parquet",  # noqa: A002
-    out: Annotated[Path, typer.Option(help="Directory for trials, selected, workflow and services files.")] = Path("export"),
+    out: Annotated[Path, typer.Option(help="Directory for trials, selected, workflow and services files.")] = Path(
+        "export"
+    ),
 ) -> None:
     """Write the long trials table, the selected results with workflow cost, per-budget workflow figures and service warm-up."""
     if format not in FORMATS:

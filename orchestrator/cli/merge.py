@@ -15,7 +15,9 @@ from orchestrator.merge import CONFLICT_RULES, merge_stores
 def merge(
     stores: Annotated[list[Path], typer.Argument(help="Run stores to merge, in order of precedence for keep-first.")],
     into: Annotated[Path, typer.Option(help="The merged store; created if missing, extended if present.")],
-    on_conflict: Annotated[str, typer.Option(help=f"When one trial key holds different results: {', '.join(CONFLICT_RULES)}.")] = "refuse",
+    on_conflict: Annotated[
+        str, typer.Option(help=f"When one trial key holds different results: {', '.join(CONFLICT_RULES)}.")
+    ] = "refuse",
 ) -> None:
     """Merge stores by trial key: identical duplicates are skipped, conflicting ones refused unless a rule is picked."""
     report = merge_stores(into, stores, on_conflict)

@@ -86,7 +86,9 @@ def list_command() -> None:
 @app.command("new")
 @user_errors
 def new(
-    name: Annotated[str, typer.Argument(help="Method (and family, module, image, service) name: lowercase letters and digits.")],
+    name: Annotated[
+        str, typer.Argument(help="Method (and family, module, image, service) name: lowercase letters and digits.")
+    ],
     root: Annotated[Path, typer.Option(help="Repository root to write into.")] = REPO,
 ) -> None:
     """Scaffold methods/NAME/: an SDK subclass with its default config and search space, the family manifest, a README."""

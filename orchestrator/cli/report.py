@@ -17,14 +17,49 @@ def _fail(message: str) -> None:
 
 
 def report(
-    store: Annotated[Path, typer.Option("--store", help="Trial store: SQLite file with a 'trials' table, or a .parquet / .csv export with the same columns.")] = Path("runs.sqlite"),
-    out: Annotated[Path, typer.Option("--out", help="Directory to write the site into (index.html, figures/, tables/).")] = Path("report"),
-    dataset_stats: Annotated[Path | None, typer.Option("--dataset-stats", help="CSV of dataset properties (dataset, num_nodes, avg_degree, adjusted_homophily, feature_dim, feature_nonzero_fraction, num_classes, class_imbalance), overriding those the report computes for the datasets it can load offline.")] = None,
-    anchor: Annotated[str | None, typer.Option("--anchor", help="Method whose default configuration is fixed at 1000 Elo (a GFM: its selected setting). Default: gcn.")] = None,
-    bootstrap_rounds: Annotated[int, typer.Option("--bootstrap-rounds", min=1, help="Dataset-bootstrap resamples for Elo intervals.")] = 200,
-    near_complete: Annotated[float, typer.Option("--near-complete", min=0.0, max=1.0, help="Minimum native dataset coverage of a method in the near-complete cohort.")] = 0.9,
+    store: Annotated[
+        Path,
+        typer.Option(
+            "--store",
+            help="Trial store: SQLite file with a 'trials' table, or a .parquet / .csv export with the same columns.",
+        ),
+    ] = Path("runs.sqlite"),
+    out: Annotated[
+        Path, typer.Option("--out", help="Directory to write the site into (index.html, figures/, tables/).")
+    ] = Path("report"),
+    dataset_stats: Annotated[
+        Path | None,
+        typer.Option(
+            "--dataset-stats",
+            help="CSV of dataset properties (dataset, num_nodes, avg_degree, adjusted_homophily, feature_dim, feature_nonzero_fraction, num_classes, class_imbalance), overriding those the report computes for the datasets it can load offline.",
+        ),
+    ] = None,
+    anchor: Annotated[
+        str | None,
+        typer.Option(
+            "--anchor",
+            help="Method whose default configuration is fixed at 1000 Elo (a GFM: its selected setting). Default: gcn.",
+        ),
+    ] = None,
+    bootstrap_rounds: Annotated[
+        int, typer.Option("--bootstrap-rounds", min=1, help="Dataset-bootstrap resamples for Elo intervals.")
+    ] = 200,
+    near_complete: Annotated[
+        float,
+        typer.Option(
+            "--near-complete",
+            min=0.0,
+            max=1.0,
+            help="Minimum native dataset coverage of a method in the near-complete cohort.",
+        ),
+    ] = 0.9,
     title: Annotated[str, typer.Option("--title", help="Page title.")] = "NodeGround leaderboard",
-    bundle: Annotated[list[Path], typer.Option("--bundle", help="Submission bundle directory to merge as a user submission (repeatable; never imputed).")] = [],  # noqa: B006
+    bundle: Annotated[
+        list[Path],
+        typer.Option(
+            "--bundle", help="Submission bundle directory to merge as a user submission (repeatable; never imputed)."
+        ),
+    ] = [],  # noqa: B006
 ) -> None:
     """Write the leaderboard site: Elo, ranks, Pareto frontiers, tuning budgets, subgroups, and the data behind every figure."""
     import pandas as pd
@@ -49,8 +84,15 @@ def report(
                 raise AnalysisInputError(f"{dataset_stats} lacks column(s): {', '.join(missing)}")
         if out.exists() and not out.is_dir():
             raise AnalysisInputError(f"--out exists and is not a directory: {out}")
-        an = build_report(trials, out, dataset_stats=stats, anchor=anchor, rounds=bootstrap_rounds,
-                          near_complete_min=near_complete, title=title)
+        an = build_report(
+            trials,
+            out,
+            dataset_stats=stats,
+            anchor=anchor,
+            rounds=bootstrap_rounds,
+            near_complete_min=near_complete,
+            title=title,
+        )
     except (AnalysisInputError, BundleError) as exc:
         _fail(str(exc))
         return

@@ -19,7 +19,15 @@ from orchestrator.cli.errors import UserError, user_errors
 from orchestrator.data.registry import resolve_name
 from orchestrator.data.splits import ALL_REGIMES, SPLIT_INDICES
 from orchestrator.records import STATUS_OK, TrialRecord
-from orchestrator.results import failures, failures_table, results_table, selected_results, selected_with_workflow, services_table, workflow_table
+from orchestrator.results import (
+    failures,
+    failures_table,
+    results_table,
+    selected_results,
+    selected_with_workflow,
+    services_table,
+    workflow_table,
+)
 from orchestrator.services.containers import discover_endpoints
 from orchestrator.services.discovery import DiscoveryError, is_dns_target, resolve_replicas, split_target
 from orchestrator.services.directory import ServiceDirectory, log_dir, resolve_methods
@@ -32,7 +40,9 @@ console = Console(stderr=True)
 MAX_BUDGET = 10_000  # trials per cell; the protocol uses 201
 MAX_PARALLEL = 1024
 FAILED_EXIT = 1  # the sweep finished, but some trial of this run ended other than ok, oom or timeout
-TIME_LIMIT_HELP = "Time limit of each fit and each predict, in seconds (a stored timeout under a smaller limit is retried)."
+TIME_LIMIT_HELP = (
+    "Time limit of each fit and each predict, in seconds (a stored timeout under a smaller limit is retried)."
+)
 
 
 def _csv(value: str, what: str) -> list[str]:
@@ -84,7 +94,9 @@ def parse_endpoints(values: list[str]) -> dict[str, list[str]]:
         name, address = name.strip(), address.strip()
         host, colon, port = address.rpartition(":")
         if not sep or not name or not colon or not host or not port.isdigit():
-            raise UserError(f"--endpoint must look like NAME=HOST:PORT or NAME=dns:///HOST:PORT (NAME a method or family), got {value!r}")
+            raise UserError(
+                f"--endpoint must look like NAME=HOST:PORT or NAME=dns:///HOST:PORT (NAME a method or family), got {value!r}"
+            )
         if is_dns_target(address):
             try:
                 split_target(address)
@@ -96,7 +108,9 @@ def parse_endpoints(values: list[str]) -> dict[str, list[str]]:
     return endpoints
 
 
-def build_plan(methods: str, datasets: str, regimes: str, splits: str, budget: int, time_limit: float, shard: str = "0/1") -> SweepPlan:
+def build_plan(
+    methods: str, datasets: str, regimes: str, splits: str, budget: int, time_limit: float, shard: str = "0/1"
+) -> SweepPlan:
     """The sweep the flags describe, every value checked before any service starts."""
     check_count("budget", budget, MAX_BUDGET)
     check_time_limit(time_limit)
@@ -133,7 +147,9 @@ def _addresses(endpoint: str) -> int:
 
 
 @contextlib.contextmanager
-def open_sweep(plan: SweepPlan, store: Path, endpoint: list[str], services: str, parallel: int, warmup: bool) -> Iterator[Sweep]:
+def open_sweep(
+    plan: SweepPlan, store: Path, endpoint: list[str], services: str, parallel: int, warmup: bool
+) -> Iterator[Sweep]:
     """A sweep wired to its services (given endpoints, running containers, else embedded processes) and store."""
     if not 0 <= parallel <= MAX_PARALLEL:
         raise UserError(f"--parallel must be between 0 (one per replica found) and {MAX_PARALLEL}, got {parallel}")
@@ -144,9 +160,13 @@ def open_sweep(plan: SweepPlan, store: Path, endpoint: list[str], services: str,
     if services == "docker":
         missing = sorted({f.name for f in families.values()} - set(containers))
         if missing and not parse_endpoints(endpoint):
-            raise UserError(f"--services docker: no running container for {', '.join(missing)}; start them with `make up`")
+            raise UserError(
+                f"--services docker: no running container for {', '.join(missing)}; start them with `make up`"
+            )
     if parallel == 0:
-        parallel = replicas_found(set(plan.methods) | {f.name for f in families.values()}, containers | parse_endpoints(endpoint))
+        parallel = replicas_found(
+            set(plan.methods) | {f.name for f in families.values()}, containers | parse_endpoints(endpoint)
+        )
     with EmbeddedServices(log_dir=log_dir(store)) as embedded, Store(store) as run_store:
         run_store.claim()  # before any service starts: a second orchestrator is refused at once
         directory = ServiceDirectory(
@@ -174,15 +194,37 @@ SHARD_HELP = "Run only shard I of N (I/N, 0-based): whole cells in contiguous ru
 def run(
     methods: Annotated[str, typer.Option(help="Comma-separated method names, e.g. mlp,gcn.")],
     datasets: Annotated[str, typer.Option(help="Comma-separated dataset names, e.g. synthetic-homophilous,cora.")],
-    regimes: Annotated[str, typer.Option(help=f"Comma-separated label regimes: {', '.join(ALL_REGIMES)} (public = the split the source publishes).")] = "10/10/80",
+    regimes: Annotated[
+        str,
+        typer.Option(
+            help=f"Comma-separated label regimes: {', '.join(ALL_REGIMES)} (public = the split the source publishes)."
+        ),
+    ] = "10/10/80",
     splits: Annotated[str, typer.Option(help="Comma-separated split indices (0-4).")] = "0",
-    budget: Annotated[int, typer.Option(help="Trials per (method, dataset, regime, split): the default config plus budget-1 sampled ones.")] = 1,
-    store: Annotated[Path, typer.Option(help="SQLite run store; created if missing, resumed if present.")] = Path("runs.sqlite"),
+    budget: Annotated[
+        int,
+        typer.Option(
+            help="Trials per (method, dataset, regime, split): the default config plus budget-1 sampled ones."
+        ),
+    ] = 1,
+    store: Annotated[Path, typer.Option(help="SQLite run store; created if missing, resumed if present.")] = Path(
+        "runs.sqlite"
+    ),
     endpoint: Annotated[list[str], typer.Option(help=ENDPOINT_HELP)] = [],  # noqa: B006
     services: Annotated[str, typer.Option(help=SERVICES_HELP)] = "auto",
     time_limit: Annotated[float, typer.Option(help=TIME_LIMIT_HELP)] = DEFAULT_TIME_LIMIT_S,
-    parallel: Annotated[int, typer.Option(help="Trials in flight at once, each on its own service replica (embedded: up to N processes per family; remote: one per --endpoint given). 0: as many as the most replicas found for one of the sweep's families (containers, --endpoint), else 1.")] = 0,
-    warmup: Annotated[bool, typer.Option(help="Warm every service up with one tiny fit+predict per method before its first trial (recorded apart in the store's services table).")] = True,
+    parallel: Annotated[
+        int,
+        typer.Option(
+            help="Trials in flight at once, each on its own service replica (embedded: up to N processes per family; remote: one per --endpoint given). 0: as many as the most replicas found for one of the sweep's families (containers, --endpoint), else 1."
+        ),
+    ] = 0,
+    warmup: Annotated[
+        bool,
+        typer.Option(
+            help="Warm every service up with one tiny fit+predict per method before its first trial (recorded apart in the store's services table)."
+        ),
+    ] = True,
     shard: Annotated[str, typer.Option(help=SHARD_HELP)] = "0/1",
 ) -> None:
     """Run a sweep: every method on every dataset, regime and split, `budget` trials each.
@@ -217,7 +259,9 @@ def plan(
     splits: Annotated[str, typer.Option(help="Comma-separated split indices (0-4).")] = "0",
     budget: Annotated[int, typer.Option(help="Trials per cell, as for `run`.")] = 1,
     shards: Annotated[int, typer.Option(help="Number of shards to list (as for `run --shard I/N`).")] = 1,
-    store: Annotated[Path | None, typer.Option(help="A run store: count which planned trials it already holds.")] = None,
+    store: Annotated[
+        Path | None, typer.Option(help="A run store: count which planned trials it already holds.")
+    ] = None,
     endpoint: Annotated[list[str], typer.Option(help=ENDPOINT_HELP)] = [],  # noqa: B006
     services: Annotated[str, typer.Option(help=SERVICES_HELP)] = "auto",
 ) -> None:
@@ -237,7 +281,9 @@ def plan(
         mine = [t for t, s in zip(trials, assigned) if s == index]
         cells = {(t.dataset, t.regime, t.split, t.method) for t in mine}
         names = ", ".join(dict.fromkeys(t.dataset for t in mine))
-        table.add_row(f"{index}/{shards}", str(len(cells)), str(len(mine)), str(sum(t.key in done for t in mine)), names)
+        table.add_row(
+            f"{index}/{shards}", str(len(cells)), str(len(mine)), str(sum(t.key in done for t in mine)), names
+        )
     Console(width=160).print(table)
 
 
@@ -292,7 +338,13 @@ def _run_with_progress(sweep: Sweep) -> list[TrialRecord]:
 @user_errors
 def show(
     store: Annotated[Path, typer.Option(help="SQLite run store written by `orchestrator run`.")] = Path("runs.sqlite"),
-    workflow: Annotated[bool, typer.Option("--workflow", help="Show each cell's workflow cost (tuning, prediction, workflow time, peak memory) and service warm-up instead.")] = False,
+    workflow: Annotated[
+        bool,
+        typer.Option(
+            "--workflow",
+            help="Show each cell's workflow cost (tuning, prediction, workflow time, peak memory) and service warm-up instead.",
+        ),
+    ] = False,
 ) -> None:
     """Print the selected (lowest validation loss) trial per method, dataset, regime and split."""
     frame = read_trials(store)

@@ -12,7 +12,9 @@ from orchestrator.cli.run import SERVICES_HELP, TIME_LIMIT_HELP, build_plan
 from orchestrator.slurm import MERGED_STORE, SlurmError, SlurmJob, sbatch_resources, submit
 from orchestrator.sweep import DEFAULT_TIME_LIMIT_S
 
-app = typer.Typer(help="Run a sweep as a SLURM job array (one shard per task) and merge the shards' stores.", no_args_is_help=True)
+app = typer.Typer(
+    help="Run a sweep as a SLURM job array (one shard per task) and merge the shards' stores.", no_args_is_help=True
+)
 
 
 @app.command("submit")
@@ -20,8 +22,18 @@ app = typer.Typer(help="Run a sweep as a SLURM job array (one shard per task) an
 def submit_command(
     methods: Annotated[str, typer.Option(help="Comma-separated method names, as for `run`.")],
     datasets: Annotated[str, typer.Option(help="Comma-separated dataset names, as for `run`.")],
-    shards: Annotated[int, typer.Option(help="Array tasks: the sweep's cells split into this many shards (`orchestrator plan --shards N`).")],
-    directory: Annotated[Path, typer.Option("--dir", help="Job directory (shared by the nodes): scripts, one store per shard, logs, the merged store.")],
+    shards: Annotated[
+        int,
+        typer.Option(
+            help="Array tasks: the sweep's cells split into this many shards (`orchestrator plan --shards N`)."
+        ),
+    ],
+    directory: Annotated[
+        Path,
+        typer.Option(
+            "--dir", help="Job directory (shared by the nodes): scripts, one store per shard, logs, the merged store."
+        ),
+    ],
     regimes: Annotated[str, typer.Option(help="Comma-separated label regimes, as for `run`.")] = "10/10/80",
     splits: Annotated[str, typer.Option(help="Comma-separated split indices (0-4).")] = "0",
     budget: Annotated[int, typer.Option(help="Trials per cell, as for `run`.")] = 1,
@@ -29,11 +41,17 @@ def submit_command(
     services: Annotated[str, typer.Option(help=SERVICES_HELP)] = "embedded",
     parallel: Annotated[int, typer.Option(help="Trials in flight per task (give each task as many CPUs or GPUs).")] = 1,
     partition: Annotated[str | None, typer.Option(help="sbatch --partition.")] = None,
-    time: Annotated[str | None, typer.Option(help="sbatch --time per task (tasks requeue themselves shortly before it).")] = None,
+    time: Annotated[
+        str | None, typer.Option(help="sbatch --time per task (tasks requeue themselves shortly before it).")
+    ] = None,
     cpus_per_task: Annotated[int, typer.Option(help="sbatch --cpus-per-task.")] = 1,
     mem: Annotated[str | None, typer.Option(help="sbatch --mem per task, e.g. 16G.")] = None,
-    gres: Annotated[str | None, typer.Option(help="sbatch --gres per task, e.g. gpu:1 (services then see that GPU).")] = None,
-    sbatch_arg: Annotated[list[str], typer.Option(help="Any further sbatch flag, e.g. --sbatch-arg=--account=abc (repeatable).")] = [],  # noqa: B006
+    gres: Annotated[
+        str | None, typer.Option(help="sbatch --gres per task, e.g. gpu:1 (services then see that GPU).")
+    ] = None,
+    sbatch_arg: Annotated[
+        list[str], typer.Option(help="Any further sbatch flag, e.g. --sbatch-arg=--account=abc (repeatable).")
+    ] = [],  # noqa: B006
 ) -> None:
     """Submit the sweep as `--shards` array tasks plus a merge job that runs after all of them succeed."""
     if shards < 1:
@@ -45,9 +63,13 @@ def submit_command(
                 "--time-limit", str(time_limit), "--services", services, "--parallel", str(parallel)]  # fmt: skip
     directory = directory.resolve()
     if (directory / "job.json").exists():
-        raise UserError(f"{directory} already holds a submitted sweep: resume it with `orchestrator slurm resubmit --dir {directory}`")
+        raise UserError(
+            f"{directory} already holds a submitted sweep: resume it with `orchestrator slurm resubmit --dir {directory}`"
+        )
     directory.mkdir(parents=True, exist_ok=True)
-    job = SlurmJob(str(directory), shards, run_args, sbatch_resources(partition, time, cpus_per_task, mem, gres, sbatch_arg))
+    job = SlurmJob(
+        str(directory), shards, run_args, sbatch_resources(partition, time, cpus_per_task, mem, gres, sbatch_arg)
+    )
     _submit(job, None)
 
 
@@ -55,7 +77,12 @@ def submit_command(
 @user_errors
 def resubmit_command(
     directory: Annotated[Path, typer.Option("--dir", help="The job directory of `orchestrator slurm submit`.")],
-    only: Annotated[str | None, typer.Option(help="Comma-separated shard indices to resubmit (default: all; finished shards skip their stored trials).")] = None,
+    only: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated shard indices to resubmit (default: all; finished shards skip their stored trials)."
+        ),
+    ] = None,
 ) -> None:
     """Resubmit shards of a sweep (after a cancel or a failure): each resumes from its own store, then the merge reruns."""
     job = SlurmJob.load(directory.resolve())
@@ -71,5 +98,7 @@ def _submit(job: SlurmJob, indices: list[int] | None) -> None:
         array, merge = submit(job, indices)
     except SlurmError as exc:
         raise UserError(str(exc)) from None
-    typer.echo(f"submitted array job {array} ({len(indices) if indices else job.shards} shard(s)) and merge job {merge}")
+    typer.echo(
+        f"submitted array job {array} ({len(indices) if indices else job.shards} shard(s)) and merge job {merge}"
+    )
     typer.echo(f"stores: {job.path}/shard-<I>.sqlite; merged: {job.path / MERGED_STORE}; logs: {job.path / 'logs'}")

@@ -39,13 +39,25 @@ _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 def submit(
     image: Annotated[str, typer.Argument(help="The method image to benchmark (a local image, e.g. nodeground/demo).")],
     out: Annotated[Path, typer.Option("--out", help="Bundle directory to write (resumed when it exists).")],
-    regimes: Annotated[str, typer.Option(help=f"Comma-separated label regimes: {', '.join(ALL_REGIMES)}.")] = "10/10/80,50/25/25",
-    datasets: Annotated[str, typer.Option(help="Comma-separated datasets; 'all' = the full catalog (the protocol).")] = "all",
+    regimes: Annotated[
+        str, typer.Option(help=f"Comma-separated label regimes: {', '.join(ALL_REGIMES)}.")
+    ] = "10/10/80,50/25/25",
+    datasets: Annotated[
+        str, typer.Option(help="Comma-separated datasets; 'all' = the full catalog (the protocol).")
+    ] = "all",
     splits: Annotated[str, typer.Option(help="Comma-separated split indices (0-4).")] = "0,1,2,3,4",
-    budget: Annotated[int, typer.Option(help="Trials per (method, dataset, regime, split): default config + budget-1 sampled.")] = 201,
-    methods: Annotated[str, typer.Option(help="Comma-separated methods of the image (default: every method it describes).")] = "",
-    submission_id: Annotated[str, typer.Option("--id", help="Submission id; records get origin user:<id> (default: from the image digest).")] = "",
-    time_limit: Annotated[float, typer.Option(help="Time limit of each fit and each predict, in seconds.")] = DEFAULT_TIME_LIMIT_S,
+    budget: Annotated[
+        int, typer.Option(help="Trials per (method, dataset, regime, split): default config + budget-1 sampled.")
+    ] = 201,
+    methods: Annotated[
+        str, typer.Option(help="Comma-separated methods of the image (default: every method it describes).")
+    ] = "",
+    submission_id: Annotated[
+        str, typer.Option("--id", help="Submission id; records get origin user:<id> (default: from the image digest).")
+    ] = "",
+    time_limit: Annotated[
+        float, typer.Option(help="Time limit of each fit and each predict, in seconds.")
+    ] = DEFAULT_TIME_LIMIT_S,
     memory: Annotated[str, typer.Option(help="Sandbox memory limit.")] = "8g",
     cpus: Annotated[float, typer.Option(help="Sandbox CPU limit.")] = 2.0,
     weights: Annotated[Path | None, typer.Option(help="Weights directory, mounted read-only at /weights.")] = None,
@@ -64,7 +76,11 @@ def submit(
     for regime in regime_names:
         if regime not in ALL_REGIMES:
             raise UserError(f"unknown regime {regime!r}; choose from {', '.join(ALL_REGIMES)}")
-    dataset_names = [t["name"] for t in tasks()] if datasets.strip() == "all" else [resolve_name(d) for d in _csv(datasets, "datasets")]
+    dataset_names = (
+        [t["name"] for t in tasks()]
+        if datasets.strip() == "all"
+        else [resolve_name(d) for d in _csv(datasets, "datasets")]
+    )
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
@@ -100,8 +116,10 @@ def submit(
         directory = SandboxDirectory(sandbox)
         store = SubmissionStore(out / TRIALS, f"user:{ident}", extra)
         try:
-            console.print(f"benchmarking {image} as user:{ident}: {len(chosen)} method(s) x {len(dataset_names)} dataset(s) x "
-                          f"{len(regime_names)} regime(s) x {len(plan.splits)} split(s), budget {budget}, sandboxed")
+            console.print(
+                f"benchmarking {image} as user:{ident}: {len(chosen)} method(s) x {len(dataset_names)} dataset(s) x "
+                f"{len(regime_names)} regime(s) x {len(plan.splits)} split(s), budget {budget}, sandboxed"
+            )
             records = Sweep(plan, store, directory).run()
             frame = store.frame()
         finally:
@@ -118,16 +136,37 @@ def submit(
         "image": {k: v for k, v in sandbox.info.items()},
         "describe": MessageToDict(described, preserving_proto_field_name=True),
         "hardware": hardware(),
-        "command": exact_command(image, {"out": out, "regimes": ",".join(plan.regimes), "datasets": ",".join(plan.datasets),
-                                         "splits": ",".join(map(str, plan.splits)), "budget": budget, "methods": ",".join(plan.methods),
-                                         "id": ident, "time_limit": time_limit, "memory": memory, "cpus": cpus, "weights": weights}),
+        "command": exact_command(
+            image,
+            {
+                "out": out,
+                "regimes": ",".join(plan.regimes),
+                "datasets": ",".join(plan.datasets),
+                "splits": ",".join(map(str, plan.splits)),
+                "budget": budget,
+                "methods": ",".join(plan.methods),
+                "id": ident,
+                "time_limit": time_limit,
+                "memory": memory,
+                "cpus": cpus,
+                "weights": weights,
+            },
+        ),
         "argv": sys.argv,
         "cwd": os.getcwd(),
         "sandbox": applied,
-        "protocol": {"methods": list(plan.methods), "datasets": list(plan.datasets), "regimes": list(plan.regimes),
-                     "splits": list(plan.splits), "budget": plan.budget, "time_limit": plan.time_limit},
+        "protocol": {
+            "methods": list(plan.methods),
+            "datasets": list(plan.datasets),
+            "regimes": list(plan.regimes),
+            "splits": list(plan.splits),
+            "budget": plan.budget,
+            "time_limit": plan.time_limit,
+        },
         "trials": {"total": int(len(frame)), "ok": int((frame["status"] == STATUS_OK).sum()), "this_run": len(records)},
     }
     (out / SUBMISSION).write_text(json.dumps(submission, indent=2, sort_keys=True, default=str) + "\n")
     checksum = seal(out)
-    typer.echo(f"bundle {out}: {submission['trials']['total']} trials ({submission['trials']['ok']} ok), origin user:{ident}, checksum {checksum}")
+    typer.echo(
+        f"bundle {out}: {submission['trials']['total']} trials ({submission['trials']['ok']} ok), origin user:{ident}, checksum {checksum}"
+    )

@@ -37,7 +37,12 @@ def results_table(target: str, results: list[CheckResult]) -> Table:
     table.add_column("detail", overflow="fold")
     style = {PASS: "green", FAIL: "bold red", REFUSED: "cyan"}
     for r in results:
-        table.add_row(escape(r.name), f"[{style.get(r.status, 'yellow')}]{r.status.upper()}[/]", f"{r.seconds:.2f}", escape(r.detail))
+        table.add_row(
+            escape(r.name),
+            f"[{style.get(r.status, 'yellow')}]{r.status.upper()}[/]",
+            f"{r.seconds:.2f}",
+            escape(r.detail),
+        )
     return table
 
 
@@ -54,17 +59,31 @@ def parse_env(pairs: list[str]) -> dict[str, str]:
 
 @user_errors
 def validate(
-    target: Annotated[str, typer.Argument(help="A local image (e.g. nodeground/demo) or a running endpoint (HOST:PORT or unix:/path).")],
-    method: Annotated[list[str], typer.Option("--method", help="Check only this method (repeatable; default: every method described).")] = [],  # noqa: B006
+    target: Annotated[
+        str,
+        typer.Argument(help="A local image (e.g. nodeground/demo) or a running endpoint (HOST:PORT or unix:/path)."),
+    ],
+    method: Annotated[
+        list[str],
+        typer.Option("--method", help="Check only this method (repeatable; default: every method described)."),
+    ] = [],  # noqa: B006
     # It catches a fit that never answers: default-config fits on the check graphs take up to
     # 160 s on 2 idle cores (NAGphormer, large graph), so the default leaves room for a loaded host.
     call_timeout: Annotated[float, typer.Option(help="gRPC deadline of each fit/predict call, seconds.")] = 900.0,
     deadline: Annotated[float, typer.Option(help="Time limit given to the deadline check's fit, seconds.")] = 1.0,
-    grace: Annotated[float, typer.Option(help="How long past that limit the service may take to answer, seconds.")] = 10.0,
+    grace: Annotated[
+        float, typer.Option(help="How long past that limit the service may take to answer, seconds.")
+    ] = 10.0,
     memory: Annotated[str, typer.Option(help="Sandbox memory limit (images only).")] = "4g",
     cpus: Annotated[float, typer.Option(help="Sandbox CPU limit (images only).")] = 2.0,
     weights: Annotated[Path | None, typer.Option(help="Directory mounted read-only at /weights (images only).")] = None,
-    env: Annotated[list[str], typer.Option("--env", help="KEY=VALUE set in the sandbox (repeatable, images only), e.g. NODEGROUND_RANDOM_INIT_WEIGHTS=1.")] = [],  # noqa: B006
+    env: Annotated[
+        list[str],
+        typer.Option(
+            "--env",
+            help="KEY=VALUE set in the sandbox (repeatable, images only), e.g. NODEGROUND_RANDOM_INIT_WEIGHTS=1.",
+        ),
+    ] = [],  # noqa: B006
     json_out: Annotated[Path | None, typer.Option("--json", help="Also write the results as JSON here.")] = None,
 ) -> None:
     """Check a method image or endpoint against the NodeGround service contract; exit 1 on any failure."""
@@ -81,21 +100,35 @@ def validate(
 
         try:
             with Sandbox(target, SandboxLimits(memory=memory, cpus=cpus), weights=weights, env=environment) as sandbox:
-                console.print(f"started {target} ({sandbox.info['id'][:19]}) in the sandbox: no network, read-only root, caps dropped")
+                console.print(
+                    f"started {target} ({sandbox.info['id'][:19]}) in the sandbox: no network, read-only root, caps dropped"
+                )
                 results = run_checks(sandbox.endpoint, options)
                 sandbox_info = {"image": sandbox.info, "limits": sandbox.applied()}
                 if any(r.status == FAIL for r in results):
                     logs = sandbox.logs(30).strip()
                     if logs:
-                        console.print("[dim]last lines of the container log:[/]\n" + logs, markup=False, highlight=False)
+                        console.print(
+                            "[dim]last lines of the container log:[/]\n" + logs, markup=False, highlight=False
+                        )
         except SandboxError as exc:
             raise UserError(str(exc)) from None
     console.print(results_table(target, results))
     failed = [r for r in results if r.status == FAIL]
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps({"target": target, "passed": not failed, "sandbox": sandbox_info,
-                                        "checks": [r.__dict__ for r in results]}, indent=2, default=str))
+        json_out.write_text(
+            json.dumps(
+                {
+                    "target": target,
+                    "passed": not failed,
+                    "sandbox": sandbox_info,
+                    "checks": [r.__dict__ for r in results],
+                },
+                indent=2,
+                default=str,
+            )
+        )
     if failed:
         console.print(f"[bold red]{len(failed)} of {len(results)} checks failed[/]")
         raise typer.Exit(1)

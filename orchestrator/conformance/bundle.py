@@ -85,7 +85,9 @@ def load_bundle(bundle: Path) -> pd.DataFrame:
     trials = load_trials(Path(bundle) / TRIALS)
     origins = set(trials["origin"].astype(str))
     if not all(o.startswith("user:") for o in origins):
-        raise BundleError(f"{bundle}: rows with origin {sorted(o for o in origins if not o.startswith('user:'))}; a bundle holds user rows only")
+        raise BundleError(
+            f"{bundle}: rows with origin {sorted(o for o in origins if not o.startswith('user:'))}; a bundle holds user rows only"
+        )
     return trials
 
 
@@ -99,7 +101,9 @@ def merge_trials(trials: pd.DataFrame, bundles: list[Path]) -> pd.DataFrame:
         extra = load_bundle(bundle)
         for method, origin in extra[["method", "origin"]].drop_duplicates().itertuples(index=False):
             if str(method) in taken and taken[str(method)] != str(origin):
-                raise BundleError(f"{bundle}: method {method!r} ({origin}) clashes with {taken[str(method)]} results of the same name")
+                raise BundleError(
+                    f"{bundle}: method {method!r} ({origin}) clashes with {taken[str(method)]} results of the same name"
+                )
             taken[str(method)] = str(origin)
         frames.append(extra)
     plain = [f.astype({c: "string" for c in f.columns if isinstance(f[c].dtype, pd.CategoricalDtype)}) for f in frames]

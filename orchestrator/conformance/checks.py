@@ -84,7 +84,10 @@ class Conformance:
         self.client = GuardedClient(self.endpoint)
         self.channel = grpc.insecure_channel(
             self.endpoint,
-            options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES), ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)],
+            options=[
+                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ],
         )
         self.stub = pb_grpc.MethodServiceStub(self.channel)
         self.health = health_pb2_grpc.HealthStub(self.channel)
@@ -136,9 +139,13 @@ class Conformance:
         self.check("upload of a held graph is skipped", lambda: self.check_upload(cases[0]))
         for method in methods:
             for case in cases:
-                self.check(f"fit/predict {case.name} [{method.name}]", lambda m=method, c=case: self.check_fit_predict(m, c))
+                self.check(
+                    f"fit/predict {case.name} [{method.name}]", lambda m=method, c=case: self.check_fit_predict(m, c)
+                )
             self.check(f"release frees the model [{method.name}]", lambda m=method: self.check_release(m, cases[0]))
-            self.check(f"malformed input is refused [{method.name}]", lambda m=method: self.check_malformed(m, cases[2]))
+            self.check(
+                f"malformed input is refused [{method.name}]", lambda m=method: self.check_malformed(m, cases[2])
+            )
         self.check("no test label reaches the service", self.check_labels)
         for method in methods:
             self.check(f"deadline honoured [{method.name}]", lambda m=method: self.check_deadline(m, cases[-1]))
@@ -159,7 +166,9 @@ class Conformance:
                 last = f"{exc.code().name}: {exc.details()}"
             time.sleep(0.2)
         self.dead = True
-        raise CheckFailed(f"grpc.health.v1 Check did not answer SERVING within {self.options.health_timeout:.0f} s ({last})")
+        raise CheckFailed(
+            f"grpc.health.v1 Check did not answer SERVING within {self.options.health_timeout:.0f} s ({last})"
+        )
 
     def check_describe(self) -> str:
         reply = self.stub.Describe(pb.DescribeRequest(), timeout=30.0)
@@ -217,7 +226,10 @@ class Conformance:
         if self.stub.HasGraph(pb.HasGraphRequest(graph_hash="0" * 64), timeout=30.0).held:
             raise CheckFailed("HasGraph says a graph that was never uploaded is held")
         first = self.client.ensure_graph(case.bundle)
-        if first.value and not self.stub.HasGraph(pb.HasGraphRequest(graph_hash=case.bundle.graph_hash), timeout=30.0).held:
+        if (
+            first.value
+            and not self.stub.HasGraph(pb.HasGraphRequest(graph_hash=case.bundle.graph_hash), timeout=30.0).held
+        ):
             raise CheckFailed("HasGraph does not report a graph just uploaded")
         again = self.stub.UploadGraph(encode(case.bundle), timeout=60.0)
         if not again.already_held:
@@ -241,7 +253,14 @@ class Conformance:
             return "skipped: the method needs a GPU and the service has none"
         return None
 
-    def _fit(self, method: pb.MethodInfo, case: GraphCase, time_limit: float = 0.0, timeout: float | None = None, config: dict | None = None) -> pb.FitResponse:
+    def _fit(
+        self,
+        method: pb.MethodInfo,
+        case: GraphCase,
+        time_limit: float = 0.0,
+        timeout: float | None = None,
+        config: dict | None = None,
+    ) -> pb.FitResponse:
         self.client.ensure_graph(case.bundle, timeout=self.options.call_timeout)
         self.client.check_fit(case.bundle.graph_hash, case.train, case.val)
         request = pb.FitRequest(
@@ -256,7 +275,9 @@ class Conformance:
         return self.stub.Fit(request, timeout=timeout or self.options.call_timeout)
 
     def _predict(self, handle: str, case: GraphCase) -> np.ndarray:
-        return read_probabilities(self.stub.Predict(pb.PredictRequest(model_handle=handle), timeout=self.options.call_timeout), case)
+        return read_probabilities(
+            self.stub.Predict(pb.PredictRequest(model_handle=handle), timeout=self.options.call_timeout), case
+        )
 
     def check_fit_predict(self, method: pb.MethodInfo, case: GraphCase) -> str:
         reason = self._capable(method, case)
@@ -267,12 +288,16 @@ class Conformance:
         except grpc.RpcError as exc:
             if exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
                 return refusal(exc)
-            raise CheckFailed(f"fit on the {case.name} graph ({case.description}) failed: {exc.code().name}: {exc.details()}") from None
+            raise CheckFailed(
+                f"fit on the {case.name} graph ({case.description}) failed: {exc.code().name}: {exc.details()}"
+            ) from None
         try:
             try:
                 probs = self._predict(fit.model_handle, case)
             except grpc.RpcError as exc:
-                raise CheckFailed(f"predict on the {case.name} graph ({case.description}) failed: {exc.code().name}: {exc.details()}") from None
+                raise CheckFailed(
+                    f"predict on the {case.name} graph ({case.description}) failed: {exc.code().name}: {exc.details()}"
+                ) from None
         finally:
             _quiet_release(self.stub, fit.model_handle)
         problem = probability_problem(probs, case)
@@ -292,7 +317,9 @@ class Conformance:
             self._predict(fit.model_handle, case)
         except grpc.RpcError as exc:
             if exc.code() != grpc.StatusCode.NOT_FOUND:
-                raise CheckFailed(f"predict on a released model answered {exc.code().name}, expected NOT_FOUND") from None
+                raise CheckFailed(
+                    f"predict on a released model answered {exc.code().name}, expected NOT_FOUND"
+                ) from None
         else:
             raise CheckFailed("predict on a released model still answered: the model was not freed")
         if self.stub.Release(pb.ReleaseRequest(model_handle=fit.model_handle), timeout=30.0).released:
@@ -305,24 +332,46 @@ class Conformance:
         self.client.ensure_graph(case.bundle)
         n = case.num_nodes
         hidden = case.test[:2]
-        good = dict(method=method.name, graph_hash=case.bundle.graph_hash, train_nodes=case.train.tolist(), val_nodes=case.val.tolist(), seed=0)
+        good = dict(
+            method=method.name,
+            graph_hash=case.bundle.graph_hash,
+            train_nodes=case.train.tolist(),
+            val_nodes=case.val.tolist(),
+            seed=0,
+        )
         fits: list[tuple[str, dict, grpc.StatusCode]] = [
             ("unknown method", {**good, "method": method.name + "-no-such-method"}, grpc.StatusCode.INVALID_ARGUMENT),
-            ("train node id out of range", {**good, "train_nodes": [*good["train_nodes"], n + 7]}, grpc.StatusCode.INVALID_ARGUMENT),
+            (
+                "train node id out of range",
+                {**good, "train_nodes": [*good["train_nodes"], n + 7]},
+                grpc.StatusCode.INVALID_ARGUMENT,
+            ),
             ("negative node id", {**good, "val_nodes": [-3, *good["val_nodes"]]}, grpc.StatusCode.INVALID_ARGUMENT),
             ("empty train set", {**good, "train_nodes": []}, grpc.StatusCode.INVALID_ARGUMENT),
-            ("train node whose label is hidden", {**good, "train_nodes": [*good["train_nodes"], *hidden.tolist()]}, grpc.StatusCode.INVALID_ARGUMENT),
-            ("unknown config key", {**good, "config": {"no_such_key_xyz": pb.Value(int_value=1)}}, grpc.StatusCode.INVALID_ARGUMENT),
+            (
+                "train node whose label is hidden",
+                {**good, "train_nodes": [*good["train_nodes"], *hidden.tolist()]},
+                grpc.StatusCode.INVALID_ARGUMENT,
+            ),
+            (
+                "unknown config key",
+                {**good, "config": {"no_such_key_xyz": pb.Value(int_value=1)}},
+                grpc.StatusCode.INVALID_ARGUMENT,
+            ),
             ("graph not held", {**good, "graph_hash": "f" * 64}, grpc.StatusCode.FAILED_PRECONDITION),
         ]
         defaults = config_from_proto(method.default_config)
         if defaults:
             key, value = next(iter(defaults.items()))
             wrong = pb.Value(string_value="not-a-number") if not isinstance(value, str) else pb.Value(float_value=0.5)
-            fits.append((f"config {key} of the wrong type", {**good, "config": {key: wrong}}, grpc.StatusCode.INVALID_ARGUMENT))
+            fits.append(
+                (f"config {key} of the wrong type", {**good, "config": {key: wrong}}, grpc.StatusCode.INVALID_ARGUMENT)
+            )
         problems = []
         for label, fields, expected in fits:
-            problems += self._expect(label, expected, lambda f=fields: self.stub.Fit(pb.FitRequest(**f), timeout=self.options.call_timeout))
+            problems += self._expect(
+                label, expected, lambda f=fields: self.stub.Fit(pb.FitRequest(**f), timeout=self.options.call_timeout)
+            )
         problems += self._expect(
             "predict with an unknown handle",
             grpc.StatusCode.NOT_FOUND,
@@ -334,8 +383,16 @@ class Conformance:
         header.CopyFrom(chunks[0].header)
         header.graph_hash = "0" * 64
         tampered = [pb.GraphChunk(header=header, data=chunks[0].data), *chunks[1:]]
-        problems += self._expect("upload whose content does not match its hash", grpc.StatusCode.INVALID_ARGUMENT, lambda: self.stub.UploadGraph(iter(tampered), timeout=30.0))
-        problems += self._expect("upload without a header", grpc.StatusCode.INVALID_ARGUMENT, lambda: self.stub.UploadGraph(iter([pb.GraphChunk(data=b"\0" * 16)]), timeout=30.0))
+        problems += self._expect(
+            "upload whose content does not match its hash",
+            grpc.StatusCode.INVALID_ARGUMENT,
+            lambda: self.stub.UploadGraph(iter(tampered), timeout=30.0),
+        )
+        problems += self._expect(
+            "upload without a header",
+            grpc.StatusCode.INVALID_ARGUMENT,
+            lambda: self.stub.UploadGraph(iter([pb.GraphChunk(data=b"\0" * 16)]), timeout=30.0),
+        )
         if problems:
             raise CheckFailed("; ".join(problems))
         return f"{len(fits) + 3} malformed requests refused with the right status"
@@ -346,7 +403,10 @@ class Conformance:
         except grpc.RpcError as exc:
             if exc.code() == expected:
                 return []
-            if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN) and not self._alive():
+            if (
+                exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN)
+                and not self._alive()
+            ):
                 self.dead = True
                 return [f"{label}: the service crashed ({exc.code().name})"]
             return [f"{label}: got {exc.code().name} ({exc.details()}), expected {expected.name}"]
@@ -381,7 +441,9 @@ class Conformance:
                     f"the fit hung past its deadline: time limit {limit:g} s, no answer after {elapsed:.1f} s "
                     "(a fit must check its deadline and answer DEADLINE_EXCEEDED)"
                 ) from None
-            raise CheckFailed(f"a fit with a {limit:g} s time limit answered {exc.code().name}: {exc.details()}") from None
+            raise CheckFailed(
+                f"a fit with a {limit:g} s time limit answered {exc.code().name}: {exc.details()}"
+            ) from None
         _quiet_release(self.stub, fit.model_handle)
         return f"finished within its {limit:g} s limit ({time.perf_counter() - start:.2f} s)"
 
@@ -403,7 +465,9 @@ def read_probabilities(chunks: Iterator[pb.PredictChunk], case: GraphCase) -> np
             raise CheckFailed(f"prediction chunk starts at row {chunk.row_offset}, expected {rows}")
         block = np.frombuffer(chunk.probabilities, dtype="<f4")
         if chunk.num_classes <= 0 or block.size != chunk.num_rows * chunk.num_classes:
-            raise CheckFailed(f"prediction chunk at row {chunk.row_offset} holds {block.size} values, not {chunk.num_rows} x {chunk.num_classes}")
+            raise CheckFailed(
+                f"prediction chunk at row {chunk.row_offset} holds {block.size} values, not {chunk.num_rows} x {chunk.num_classes}"
+            )
         blocks.append(block.reshape(chunk.num_rows, chunk.num_classes))
         rows += chunk.num_rows
     if classes is None:

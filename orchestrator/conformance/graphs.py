@@ -34,7 +34,9 @@ class GraphCase:
         return self.bundle.num_classes
 
 
-def _split(y: np.ndarray, classes: int, rng: np.random.Generator, train_per_class: int = 3, val_per_class: int = 2) -> tuple[np.ndarray, ...]:
+def _split(
+    y: np.ndarray, classes: int, rng: np.random.Generator, train_per_class: int = 3, val_per_class: int = 2
+) -> tuple[np.ndarray, ...]:
     train, val = [], []
     for c in range(classes):
         ids = rng.permutation(np.flatnonzero(y == c))
@@ -79,7 +81,9 @@ def make_case(
     return GraphCase(name, description, bundle, train, val, test, y.astype(np.int64))
 
 
-def standard_cases(max_classes: int = 0, max_features: int = 0, large_bytes: int = 2 * CHUNK_BYTES + (1 << 20)) -> list[GraphCase]:
+def standard_cases(
+    max_classes: int = 0, max_features: int = 0, large_bytes: int = 2 * CHUNK_BYTES + (1 << 20)
+) -> list[GraphCase]:
     """Binary, many classes, isolated nodes, and one graph larger than a 4 MiB message.
 
     The large graph is large in bytes, not in nodes: wide features (as Cora's
@@ -87,12 +91,20 @@ def standard_cases(max_classes: int = 0, max_features: int = 0, large_bytes: int
     chunked upload, costs every method seconds, not a full training on 20k nodes.
     """
     many = 40 if not max_classes else max(2, min(40, max_classes))
-    cap = (lambda f: f if not max_features else min(f, max_features))
+    cap = lambda f: f if not max_features else min(f, max_features)
     large_f = cap(1024)
     large_n = int(large_bytes // (4 * large_f)) + 1
     return [
         make_case("binary", "binary task, 80 nodes", 80, 2, cap(6), seed=1),
         make_case("many-classes", f"{many} classes, {many * 8} nodes", many * 8, many, cap(12), seed=2),
         make_case("isolated-nodes", "multiclass, 10 of 60 nodes without any edge", 60, 3, cap(5), isolated=10, seed=3),
-        make_case("large", f"{large_n} x {large_f} features: more than one 4 MiB message", large_n, 5, large_f, avg_degree=3.0, seed=4),
+        make_case(
+            "large",
+            f"{large_n} x {large_f} features: more than one 4 MiB message",
+            large_n,
+            5,
+            large_f,
+            avg_degree=3.0,
+            seed=4,
+        ),
     ]

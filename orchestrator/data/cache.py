@@ -58,7 +58,14 @@ def save_graph(graph: Graph, path: Path) -> None:
         "edge_index": graph.edge_index,
         "y": graph.y,
         "meta": np.frombuffer(
-            json.dumps({"name": graph.name, "num_classes": graph.num_classes, "content_hash": graph.content_hash, "public": len(graph.public_splits)}).encode(),
+            json.dumps(
+                {
+                    "name": graph.name,
+                    "num_classes": graph.num_classes,
+                    "content_hash": graph.content_hash,
+                    "public": len(graph.public_splits),
+                }
+            ).encode(),
             dtype=np.uint8,
         ),
     }
@@ -91,7 +98,8 @@ def read_graph(path: Path, verify: bool = False) -> Graph | None:
         with np.load(path) as raw:
             meta = json.loads(raw["meta"].tobytes().decode())
             public = tuple(
-                (raw[f"public_{i}_train"], raw[f"public_{i}_val"], raw[f"public_{i}_test"]) for i in range(meta["public"])
+                (raw[f"public_{i}_train"], raw[f"public_{i}_val"], raw[f"public_{i}_test"])
+                for i in range(meta["public"])
             )
             graph = Graph(meta["name"], raw["x"], raw["edge_index"], raw["y"], int(meta["num_classes"]), public)
     except Exception:

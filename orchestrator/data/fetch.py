@@ -55,9 +55,13 @@ def read_lock(path: Path | None = None) -> dict[str, str]:
 def record_lock(url: str, sha256: str, path: Path | None = None) -> None:
     path = path or lock_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    header = "" if path.exists() else (
-        "# sha256 recorded at the first download of catalog files marked unverified.\n"
-        "# Format: <sha256>  <url>. Later downloads must match; to pin one for everyone, write it into datasets/catalog.toml.\n"
+    header = (
+        ""
+        if path.exists()
+        else (
+            "# sha256 recorded at the first download of catalog files marked unverified.\n"
+            "# Format: <sha256>  <url>. Later downloads must match; to pin one for everyone, write it into datasets/catalog.toml.\n"
+        )
     )
     with path.open("a") as f:
         f.write(f"{header}{sha256}  {url}\n")
@@ -130,18 +134,24 @@ def fetch(url: str, sha256: str, dest: Path | None = None) -> Path:
             if candidate.exists():
                 actual = sha256_of(candidate)
                 if actual != sha256:
-                    raise FetchError(f"checksum mismatch for {candidate} (from {url}): expected sha256 {sha256}, got {actual}")
+                    raise FetchError(
+                        f"checksum mismatch for {candidate} (from {url}): expected sha256 {sha256}, got {actual}"
+                    )
                 partial = dest.with_name(dest.name + ".part")
                 shutil.copyfile(candidate, partial)
                 partial.replace(dest)
                 return dest
     try:
-        downloaded = pooch.retrieve(url, known_hash=f"sha256:{sha256}", fname=dest.name, path=dest.parent, progressbar=False)
+        downloaded = pooch.retrieve(
+            url, known_hash=f"sha256:{sha256}", fname=dest.name, path=dest.parent, progressbar=False
+        )
     except ValueError as exc:  # pooch's hash mismatch
         raise FetchError(f"checksum mismatch for {url}: {exc}") from None
     except Exception as exc:  # network errors of every kind
-        where = f"; not in the mirror either (looked for {mirror_candidates(url, mirror)[0]})" if mirror else (
-            "; set NODEGROUND_MIRROR to a mirror directory to work offline"
+        where = (
+            f"; not in the mirror either (looked for {mirror_candidates(url, mirror)[0]})"
+            if mirror
+            else ("; set NODEGROUND_MIRROR to a mirror directory to work offline")
         )
         raise FetchError(f"could not download {url}: {type(exc).__name__}: {exc}{where}") from None
     return Path(downloaded)
@@ -162,8 +172,10 @@ def _fetch_first(url: str, dest: Path | None) -> Path:
             try:
                 got = pooch.retrieve(url, known_hash=None, fname=partial.name, path=staging, progressbar=False)
             except Exception as exc:
-                where = f"; not in the mirror either (looked for {mirror_candidates(url, mirror)[0]})" if mirror else (
-                    "; set NODEGROUND_MIRROR to a mirror directory to work offline"
+                where = (
+                    f"; not in the mirror either (looked for {mirror_candidates(url, mirror)[0]})"
+                    if mirror
+                    else ("; set NODEGROUND_MIRROR to a mirror directory to work offline")
                 )
                 raise FetchError(f"could not download {url}: {type(exc).__name__}: {exc}{where}") from None
             partial = Path(got)

@@ -42,13 +42,17 @@ class Graph:
     @property
     def content_hash(self) -> str:
         """sha256 of the canonical tensors: the dataset's identity in every record."""
-        h = hashlib.sha256(f"nodeground-canonical-v1 C={self.num_classes} {self.x.shape} {self.edge_index.shape}\n".encode())
+        h = hashlib.sha256(
+            f"nodeground-canonical-v1 C={self.num_classes} {self.x.shape} {self.edge_index.shape}\n".encode()
+        )
         for array in (self.x, self.edge_index, self.y):
             h.update(memoryview(np.ascontiguousarray(array)).cast("B"))
         return h.hexdigest()
 
 
-def canonicalize(name: str, x: np.ndarray, edge_index: np.ndarray, y: np.ndarray, public_masks=None, strict_splits: bool = False) -> Graph:
+def canonicalize(
+    name: str, x: np.ndarray, edge_index: np.ndarray, y: np.ndarray, public_masks=None, strict_splits: bool = False
+) -> Graph:
     """Validate a raw graph and bring it to canonical form.
 
     ``y`` may hold any integer class ids; negative values mean "no valid label".
@@ -61,7 +65,9 @@ def canonicalize(name: str, x: np.ndarray, edge_index: np.ndarray, y: np.ndarray
     edge_index = np.asarray(edge_index)
     y = np.asarray(y)
     if x.ndim != 2 or x.shape[0] == 0 or x.shape[1] == 0:
-        raise GraphError(f"{name}: features must be a non-empty N x F matrix (at least one node and one feature column), got shape {x.shape}")
+        raise GraphError(
+            f"{name}: features must be a non-empty N x F matrix (at least one node and one feature column), got shape {x.shape}"
+        )
     n = x.shape[0]
     if y.shape != (n,):
         raise GraphError(f"{name}: {y.shape[0] if y.ndim else 0} labels for {n} nodes (labels must be one per node)")
@@ -70,7 +76,9 @@ def canonicalize(name: str, x: np.ndarray, edge_index: np.ndarray, y: np.ndarray
     if not np.issubdtype(edge_index.dtype, np.integer) or not np.issubdtype(y.dtype, np.integer):
         raise GraphError(f"{name}: edges and labels must be integers")
     if edge_index.size and (edge_index.min() < 0 or edge_index.max() >= n):
-        raise GraphError(f"{name}: edge endpoints range over [{edge_index.min()}, {edge_index.max()}] but node ids are [0, {n})")
+        raise GraphError(
+            f"{name}: edge endpoints range over [{edge_index.min()}, {edge_index.max()}] but node ids are [0, {n})"
+        )
     x = np.ascontiguousarray(x, dtype=np.float32)
     if not np.isfinite(x).all():
         bad = int((~np.isfinite(x)).any(axis=1).sum())
@@ -82,7 +90,9 @@ def canonicalize(name: str, x: np.ndarray, edge_index: np.ndarray, y: np.ndarray
     return Graph(name, x, canonical_edges(edge_index.astype(np.int64), n), labels, num_classes, splits)
 
 
-def public_partitions(name: str, masks, labels: np.ndarray, strict: bool = False) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]:
+def public_partitions(
+    name: str, masks, labels: np.ndarray, strict: bool = False
+) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]:
     """Published (train, val, test) partitions as sorted node ids over labeled nodes.
 
     Each of the three parts is a boolean mask of shape (N,), (K, N) or (N, K),
@@ -103,7 +113,9 @@ def public_partitions(name: str, masks, labels: np.ndarray, strict: bool = False
         elif part.ndim == 2 and part.shape[1] != n and part.shape[0] == n:
             part = part.T
         if part.ndim != 2 or part.shape[1] != n:
-            raise GraphError(f"{name}: published split mask has shape {part.shape}; expected ({n},), (K, {n}) or ({n}, K)")
+            raise GraphError(
+                f"{name}: published split mask has shape {part.shape}; expected ({n},), (K, {n}) or ({n}, K)"
+            )
         return [np.flatnonzero(row) for row in part]
 
     rows = [as_rows(p) for p in masks]
@@ -131,7 +143,9 @@ def _check_partition(name: str, index: int, triple: list[np.ndarray]) -> None:
         for b in range(a + 1, 3):
             shared = np.intersect1d(triple[a], triple[b]).size
             if shared:
-                raise GraphError(f"{name}: supplied split {index}: {parts[a]} and {parts[b]} masks share {shared} node(s); they must be disjoint")
+                raise GraphError(
+                    f"{name}: supplied split {index}: {parts[a]} and {parts[b]} masks share {shared} node(s); they must be disjoint"
+                )
 
 
 def canonical_edges(edge_index: np.ndarray, num_nodes: int) -> np.ndarray:

@@ -100,13 +100,19 @@ def no_unverified_downloads(*modules: Any) -> Iterator[None]:
         path = os.path.join(folder, filename)
         if os.path.exists(path):
             return path
-        raise FetchError(f"the reader asked to download {url} into {path}, which the catalog does not provide; refusing an unverified download")
+        raise FetchError(
+            f"the reader asked to download {url} into {path}, which the catalog does not provide; refusing an unverified download"
+        )
 
     def guarded_google(id: str, folder: str, filename: str, log: bool = True) -> str:
-        return guarded_download_url(f"https://drive.usercontent.google.com/download?id={id}&confirm=t", folder, log, filename)
+        return guarded_download_url(
+            f"https://drive.usercontent.google.com/download?id={id}&confirm=t", folder, log, filename
+        )
 
     def guarded_cp(path1: str, path2: str, *args: Any, **kwargs: Any) -> None:
-        raise FetchError(f"the reader asked to download {path1}, which the catalog does not provide; refusing an unverified download")
+        raise FetchError(
+            f"the reader asked to download {path1}, which the catalog does not provide; refusing an unverified download"
+        )
 
     patches: list[tuple[Any, str, Any]] = []
     for module in modules:
@@ -219,7 +225,9 @@ def load_heterophilous_npz(entry: dict[str, Any]) -> Graph:
         if missing:
             raise LoaderError(f"{entry['name']}: {path.name} lacks {', '.join(sorted(missing))}")
         masks = (raw["train_masks"], raw["val_masks"], raw["test_masks"]) if "train_masks" in raw.files else None
-        return canonicalize(entry["name"], raw["node_features"], raw["edges"].T, _labels(raw["node_labels"], entry), masks)
+        return canonicalize(
+            entry["name"], raw["node_features"], raw["edges"].T, _labels(raw["node_labels"], entry), masks
+        )
 
 
 def load_ogb(entry: dict[str, Any]) -> Graph:
@@ -257,7 +265,9 @@ def load_hf_tag(entry: dict[str, Any]) -> Graph:
     ``args.graph`` and ``args.features`` name the files (by their ``path``);
     features are sentence embeddings of the node texts, shipped by the dataset.
     """
-    files = {spec.get("path", spec["url"].rsplit("/", 1)[1]): fetch(spec["url"], spec["sha256"]) for spec in entry["files"]}
+    files = {
+        spec.get("path", spec["url"].rsplit("/", 1)[1]): fetch(spec["url"], spec["sha256"]) for spec in entry["files"]
+    }
     args = entry["args"]
     try:
         raw = load_tensor_file(files[args["graph"]])

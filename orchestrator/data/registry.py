@@ -21,7 +21,19 @@ CATALOG_PATH = Path(__file__).resolve().parents[2] / "datasets" / "catalog.toml"
 DOMAINS = ("web", "social", "scholarly", "e-commerce", "transportation", "finance")
 SOURCES = ("pyg", "hf-tag", "heterophilous", "ogb")
 TASK_TYPES = ("binary", "multiclass")
-REQUIRED = ("name", "aliases", "source", "loader", "args", "domain", "task_type", "license", "citation", "notes", "files")
+REQUIRED = (
+    "name",
+    "aliases",
+    "source",
+    "loader",
+    "args",
+    "domain",
+    "task_type",
+    "license",
+    "citation",
+    "notes",
+    "files",
+)
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 

@@ -23,18 +23,58 @@ from pathlib import Path
 from typing import Any
 
 _SPARSE = ("csr_matrix", "csc_matrix", "coo_matrix", "lil_matrix", "csr_array", "csc_array", "coo_array", "lil_array")
-_SPARSE_MODULES = ("scipy.sparse", "scipy.sparse.csr", "scipy.sparse.csc", "scipy.sparse.coo", "scipy.sparse.lil",
-                   "scipy.sparse._csr", "scipy.sparse._csc", "scipy.sparse._coo", "scipy.sparse._lil", "scipy.sparse._arrays")
+_SPARSE_MODULES = (
+    "scipy.sparse",
+    "scipy.sparse.csr",
+    "scipy.sparse.csc",
+    "scipy.sparse.coo",
+    "scipy.sparse.lil",
+    "scipy.sparse._csr",
+    "scipy.sparse._csc",
+    "scipy.sparse._coo",
+    "scipy.sparse._lil",
+    "scipy.sparse._arrays",
+)
 
 # (module, name) pairs a data pickle may name: containers, numpy arrays, scipy sparse
 # matrices and torch tensors. Each only stores state; none runs anything given.
 ALLOWED: frozenset[tuple[str, str]] = frozenset(
-    {(m, n) for m in ("builtins", "__builtin__") for n in ("list", "dict", "set", "frozenset", "tuple", "int", "float", "complex", "bool", "str", "bytes", "bytearray", "slice", "range", "object")}
-    | {("collections", "OrderedDict"), ("collections", "defaultdict"), ("copy_reg", "_reconstructor"), ("copyreg", "_reconstructor")}
+    {
+        (m, n)
+        for m in ("builtins", "__builtin__")
+        for n in (
+            "list",
+            "dict",
+            "set",
+            "frozenset",
+            "tuple",
+            "int",
+            "float",
+            "complex",
+            "bool",
+            "str",
+            "bytes",
+            "bytearray",
+            "slice",
+            "range",
+            "object",
+        )
+    }
+    | {
+        ("collections", "OrderedDict"),
+        ("collections", "defaultdict"),
+        ("copy_reg", "_reconstructor"),
+        ("copyreg", "_reconstructor"),
+    }
     | {(m, n) for m in ("numpy.core.multiarray", "numpy._core.multiarray") for n in ("_reconstruct", "scalar")}
     | {("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.ma.core", "_mareconstruct"), ("numpy.ma.core", "MaskedArray")}
     | {(m, n) for m in _SPARSE_MODULES for n in _SPARSE}
-    | {("torch._utils", "_rebuild_tensor_v2"), ("torch._utils", "_rebuild_parameter"), ("torch", "Size"), ("torch", "device")}
+    | {
+        ("torch._utils", "_rebuild_tensor_v2"),
+        ("torch._utils", "_rebuild_parameter"),
+        ("torch", "Size"),
+        ("torch", "device"),
+    }
 )
 
 
@@ -44,7 +84,9 @@ class RestrictedUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) in ALLOWED or _torch_allowlisted(module, name):
             return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"refusing to unpickle {module}.{name}: a data file may hold only arrays, tensors and containers")
+        raise pickle.UnpicklingError(
+            f"refusing to unpickle {module}.{name}: a data file may hold only arrays, tensors and containers"
+        )
 
 
 def _torch_allowlisted(module: str, name: str) -> bool:
@@ -53,7 +95,9 @@ def _torch_allowlisted(module: str, name: str) -> bool:
 
     if "torch" not in sys.modules:
         return False
-    return any(getattr(c, "__module__", None) == module and getattr(c, "__qualname__", None) == name for c in _tensor_globals())
+    return any(
+        getattr(c, "__module__", None) == module and getattr(c, "__qualname__", None) == name for c in _tensor_globals()
+    )
 
 
 def _tensor_globals() -> list[Any]:
@@ -69,14 +113,26 @@ def _tensor_globals() -> list[Any]:
         from torch_geometric.data import data, storage
     except ImportError:
         return found
-    return found + [data.Data, data.DataEdgeAttr, data.DataTensorAttr, storage.BaseStorage, storage.GlobalStorage, storage.NodeStorage, storage.EdgeStorage]
+    return found + [
+        data.Data,
+        data.DataEdgeAttr,
+        data.DataTensorAttr,
+        storage.BaseStorage,
+        storage.GlobalStorage,
+        storage.NodeStorage,
+        storage.EdgeStorage,
+    ]
 
 
-def _load(file: Any, *, fix_imports: bool = True, encoding: str = "ASCII", errors: str = "strict", buffers: Any = None) -> Any:
+def _load(
+    file: Any, *, fix_imports: bool = True, encoding: str = "ASCII", errors: str = "strict", buffers: Any = None
+) -> Any:
     return RestrictedUnpickler(file, fix_imports=fix_imports, encoding=encoding, errors=errors, buffers=buffers).load()
 
 
-def _loads(data: bytes, /, *, fix_imports: bool = True, encoding: str = "ASCII", errors: str = "strict", buffers: Any = None) -> Any:
+def _loads(
+    data: bytes, /, *, fix_imports: bool = True, encoding: str = "ASCII", errors: str = "strict", buffers: Any = None
+) -> Any:
     return _load(io.BytesIO(data), fix_imports=fix_imports, encoding=encoding, errors=errors, buffers=buffers)
 
 
@@ -114,7 +170,9 @@ def load_tensor_file(path: Path) -> Any:
         with torch.serialization.safe_globals(_tensor_globals()):
             return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:
-        raise UnsafeFileError(f"{path.name}: cannot be read as data without running code it carries ({one_line(exc)})") from None
+        raise UnsafeFileError(
+            f"{path.name}: cannot be read as data without running code it carries ({one_line(exc)})"
+        ) from None
 
 
 class UnsafeFileError(ValueError):

@@ -98,7 +98,9 @@ def graph_split(graph: Graph, regime: str, index: int) -> Split:
     if not published:
         raise SplitError(f"{graph.name} has no published split; use a regime from {', '.join(REGIMES)}")
     if index >= len(published):
-        raise SplitError(f"{graph.name} publishes {len(published)} split(s); public index {index} does not exist (use 0..{len(published) - 1})")
+        raise SplitError(
+            f"{graph.name} publishes {len(published)} split(s); public index {index} does not exist (use 0..{len(published) - 1})"
+        )
     train, val, test = (np.asarray(part, dtype=np.int64) for part in published[index])
     return Split(PUBLIC, index, train, val, test)
 
@@ -121,7 +123,18 @@ def export_splits(graph: Graph, out_dir, regimes=None) -> list[dict]:
             split = graph_split(graph, regime, index)
             file = f"{regime.replace('/', '-')}_{index}.npz"
             np.savez(out / file, train=split.train, val=split.val, test=split.test)
-            manifest.append({"regime": regime, "index": index, "file": file, "digest": split.digest,
-                             "train": int(split.train.size), "val": int(split.val.size), "test": int(split.test.size)})
-    (out / "manifest.json").write_text(json.dumps({"dataset": graph.name, "content_hash": graph.content_hash, "splits": manifest}, indent=2))
+            manifest.append(
+                {
+                    "regime": regime,
+                    "index": index,
+                    "file": file,
+                    "digest": split.digest,
+                    "train": int(split.train.size),
+                    "val": int(split.val.size),
+                    "test": int(split.test.size),
+                }
+            )
+    (out / "manifest.json").write_text(
+        json.dumps({"dataset": graph.name, "content_hash": graph.content_hash, "splits": manifest}, indent=2)
+    )
     return manifest

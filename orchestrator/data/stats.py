@@ -43,11 +43,24 @@ SIMILARITY_PAIRS = 20_000
 # 4 + 3 + 4 + 3 + 2 + 3 + 3 = 22 subgroups.
 INF = float("inf")
 SUBGROUPS: dict[str, list[tuple[str, float, float]]] = {
-    "num_nodes": [("nodes<1k", 0, 1_000), ("nodes 1k-10k", 1_000, 10_000), ("nodes 10k-100k", 10_000, 100_000), ("nodes>=100k", 100_000, INF)],
+    "num_nodes": [
+        ("nodes<1k", 0, 1_000),
+        ("nodes 1k-10k", 1_000, 10_000),
+        ("nodes 10k-100k", 10_000, 100_000),
+        ("nodes>=100k", 100_000, INF),
+    ],
     "avg_degree": [("degree<5", 0, 5), ("degree 5-20", 5, 20), ("degree>=20", 20, INF)],
-    "adjusted_homophily": [("h_adj<0", -INF, 0.0), ("h_adj 0-0.3", 0.0, 0.3), ("h_adj 0.3-0.6", 0.3, 0.6), ("h_adj>=0.6", 0.6, INF)],
+    "adjusted_homophily": [
+        ("h_adj<0", -INF, 0.0),
+        ("h_adj 0-0.3", 0.0, 0.3),
+        ("h_adj 0.3-0.6", 0.3, 0.6),
+        ("h_adj>=0.6", 0.6, INF),
+    ],
     "feature_dim": [("features<100", 0, 100), ("features 100-1000", 100, 1_000), ("features>=1000", 1_000, INF)],
-    "feature_nonzero_fraction": [("sparse features (<10% nonzero)", 0, 0.10), ("dense features (>=10% nonzero)", 0.10, INF)],
+    "feature_nonzero_fraction": [
+        ("sparse features (<10% nonzero)", 0, 0.10),
+        ("dense features (>=10% nonzero)", 0.10, INF),
+    ],
     "num_classes": [("binary", 2, 3), ("3-10 classes", 3, 11), (">10 classes", 11, INF)],
     "class_imbalance": [("balanced (<2x)", 0, 2), ("moderate (2-10x)", 2, 10), ("imbalanced (>=10x)", 10, INF)],
 }

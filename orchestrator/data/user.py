@@ -87,7 +87,11 @@ def read_user_file(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, tupl
             data = load_tensor_file(path)
         except UnsafeFileError as exc:
             raise UserDatasetError(f"{exc}; give an .npz or a saved PyG Data / dict of tensors") from None
-        raw = dict(data) if isinstance(data, dict) else {k: getattr(data, k, None) for k in (*sum(_KEYS.values(), ()), "train_mask", "val_mask", "test_mask")}
+        raw = (
+            dict(data)
+            if isinstance(data, dict)
+            else {k: getattr(data, k, None) for k in (*sum(_KEYS.values(), ()), "train_mask", "val_mask", "test_mask")}
+        )
     x = _to_numpy(_pick(raw, "x", path))
     edges = _to_numpy(_pick(raw, "edge_index", path))
     y = _to_numpy(_pick(raw, "y", path))
@@ -96,7 +100,9 @@ def read_user_file(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, tupl
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]
     if y.ndim != 1:
-        raise UserDatasetError(f"{path.name}: labels must be one integer per node (shape (N,)), got shape {y.shape}; multilabel tasks are out of scope")
+        raise UserDatasetError(
+            f"{path.name}: labels must be one integer per node (shape (N,)), got shape {y.shape}; multilabel tasks are out of scope"
+        )
     if np.issubdtype(y.dtype, np.floating):
         if np.any(np.isfinite(y) & (y != np.round(y))):
             raise UserDatasetError(f"{path.name}: labels must be integer class ids, found non-integer values")
@@ -108,10 +114,14 @@ def read_user_file(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, tupl
     return x, edges, y, masks
 
 
-def validate_user_graph(name: str, x: np.ndarray, edges: np.ndarray, y: np.ndarray, masks: tuple | None = None) -> Graph:
+def validate_user_graph(
+    name: str, x: np.ndarray, edges: np.ndarray, y: np.ndarray, masks: tuple | None = None
+) -> Graph:
     """Canonicalize with every check a benchmark task needs; UserDatasetError says what is wrong."""
     if x.ndim == 2 and y.ndim == 1 and x.shape[0] != y.shape[0]:
-        raise UserDatasetError(f"{name}: {x.shape[0]} feature rows but {y.shape[0]} labels; they must have one entry per node")
+        raise UserDatasetError(
+            f"{name}: {x.shape[0]} feature rows but {y.shape[0]} labels; they must have one entry per node"
+        )
     if not np.issubdtype(np.asarray(x).dtype, np.number):
         raise UserDatasetError(f"{name}: features must be numeric, got dtype {np.asarray(x).dtype}")
     try:
@@ -138,7 +148,9 @@ def store_user_dataset(path: Path | str, name: str, replace: bool = False) -> Gr
     """
     path = Path(path)
     if not _NAME.match(name):
-        raise UserDatasetError(f"dataset name {name!r} must be 1-64 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit")
+        raise UserDatasetError(
+            f"dataset name {name!r} must be 1-64 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )
     existing = user_registry().get(name)
     if existing is not None and not replace:
         raise UserDatasetError(
@@ -163,5 +175,7 @@ def load_user_dataset(name: str) -> Graph:
         raise UserDatasetError(f"{name!r} is not a registered user dataset")
     graph = read_graph(user_dir() / info["file"], verify=True)
     if graph is None:
-        raise UserDatasetError(f"user dataset {name!r}: {user_dir() / info['file']} is missing or damaged; add it again with `orchestrator datasets add`")
+        raise UserDatasetError(
+            f"user dataset {name!r}: {user_dir() / info['file']} is missing or damaged; add it again with `orchestrator datasets add`"
+        )
     return graph

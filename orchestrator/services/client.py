@@ -148,7 +148,9 @@ class MethodClient:
         last = "no answer"
         while time.monotonic() < deadline:
             try:
-                reply = self._health.Check(health_pb2.HealthCheckRequest(service=""), timeout=min(2.0, max(0.1, deadline - time.monotonic())))
+                reply = self._health.Check(
+                    health_pb2.HealthCheckRequest(service=""), timeout=min(2.0, max(0.1, deadline - time.monotonic()))
+                )
                 if reply.status == health_pb2.HealthCheckResponse.SERVING:
                     return
                 last = f"health status {health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)}"
@@ -159,7 +161,9 @@ class MethodClient:
                 last = exc.details() or exc.code().name
             time.sleep(0.05)
         hint = f"; if it serves TLS, set {CA_ENV}" if self.security.ca is None and "Socket closed" in last else ""
-        raise ServiceUnavailable(f"method service at {self.endpoint} did not become healthy within {timeout:.0f} s ({last}){hint}")
+        raise ServiceUnavailable(
+            f"method service at {self.endpoint} did not become healthy within {timeout:.0f} s ({last}){hint}"
+        )
 
     def responsive(self, timeout: float = WATCHDOG_PROBE_TIMEOUT_S) -> bool:
         """Whether the process answers a health check at all (whatever its status)."""
@@ -205,30 +209,54 @@ class MethodClient:
         try:
             reply = self._stub.Describe(pb.DescribeRequest(), timeout=timeout)
         except grpc.RpcError as exc:
-            raise ServiceUnavailable(f"the service at {self.endpoint} refused Describe: {exc.code().name}: {exc.details()}") from None
+            raise ServiceUnavailable(
+                f"the service at {self.endpoint} refused Describe: {exc.code().name}: {exc.details()}"
+            ) from None
         return [spec_from_proto(m) for m in reply.methods]
 
     def device(self, timeout: float = 30.0) -> dict[str, str]:
         """The device the service computes on and what it is (name, driver and CUDA versions), as it describes it."""
         reply = self._stub.Describe(pb.DescribeRequest(), timeout=timeout)
-        fields = {"device": reply.device, "device_name": reply.device_name, "driver_version": reply.driver_version, "cuda_version": reply.cuda_version}
+        fields = {
+            "device": reply.device,
+            "device_name": reply.device_name,
+            "driver_version": reply.driver_version,
+            "cuda_version": reply.cuda_version,
+        }
         return {k: v for k, v in fields.items() if v}
 
     def ensure_graph(self, bundle: GraphBundle, timeout: float | None = None) -> CallResult:
         """Upload the bundle unless the service already holds it; the value says whether it uploaded."""
         start = time.perf_counter()
-        held = self._unary(self._stub.HasGraph, pb.HasGraphRequest(graph_hash=bundle.graph_hash), SHORT_CALL_S, "HasGraph").held
+        held = self._unary(
+            self._stub.HasGraph, pb.HasGraphRequest(graph_hash=bundle.graph_hash), SHORT_CALL_S, "HasGraph"
+        ).held
         if not held:
             self._unary(self._stub.UploadGraph, encode(bundle), timeout, "UploadGraph")
         return CallResult(not held, time.perf_counter() - start)
 
-    def _unary(self, method: grpc.UnaryUnaryMultiCallable | grpc.StreamUnaryMultiCallable, request: Any, timeout: float | None, what: str) -> Any:
+    def _unary(
+        self,
+        method: grpc.UnaryUnaryMultiCallable | grpc.StreamUnaryMultiCallable,
+        request: Any,
+        timeout: float | None,
+        what: str,
+    ) -> Any:
         """One call with a single reply, under the watchdog."""
         call = method.future(request, timeout=timeout)
         with self._watched(call, what):
             return call.result()
 
-    def fit(self, method: str, graph_hash: str, train: np.ndarray, val: np.ndarray, config: Config, seed: int, time_limit: float | None) -> CallResult:
+    def fit(
+        self,
+        method: str,
+        graph_hash: str,
+        train: np.ndarray,
+        val: np.ndarray,
+        config: Config,
+        seed: int,
+        time_limit: float | None,
+    ) -> CallResult:
         request = pb.FitRequest(
             method=method,
             graph_hash=graph_hash,
@@ -245,7 +273,9 @@ class MethodClient:
         reply = self._unary(self._stub.Fit, request, timeout, "Fit")
         return CallResult(reply, time.perf_counter() - start, reply.stats)
 
-    def predict(self, handle: str, num_nodes: int, num_classes: int | None = None, timeout: float | None = None) -> CallResult:
+    def predict(
+        self, handle: str, num_nodes: int, num_classes: int | None = None, timeout: float | None = None
+    ) -> CallResult:
         """All nodes' probabilities; BundleError when the reply does not cover ``num_nodes`` x ``num_classes`` (if given)."""
         start = time.perf_counter()
         call = self._stub.Predict(pb.PredictRequest(model_handle=handle), timeout=timeout)

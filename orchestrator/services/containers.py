@@ -75,7 +75,9 @@ def endpoints_from_containers(containers: list[Any]) -> dict[str, list[str]]:
             if not addrs:
                 log.warning(
                     "container %s (family %s) does not publish port %s; skipped",
-                    getattr(c, "name", "?"), family, port,
+                    getattr(c, "name", "?"),
+                    family,
+                    port,
                 )
                 continue
             found.setdefault(family, set()).update(addrs)
@@ -84,9 +86,7 @@ def endpoints_from_containers(containers: list[Any]) -> dict[str, list[str]]:
     return {fam: sorted(addrs) for fam, addrs in sorted(found.items())}
 
 
-def discover_endpoints(
-    client_factory: Callable[[], Any] | None = None, timeout: float = 5.0
-) -> dict[str, list[str]]:
+def discover_endpoints(client_factory: Callable[[], Any] | None = None, timeout: float = 5.0) -> dict[str, list[str]]:
     """Running NodeGround method containers: ``{family: ["127.0.0.1:PORT", ...]}``.
 
     Returns ``{}`` when the docker package is not installed, no engine answers,

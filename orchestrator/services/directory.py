@@ -61,7 +61,9 @@ class Directory:
     def acquire(self, method: str) -> Replica:
         """Hold a replica for one trial (blocks while all are busy); ServiceUnavailable when none is left."""
         client = self.client(method)
-        return Replica(pool=method, family="", endpoint=client.endpoint, client=client, source="remote", methods=(method,))
+        return Replica(
+            pool=method, family="", endpoint=client.endpoint, client=client, source="remote", methods=(method,)
+        )
 
     def release(self, replica: Replica) -> None:
         """Hand a replica back after its trial."""
@@ -129,7 +131,9 @@ class ServiceDirectory(Directory):
         replicas: int = 1,
     ) -> None:
         self.methods = methods
-        self.endpoints = {name: [value] if isinstance(value, str) else list(value) for name, value in (endpoints or {}).items()}
+        self.endpoints = {
+            name: [value] if isinstance(value, str) else list(value) for name, value in (endpoints or {}).items()
+        }
         self.containers = containers or {}
         self.embedded = embedded
         self.replicas = max(1, int(replicas))
@@ -202,7 +206,9 @@ class ServiceDirectory(Directory):
                     return free
                 if pool.targets and time.monotonic() - pool.resolved_at > self.resolve_interval:
                     self._resolve_quietly(pool)
-                if len(pool.live()) + pool.starting < pool.capacity and (pool.remote is None or len(pool.replicas) + pool.starting < len(pool.remote)):
+                if len(pool.live()) + pool.starting < pool.capacity and (
+                    pool.remote is None or len(pool.replicas) + pool.starting < len(pool.remote)
+                ):
                     pool.starting += 1
                     slot = len(pool.replicas) + pool.starting - 1
                     break
@@ -217,7 +223,11 @@ class ServiceDirectory(Directory):
                 else:  # count the endpoint as tried, so later trials do not dial it again
                     dead = MethodClient(pool.remote[slot])
                     self._clients.append(dead)
-                    pool.replicas.append(Replica(pool.key, pool.family, pool.remote[slot], dead, "remote", methods=pool.methods, down=True))
+                    pool.replicas.append(
+                        Replica(
+                            pool.key, pool.family, pool.remote[slot], dead, "remote", methods=pool.methods, down=True
+                        )
+                    )
                 self._cond.notify_all()
             raise
         with self._cond:
@@ -256,7 +266,9 @@ class ServiceDirectory(Directory):
             client = MethodClient(endpoint)
             self._clients.append(client)
             client.wait_healthy(HEALTH_TIMEOUT_S)
-            replica = Replica(pool.key, pool.family, endpoint, client, "remote", methods=pool.methods, started_at=_now())
+            replica = Replica(
+                pool.key, pool.family, endpoint, client, "remote", methods=pool.methods, started_at=_now()
+            )
         else:
             assert self.embedded is not None
             service, adopted = self._embedded_service(pool)

@@ -23,7 +23,7 @@ def is_dns_target(address: str) -> bool:
 
 def split_target(target: str) -> tuple[str, int]:
     """``dns:///NAME:PORT`` -> (NAME, PORT); DiscoveryError naming the expected form otherwise."""
-    name, colon, port = target[len(DNS_SCHEME):].rpartition(":")
+    name, colon, port = target[len(DNS_SCHEME) :].rpartition(":")
     if not is_dns_target(target) or not colon or not name or not port.isdigit():
         raise DiscoveryError(f"a DNS endpoint must look like dns:///NAME:PORT, got {target!r}")
     return name, int(port)

@@ -37,7 +37,9 @@ class EmbeddedService:
         self.replica = replica
         self.process: subprocess.Popen[bytes] | None = None
         self.endpoint = ""
-        self.start_seconds = 0.0  # process start + imports until the port is announced: warm-up, not charged to any trial
+        self.start_seconds = (
+            0.0  # process start + imports until the port is announced: warm-up, not charged to any trial
+        )
         self.started_at = ""
 
     @property
@@ -60,7 +62,11 @@ class EmbeddedService:
             stderr=stderr,
             stdin=subprocess.DEVNULL,
             # loopback: plaintext whatever TLS settings this process has for remote services
-            env={**{k: v for k, v in os.environ.items() if k not in SECURITY_ENV}, "PYTHONUNBUFFERED": "1", PARENT_PID_ENV: str(os.getpid())},
+            env={
+                **{k: v for k, v in os.environ.items() if k not in SECURITY_ENV},
+                "PYTHONUNBUFFERED": "1",
+                PARENT_PID_ENV: str(os.getpid()),
+            },
         )
         if stderr is not subprocess.DEVNULL:
             stderr.close()  # the child holds its own descriptor

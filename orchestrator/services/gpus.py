@@ -39,10 +39,16 @@ def visible_gpus(wanted: str = "") -> list[str]:
     if shutil.which("nvidia-smi") is None:
         return []
     try:
-        listed = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], capture_output=True, text=True, timeout=30)
+        listed = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], capture_output=True, text=True, timeout=30
+        )
     except (OSError, subprocess.TimeoutExpired):
         return []
-    return [line.strip() for line in listed.stdout.splitlines() if line.strip().isdigit()] if listed.returncode == 0 else []
+    return (
+        [line.strip() for line in listed.stdout.splitlines() if line.strip().isdigit()]
+        if listed.returncode == 0
+        else []
+    )
 
 
 def cuda_image(image: str) -> str:
@@ -53,7 +59,9 @@ def cuda_image(image: str) -> str:
 
 
 def _pinned(gpu: str) -> dict[str, Any]:
-    return {"resources": {"reservations": {"devices": [{"driver": "nvidia", "device_ids": [gpu], "capabilities": ["gpu"]}]}}}
+    return {
+        "resources": {"reservations": {"devices": [{"driver": "nvidia", "device_ids": [gpu], "capabilities": ["gpu"]}]}}
+    }
 
 
 def gpu_override(compose: dict[str, Any], gpus: list[str]) -> dict[str, Any]:
@@ -80,7 +88,9 @@ def summary(gpus: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Write the compose override that runs one replica of each family per GPU.")
+    parser = argparse.ArgumentParser(
+        description="Write the compose override that runs one replica of each family per GPU."
+    )
     parser.add_argument("--compose", type=Path, default=Path(".cache/compose.yaml"))
     parser.add_argument("--gpus", default="", help="comma-separated GPU indices (default: every GPU nvidia-smi lists)")
     parser.add_argument("--out", type=Path, required=True)

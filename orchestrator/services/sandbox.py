@@ -34,6 +34,7 @@ from contract.handshake import PORT_LABEL, SERVICE_PORT
 from contract.security import Security
 from orchestrator.services.client import ServiceUnavailable
 from orchestrator.services.containers import SANDBOX_LABEL
+
 RELAY_IMAGE = os.environ.get("NODEGROUND_RELAY_IMAGE", "nodeground/base:latest")
 SOCKET_NAME = "method.sock"
 
@@ -240,7 +241,9 @@ class Sandbox:
         while not sock.exists():
             self.relay.reload()
             if self.relay.status == "exited" or time.monotonic() > deadline:
-                raise SandboxError(f"the sandbox relay did not start: {self.relay.logs()[-2000:].decode(errors='replace')}")
+                raise SandboxError(
+                    f"the sandbox relay did not start: {self.relay.logs()[-2000:].decode(errors='replace')}"
+                )
             time.sleep(0.1)
 
     def wait_healthy(self, timeout: float | None = None) -> None:
@@ -251,7 +254,9 @@ class Sandbox:
             client.wait_healthy(timeout or self.start_timeout)
         except ServiceUnavailable as exc:
             self.container.reload()
-            raise ServiceUnavailable(f"{exc}; container {self.container.status}; last log lines:\n{self.logs(20)}") from None
+            raise ServiceUnavailable(
+                f"{exc}; container {self.container.status}; last log lines:\n{self.logs(20)}"
+            ) from None
         finally:
             client.close()
 

@@ -61,7 +61,9 @@ def main() -> dict[str, float]:
     timings = {"canonicalize_s": t_canon, "stats_s": t_stats, "cache_write_s": t_save, "cache_read_s": t_load}
     print(f"data bench: {NODES:,} nodes, {EDGES:,} raw edges -> {stats['num_edges']:,} undirected, {FEATURES} features")
     print(f"  load + canonicalize (+ content hash): {t_canon:6.2f} s  (limit {LIMIT_S:.0f} s)")
-    print(f"  statistics (all, incl. adjusted homophily {stats['adjusted_homophily']:.3f}): {t_stats:6.2f} s  (limit {LIMIT_S:.0f} s)")
+    print(
+        f"  statistics (all, incl. adjusted homophily {stats['adjusted_homophily']:.3f}): {t_stats:6.2f} s  (limit {LIMIT_S:.0f} s)"
+    )
     print(f"  canonical cache write / read: {t_save:6.2f} s / {t_load:6.2f} s")
     slow = [k for k in ("canonicalize_s", "stats_s") if timings[k] > LIMIT_S]
     if slow:

@@ -86,8 +86,14 @@ GRAPHPFN_BENCH_ARCH = {**GRAPHPFN_ARCH, "remove_outliers": False}
 MAX_DEPTH = 8
 TIME_TARGET, MEMORY_TARGET = 1.05, 1.10
 AGREEMENT_ATOL = 1e-4  # frozen representations and GraphAny's probabilities: float32 round-off only
-UPSTREAM_DIRS = {"graphany": "GraphAny", "gvt": "graph-view-space", "node4all": "node4all", "nodepfn": "NodePFN", "g2tfm": "G2T-FM",
-                 "graphpfn": "graphpfn"}
+UPSTREAM_DIRS = {
+    "graphany": "GraphAny",
+    "gvt": "graph-view-space",
+    "node4all": "node4all",
+    "nodepfn": "NodePFN",
+    "g2tfm": "G2T-FM",
+    "graphpfn": "graphpfn",
+}
 HERE = Path(__file__).resolve().parent
 
 
@@ -105,7 +111,9 @@ def _graphs() -> list[tuple[str, object, np.ndarray, np.ndarray, np.ndarray]]:
         print(f"texas unavailable ({str(exc).splitlines()[0]}); a 183-node synthetic graph stands in")
         small = sbm_graph("small", num_nodes=183, num_classes=5, num_features=1703, avg_degree=3, homophily=0.1, seed=0)
         out.append(("small-sbm", small, *_random_split(small.num_nodes, 0.5, 0.25)))
-    big = sbm_graph("bench", num_nodes=NODES, num_classes=8, num_features=FEATURES, avg_degree=10, homophily=0.7, seed=0)
+    big = sbm_graph(
+        "bench", num_nodes=NODES, num_classes=8, num_features=FEATURES, avg_degree=10, homophily=0.7, seed=0
+    )
     out.append((f"sbm-{NODES // 1000}k", big, *_random_split(NODES, 0.1, 0.1)))
     return out
 
@@ -127,15 +135,27 @@ def _job(work: Path) -> dict:
     ckpt = load_checkpoint(path)
     torch.save({f"mlp.{k}": v for k, v in ckpt.state_dict.items()}, work / "graphany_state.pt")
     return {
-        "epochs": EPOCHS, "max_depth": MAX_DEPTH,
-        "graphany_checkpoint": "arxiv", "graphany_weights": str(path), "graphany_state": str(work / "graphany_state.pt"),
-        "graphany_config": {"n_hidden": ckpt.n_hidden, "feat_channels": list(ckpt.feat_channels), "pred_channels": list(ckpt.pred_channels),
-                            "att_temperature": ckpt.att_temperature, "entropy": ckpt.entropy, "n_mlp_layer": ckpt.n_mlp_layer},
+        "epochs": EPOCHS,
+        "max_depth": MAX_DEPTH,
+        "graphany_checkpoint": "arxiv",
+        "graphany_weights": str(path),
+        "graphany_state": str(work / "graphany_state.pt"),
+        "graphany_config": {
+            "n_hidden": ckpt.n_hidden,
+            "feat_channels": list(ckpt.feat_channels),
+            "pred_channels": list(ckpt.pred_channels),
+            "att_temperature": ckpt.att_temperature,
+            "entropy": ckpt.entropy,
+            "n_mlp_layer": ckpt.n_mlp_layer,
+        },
         "gvt_weights": str(locate_weights("gvt-seed42", "")[0]),
         "node4all_weights": str(locate_weights("node4all-cgt", "")[0]),
-        "nodepfn_arch": NODEPFN_ARCH, "nodepfn_state": _nodepfn_state(work),
-        "g2tfm_arch": G2TFM_ARCH, "g2tfm_state": _g2tfm_state(work),
-        "graphpfn_arch": GRAPHPFN_BENCH_ARCH, **_graphpfn_states(work),
+        "nodepfn_arch": NODEPFN_ARCH,
+        "nodepfn_state": _nodepfn_state(work),
+        "g2tfm_arch": G2TFM_ARCH,
+        "g2tfm_state": _g2tfm_state(work),
+        "graphpfn_arch": GRAPHPFN_BENCH_ARCH,
+        **_graphpfn_states(work),
     }
 
 
@@ -189,16 +209,34 @@ def _graphpfn_states(work: Path) -> dict[str, str]:
     state = net.state_dict()
     a = GRAPHPFN_BENCH_ARCH
     config = {
-        "preprocess_config_x": {"num_features": a["features_per_group"], "nan_handling_enabled": a["nan_handling_enabled"],
-                                "normalize_on_train_only": a["normalize_on_train_only"], "normalize_x": a["normalize_x"],
-                                "remove_outliers": a["remove_outliers"], "normalize_by_used_features": a["normalize_by_used_features"]},
-        "encoder_config_x": {"num_features": a["features_per_group"], "embedding_size": a["embed_dim"],
-                             "mask_embedding_size": a["embed_dim"], "encoder_use_bias": a["encoder_use_bias"]},
-        "encoder_config_y": {"num_inputs": 1, "embedding_size": a["embed_dim"], "nan_handling_y_encoder": a["nan_handling_y_encoder"],
-                             "max_num_classes": a["max_num_classes"]},
+        "preprocess_config_x": {
+            "num_features": a["features_per_group"],
+            "nan_handling_enabled": a["nan_handling_enabled"],
+            "normalize_on_train_only": a["normalize_on_train_only"],
+            "normalize_x": a["normalize_x"],
+            "remove_outliers": a["remove_outliers"],
+            "normalize_by_used_features": a["normalize_by_used_features"],
+        },
+        "encoder_config_x": {
+            "num_features": a["features_per_group"],
+            "embedding_size": a["embed_dim"],
+            "mask_embedding_size": a["embed_dim"],
+            "encoder_use_bias": a["encoder_use_bias"],
+        },
+        "encoder_config_y": {
+            "num_inputs": 1,
+            "embedding_size": a["embed_dim"],
+            "nan_handling_y_encoder": a["nan_handling_y_encoder"],
+            "max_num_classes": a["max_num_classes"],
+        },
         "decoder_config": {"num_classes": a["max_num_classes"]},
-        "nlayers": a["nlayers"], "nhead": a["nhead"], "embed_dim": a["embed_dim"], "hid_dim": a["hid_dim"],
-        "features_per_group": a["features_per_group"], "dropout": 0.0, "recompute_attn": False,
+        "nlayers": a["nlayers"],
+        "nhead": a["nhead"],
+        "embed_dim": a["embed_dim"],
+        "hid_dim": a["hid_dim"],
+        "features_per_group": a["features_per_group"],
+        "dropout": 0.0,
+        "recompute_attn": False,
     }
     restated = arch_from_limix_config(config)
     assert all(a[k] == v for k, v in restated.items()), "the LimiX config restated here disagrees with the architecture"
@@ -212,8 +250,11 @@ def _graphpfn_states(work: Path) -> dict[str, str]:
             adapters["tfm." + key] = value
         else:
             limix[key] = value
-    paths = {"graphpfn_state": work / "graphpfn_random.pt", "graphpfn_limix": work / "LimiX-16M-random.ckpt",
-             "graphpfn_adapters": work / "graphpfn_adapters_random.pt"}
+    paths = {
+        "graphpfn_state": work / "graphpfn_random.pt",
+        "graphpfn_limix": work / "LimiX-16M-random.ckpt",
+        "graphpfn_adapters": work / "graphpfn_adapters_random.pt",
+    }
     torch.save(state, paths["graphpfn_state"])
     torch.save({"config": config, "state_dict": limix}, paths["graphpfn_limix"])
     torch.save(adapters, paths["graphpfn_adapters"])
@@ -229,8 +270,11 @@ def _graphpfn_inputs(g, train: np.ndarray) -> dict[str, np.ndarray]:
     config = GraphPFN.default_config
     features = _prepare_features(g.x, train, config, 0)
     noise = np.random.default_rng(0).standard_normal((g.num_nodes, int(config["n_random_features"]))).astype(np.float32)
-    return {"gpfn_x": np.concatenate([features, noise], axis=1), "gpfn_edge_index": edge_array_without_self_loops(g.edge_index),
-            "gpfn_y": g.y[np.sort(train)].astype(np.int64)}
+    return {
+        "gpfn_x": np.concatenate([features, noise], axis=1),
+        "gpfn_edge_index": edge_array_without_self_loops(g.edge_index),
+        "gpfn_y": g.y[np.sort(train)].astype(np.int64),
+    }
 
 
 def _table_inputs(g, train: np.ndarray) -> dict[str, np.ndarray]:
@@ -298,8 +342,14 @@ def _run(side: str, method: str, graph_file: Path, work: Path) -> dict:
 
 def agreement(method: str, ours: dict, theirs: dict) -> str:
     o, t = ours["outputs"], theirs["outputs"]
-    key = {"graphany": "probs", "gvt": "representations", "node4all": "embedding", "nodepfn": "logits", "g2tfm": "probs",
-           "graphpfn": "logprobs"}[method]
+    key = {
+        "graphany": "probs",
+        "gvt": "representations",
+        "node4all": "embedding",
+        "nodepfn": "logits",
+        "g2tfm": "probs",
+        "graphpfn": "logprobs",
+    }[method]
     diff = float(np.max(np.abs(o[key] - t[key]))) if o[key].shape == t[key].shape else float("inf")
     text = f"{key} max|diff| {diff:.1e} {'OK' if diff <= AGREEMENT_ATOL else 'DIFFER'}"
     if method == "gvt":
@@ -314,13 +364,17 @@ def main() -> None:
 
     selected = os.environ.get("BENCH_GFM_METHODS", "graphany,gvt,node4all,nodepfn,g2tfm,graphpfn").split(",")
     threads = int(os.environ.get("NODEGROUND_THREADS", 1))
-    print(f"CPU, {threads} thread(s), torch {torch.__version__}; fit+predict CPU time and peak-memory rise, "
-          f"median of {REPS} alternating runs; head training {EPOCHS} epochs on both sides")
+    print(
+        f"CPU, {threads} thread(s), torch {torch.__version__}; fit+predict CPU time and peak-memory rise, "
+        f"median of {REPS} alternating runs; head training {EPOCHS} epochs on both sides"
+    )
     missing = [m for m in selected if upstream_python(m) is None]
     if missing:
-        print(f"upstream not found for {', '.join(missing)}: set NODEGROUND_UPSTREAM to a folder holding the checkouts "
-              f"{', '.join(UPSTREAM_DIRS[m] + '/' for m in missing)} each with its own virtual environment in .venv/ "
-              "(only our numbers are printed for those)")
+        print(
+            f"upstream not found for {', '.join(missing)}: set NODEGROUND_UPSTREAM to a folder holding the checkouts "
+            f"{', '.join(UPSTREAM_DIRS[m] + '/' for m in missing)} each with its own virtual environment in .venv/ "
+            "(only our numbers are printed for those)"
+        )
     from contract.weights import WeightsError
 
     with tempfile.TemporaryDirectory(prefix="bench-gfm-") as tmp:
@@ -333,11 +387,23 @@ def main() -> None:
         worst = {"time": 0.0, "memory": 0.0}
         for label, g, train, val, test in _graphs():
             graph_file = work / f"{label}.npz"
-            np.savez(graph_file, x=g.x, edge_index=g.edge_index, y=g.y, train=train, val=val, test=test,
-                     job=json.dumps({**job, "num_classes": g.num_classes}), **_pfn_inputs(g, train), **_graphpfn_inputs(g, train),
-                     **(_table_inputs(g, train) if "g2tfm" in selected else {}))
-            print(f"\n{label}: {g.num_nodes} nodes, {g.edge_index.shape[1]} edges (with self-loops), {g.x.shape[1]} features, "
-                  f"{g.num_classes} classes, {len(train)}/{len(val)}/{len(test)} split")
+            np.savez(
+                graph_file,
+                x=g.x,
+                edge_index=g.edge_index,
+                y=g.y,
+                train=train,
+                val=val,
+                test=test,
+                job=json.dumps({**job, "num_classes": g.num_classes}),
+                **_pfn_inputs(g, train),
+                **_graphpfn_inputs(g, train),
+                **(_table_inputs(g, train) if "g2tfm" in selected else {}),
+            )
+            print(
+                f"\n{label}: {g.num_nodes} nodes, {g.edge_index.shape[1]} edges (with self-loops), {g.x.shape[1]} features, "
+                f"{g.num_classes} classes, {len(train)}/{len(val)}/{len(test)} split"
+            )
             for method in selected:
                 runs: dict[str, list[dict]] = {"ours": [], "upstream": []}
                 for _ in range(REPS):
@@ -347,8 +413,10 @@ def main() -> None:
                 _print_row(method, runs, worst)
         if worst["time"]:
             ok = worst["time"] <= TIME_TARGET and worst["memory"] <= MEMORY_TARGET
-            print(f"\nworst ratios: time {worst['time']:.2f}x (target <= {TIME_TARGET}), memory {worst['memory']:.2f}x "
-                  f"(target <= {MEMORY_TARGET}): {'OK' if ok else 'OVER'}")
+            print(
+                f"\nworst ratios: time {worst['time']:.2f}x (target <= {TIME_TARGET}), memory {worst['memory']:.2f}x "
+                f"(target <= {MEMORY_TARGET}): {'OK' if ok else 'OVER'}"
+            )
 
 
 def _print_row(method: str, runs: dict[str, list[dict]], worst: dict[str, float]) -> None:
@@ -365,8 +433,10 @@ def _print_row(method: str, runs: dict[str, list[dict]], worst: dict[str, float]
         m_u = statistics.median(r["peak_mib"] for r in ok["upstream"])
         rt, rm = t_o / t_u, m_o / max(m_u, 1e-9)
         worst["time"], worst["memory"] = max(worst["time"], rt), max(worst["memory"], rm)
-        line += (f" | upstream {t_u:8.2f} s {m_u:8.1f} MiB | time {rt:5.2f}x  memory {rm:5.2f}x | "
-                 f"{agreement(method, ok['ours'][-1], ok['upstream'][-1])}")
+        line += (
+            f" | upstream {t_u:8.2f} s {m_u:8.1f} MiB | time {rt:5.2f}x  memory {rm:5.2f}x | "
+            f"{agreement(method, ok['ours'][-1], ok['upstream'][-1])}"
+        )
         notes = {n for r in ok["upstream"] for n in r.get("notes", [])}
         for note in sorted(notes):
             line += f"\n            upstream note: {note}"

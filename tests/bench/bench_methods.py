@@ -54,7 +54,10 @@ CONFIGS = {
 class PlainGCN(nn.Module):
     def __init__(self, f: int, h: int, c: int) -> None:
         super().__init__()
-        self.conv1, self.conv2 = GCNConv(f, h, cached=True, add_self_loops=False), GCNConv(h, c, cached=True, add_self_loops=False)
+        self.conv1, self.conv2 = (
+            GCNConv(f, h, cached=True, add_self_loops=False),
+            GCNConv(h, c, cached=True, add_self_loops=False),
+        )
 
     def forward(self, x, ei):
         x = F.dropout(F.relu(self.conv1(x, ei)), 0.5, self.training)
@@ -78,7 +81,8 @@ class PlainGCNII(nn.Module):
         super().__init__()
         self.lin_in, self.lin_out = nn.Linear(f, h), nn.Linear(h, c)
         self.convs = nn.ModuleList(
-            GCN2Conv(h, 0.1, 0.5, layer=i + 1, shared_weights=True, cached=True, add_self_loops=False) for i in range(layers)
+            GCN2Conv(h, 0.1, 0.5, layer=i + 1, shared_weights=True, cached=True, add_self_loops=False)
+            for i in range(layers)
         )
 
     def forward(self, x, ei):
@@ -151,9 +155,11 @@ def main() -> None:
     ei = torch.from_numpy(bundle.edge_index).to(device)
     y = torch.from_numpy(g.y).to(device)
     tr, va = torch.from_numpy(train).to(device), torch.from_numpy(val).to(device)
-    print(f"graph: {NUM_NODES} nodes, {bundle.edge_index.shape[1]} edges (with self-loops), 128 features, 8 classes; "
-          f"device {device}, {torch.get_num_threads()} threads, {'CPU' if CLOCK is time.process_time else 'wall'} time; "
-          f"median of {EPOCHS} epochs x {ROUNDS} rounds")
+    print(
+        f"graph: {NUM_NODES} nodes, {bundle.edge_index.shape[1]} edges (with self-loops), 128 features, 8 classes; "
+        f"device {device}, {torch.get_num_threads()} threads, {'CPU' if CLOCK is time.process_time else 'wall'} time; "
+        f"median of {EPOCHS} epochs x {ROUNDS} rounds"
+    )
     worst = 0.0
     for name in CONFIGS:
         ours, plain = [], []
@@ -162,7 +168,10 @@ def main() -> None:
             ours += our_epochs(name, bundle, train, val, device)
         o, p = statistics.median(ours), statistics.median(plain)
         worst = max(worst, o / p)
-        print(f"{name:6s} ours {o * 1000:8.1f} ms/epoch   plain PyG {p * 1000:8.1f} ms/epoch   ratio {o / p:5.2f}x", flush=True)
+        print(
+            f"{name:6s} ours {o * 1000:8.1f} ms/epoch   plain PyG {p * 1000:8.1f} ms/epoch   ratio {o / p:5.2f}x",
+            flush=True,
+        )
     print(f"worst ratio {worst:.2f}x (target <= {TARGET:.2f}x): {'OK' if worst <= TARGET else 'OVER'}")
 
 

@@ -23,7 +23,13 @@ from orchestrator.services.embedded import EmbeddedServices
 from orchestrator.store import Store
 from orchestrator.sweep import Sweep, SweepPlan
 
-PLAN = SweepPlan(methods=("gcn",), datasets=("synthetic-homophilous",), regimes=("10/10/80", "50/25/25"), splits=(0, 1, 2, 3, 4), budget=1)
+PLAN = SweepPlan(
+    methods=("gcn",),
+    datasets=("synthetic-homophilous",),
+    regimes=("10/10/80", "50/25/25"),
+    splits=(0, 1, 2, 3, 4),
+    budget=1,
+)
 
 
 def sweep_once(embedded: EmbeddedServices, parallel: int) -> tuple[float, float, int]:
@@ -48,14 +54,18 @@ def main() -> None:
     with EmbeddedServices() as embedded:
         sweep_once(embedded, 2)  # starts and warms both replicas
         ratios = []
-        print(f"{'pair':>4} {'1 replica trials/s':>19} {'2 replicas trials/s':>20} {'ratio':>6} {'fit share (1 replica)':>22}")
+        print(
+            f"{'pair':>4} {'1 replica trials/s':>19} {'2 replicas trials/s':>20} {'ratio':>6} {'fit share (1 replica)':>22}"
+        )
         for pair in range(args.pairs):
             one, fit_one, ok_one = sweep_once(embedded, 1)
             two, _, ok_two = sweep_once(embedded, 2)
             assert ok_one == ok_two == trials, (ok_one, ok_two)
             ratios.append(one / two)
             print(f"{pair:>4} {trials / one:>19.3f} {trials / two:>20.3f} {one / two:>6.2f} {fit_one / one:>22.1%}")
-    print(f"median ratio (2 replicas / 1 replica, trials per second): {statistics.median(ratios):.2f}  (target >= 1.6 on two idle cores)")
+    print(
+        f"median ratio (2 replicas / 1 replica, trials per second): {statistics.median(ratios):.2f}  (target >= 1.6 on two idle cores)"
+    )
 
 
 if __name__ == "__main__":

@@ -25,10 +25,7 @@ if str(ROOT) not in sys.path:
 TARGET_S = 120.0
 TARGET_BYTES = 4 * 1024**3
 
-_CHILD = (
-    "import typer; from orchestrator.cli.report import report; "
-    "app = typer.Typer(); app.command()(report); app()"
-)
+_CHILD = "import typer; from orchestrator.cli.report import report; app = typer.Typer(); app.command()(report); app()"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     t = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-c", _CHILD, "--store", str(store), "--out", str(out), "--dataset-stats", str(stats)],
-        cwd=ROOT, capture_output=True, text=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     wall = time.perf_counter() - t
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # Linux reports KiB
@@ -69,8 +68,10 @@ def main(argv: list[str] | None = None) -> int:
         print(proc.stderr[-3000:], file=sys.stderr)
         return proc.returncode
     ok = wall < TARGET_S and peak < TARGET_BYTES
-    print(f"report: wall {wall:.1f} s (target < {TARGET_S:.0f} s), peak RSS {peak / 1024**3:.2f} GiB "
-          f"(target < {TARGET_BYTES / 1024**3:.0f} GiB) -> {'OK' if ok else 'OVER TARGET'}")
+    print(
+        f"report: wall {wall:.1f} s (target < {TARGET_S:.0f} s), peak RSS {peak / 1024**3:.2f} GiB "
+        f"(target < {TARGET_BYTES / 1024**3:.0f} GiB) -> {'OK' if ok else 'OVER TARGET'}"
+    )
     manifest = out / "manifest.json"
     if manifest.exists():
         print(f"stage timings: {manifest.read_text().split('timings_s')[1][:600]}")

@@ -37,19 +37,25 @@ def _median(fn, repeats: int) -> float:
 def bench_upload(client: MethodClient) -> None:
     rng = np.random.default_rng(0)
     n, f = 100_000, 128
-    bundle = make_bundle(rng.normal(size=(n, f)).astype(np.float32), rng.integers(0, n, (2, 1_000_000)), rng.integers(0, 5, n), 5)
+    bundle = make_bundle(
+        rng.normal(size=(n, f)).astype(np.float32), rng.integers(0, n, (2, 1_000_000)), rng.integers(0, 5, n), 5
+    )
     mb = bundle.nbytes / 2**20
     payload = b"".join(bytes(memoryview(t).cast("B")) for t in bundle.tensors())
     copy_s = _median(lambda: bytearray(payload), 5)
     upload_times = []
     for i in range(3):
-        fresh = make_bundle(bundle.features, bundle.edge_index, np.roll(bundle.labels, i + 1), 5)  # new hash: a real upload
+        fresh = make_bundle(
+            bundle.features, bundle.edge_index, np.roll(bundle.labels, i + 1), 5
+        )  # new hash: a real upload
         start = time.perf_counter()
         assert client.ensure_graph(fresh).value
         upload_times.append(time.perf_counter() - start)
     upload_s = statistics.median(upload_times)
-    print(f"upload {mb:.0f} MiB over loopback gRPC: {mb / upload_s:8.1f} MiB/s   in-memory copy: {mb / copy_s:8.1f} MiB/s   "
-          f"ratio {upload_s / copy_s:.1f}x slower (includes sha256 verification on receipt)")
+    print(
+        f"upload {mb:.0f} MiB over loopback gRPC: {mb / upload_s:8.1f} MiB/s   in-memory copy: {mb / copy_s:8.1f} MiB/s   "
+        f"ratio {upload_s / copy_s:.1f}x slower (includes sha256 verification on receipt)"
+    )
 
 
 def bench_call_overhead(client: MethodClient) -> None:
@@ -74,8 +80,10 @@ def bench_call_overhead(client: MethodClient) -> None:
         in_process(), through_service()
     local = _median(in_process, 50)
     remote = _median(through_service, 50)
-    print(f"fit+predict on a 200-node graph: service {remote * 1e3:6.2f} ms   in-process {local * 1e3:6.2f} ms   "
-          f"overhead {(remote - local) * 1e3:5.2f} ms per call pair (target < 20 ms)")
+    print(
+        f"fit+predict on a 200-node graph: service {remote * 1e3:6.2f} ms   in-process {local * 1e3:6.2f} ms   "
+        f"overhead {(remote - local) * 1e3:5.2f} ms per call pair (target < 20 ms)"
+    )
 
 
 def bench_gcn_fit(client: MethodClient) -> None:
@@ -100,7 +108,9 @@ def bench_gcn_fit(client: MethodClient) -> None:
         local.append(_median(in_process, 1))
         remote.append(_median(through_service, 1))
     lo, re = statistics.median(local), statistics.median(remote)
-    print(f"GCN fit, 50k nodes, 60 epochs: service {re:6.2f} s   in-process {lo:6.2f} s   ratio {re / lo:.3f}x (target <= 1.10x)")
+    print(
+        f"GCN fit, 50k nodes, 60 epochs: service {re:6.2f} s   in-process {lo:6.2f} s   ratio {re / lo:.3f}x (target <= 1.10x)"
+    )
 
 
 def main() -> None:

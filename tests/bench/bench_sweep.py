@@ -77,7 +77,13 @@ def serve() -> None:
 def start_services(count: int) -> tuple[list[subprocess.Popen], list[str]]:
     env = {**os.environ, "NODEGROUND_PARENT_PID": str(os.getpid()), "PYTHONPATH": str(REPO)}
     procs = [
-        subprocess.Popen([sys.executable, "-m", "tests.bench.bench_sweep", "--serve"], cwd=REPO, env=env, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.bench.bench_sweep", "--serve"],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+        )
         for _ in range(count)
     ]
     endpoints = []
@@ -99,7 +105,9 @@ def run_sweep(endpoints: list[str], parallel: int, store_path: Path):
     from orchestrator.store import Store
     from orchestrator.sweep import Sweep
 
-    directory = ServiceDirectory(resolve_methods(["const"], {"bench": FAMILY}), endpoints={"bench": endpoints[:parallel]})
+    directory = ServiceDirectory(
+        resolve_methods(["const"], {"bench": FAMILY}), endpoints={"bench": endpoints[:parallel]}
+    )
     with Store(store_path) as store:
         sweep = Sweep(_plan(), store, directory, parallel=parallel, warmup="none")
         for method in sweep.plan.methods:
@@ -133,7 +141,9 @@ def in_process(trials) -> tuple[float, float]:
         start = time.perf_counter()
         for t in trials:
             split, bundle = prepared[(t.regime, t.split)]
-            probs = method.predict(method.fit(bundle, split.train, split.val, Constant.resolve_config(t.config), ctx), bundle)
+            probs = method.predict(
+                method.fit(bundle, split.train, split.val, Constant.resolve_config(t.config), ctx), bundle
+            )
             if score:
                 record = TrialRecord(t.key, "const", "bench", "bench", "supervised", graph.name, "", graph.task_type, graph.num_classes,
                                      t.regime, t.split, t.index, t.index == 0, "{}", "", t.split, "ok")  # fmt: skip
@@ -168,30 +178,42 @@ def main() -> None:
             rows = {}
             for parallel in PARALLEL:
                 records, wall, timing = run_sweep(endpoints, parallel, tmp_path / f"p{parallel}.sqlite")
-                assert len(records) == 2 * 5 * TRIALS_PER_CELL and all(r.status == "ok" for r in records), {r.error for r in records}
+                assert len(records) == 2 * 5 * TRIALS_PER_CELL and all(r.status == "ok" for r in records), {
+                    r.error for r in records
+                }
                 rows[parallel] = (records, wall, timing)
             n = len(rows[1][0])
             trials = _planned(endpoints[0], tmp_path)
             local_fit, local_scored = in_process(trials)
-            print(f"trivial method `const` on synthetic-tiny (300 nodes): {n} trials per sweep (2 regimes x 5 splits x {TRIALS_PER_CELL} configs), "
-                  f"one service process per replica, {os.cpu_count()} CPU(s)")
-            print(f"in-process, the same {n} fit+predict calls: {1 / local_fit:9.0f} trials/s ({local_fit * 1e3:.3f} ms/trial); "
-                  f"plus the orchestrator's scoring (val+test metrics): {1 / local_scored:6.0f} trials/s ({local_scored * 1e3:.2f} ms/trial)")
+            print(
+                f"trivial method `const` on synthetic-tiny (300 nodes): {n} trials per sweep (2 regimes x 5 splits x {TRIALS_PER_CELL} configs), "
+                f"one service process per replica, {os.cpu_count()} CPU(s)"
+            )
+            print(
+                f"in-process, the same {n} fit+predict calls: {1 / local_fit:9.0f} trials/s ({local_fit * 1e3:.3f} ms/trial); "
+                f"plus the orchestrator's scoring (val+test metrics): {1 / local_scored:6.0f} trials/s ({local_scored * 1e3:.2f} ms/trial)"
+            )
             for parallel, (records, wall, _) in rows.items():
-                print(f"sweep --parallel {parallel}: {n / wall:7.1f} trials/s  ({wall * 1e3 / n:6.2f} ms/trial wall, "
-                      f"{len({r.endpoint for r in records})} replica(s) used)")
+                print(
+                    f"sweep --parallel {parallel}: {n / wall:7.1f} trials/s  ({wall * 1e3 / n:6.2f} ms/trial wall, "
+                    f"{len({r.endpoint for r in records})} replica(s) used)"
+                )
             records, wall, timing = rows[1]
             rpc = float(np.mean([r.upload_e2e_s + r.fit_e2e_s + r.predict_e2e_s for r in records]))
             release = release_seconds(endpoints[0])
             job, score, write = timing.job_s / n, timing.score_s / n, timing.write_s / n
             scheduling = (timing.wall_s - timing.job_s - timing.write_s) / n
-            print(f"serial sweep, per trial (measured inside the run): wall {timing.wall_s / n * 1e3:.2f} ms = "
-                  f"trial worker {job * 1e3:.2f} ms [RPCs HasGraph+Fit+Predict {rpc * 1e3:.2f}, Release ~{release * 1e3:.2f}, "
-                  f"scoring {score * 1e3:.2f}, rest {(job - rpc - release - score) * 1e3:.2f}] "
-                  f"+ store write {write * 1e3:.2f} ms + scheduling (planning, dataset, hand-off, progress) {scheduling * 1e3:.2f} ms")
+            print(
+                f"serial sweep, per trial (measured inside the run): wall {timing.wall_s / n * 1e3:.2f} ms = "
+                f"trial worker {job * 1e3:.2f} ms [RPCs HasGraph+Fit+Predict {rpc * 1e3:.2f}, Release ~{release * 1e3:.2f}, "
+                f"scoring {score * 1e3:.2f}, rest {(job - rpc - release - score) * 1e3:.2f}] "
+                f"+ store write {write * 1e3:.2f} ms + scheduling (planning, dataset, hand-off, progress) {scheduling * 1e3:.2f} ms"
+            )
             print(f"store write cost: {write * 1e3:.2f} ms per trial record (own transaction, WAL, synchronous=FULL)")
-            print(f"orchestrator overhead per trial (scheduling + record write): {(scheduling + write) * 1e3:.2f} ms (target < 5 ms); "
-                  f"scoring, reported apart: {score * 1e3:.2f} ms")
+            print(
+                f"orchestrator overhead per trial (scheduling + record write): {(scheduling + write) * 1e3:.2f} ms (target < 5 ms); "
+                f"scoring, reported apart: {score * 1e3:.2f} ms"
+            )
     finally:
         for proc in procs:
             proc.terminate()

@@ -33,7 +33,16 @@ def configs(job: dict) -> dict[str, tuple[type, dict]]:
     epochs = {"max_epochs": int(job["epochs"]), "patience": int(job["epochs"]), "selection": "val_accuracy"}
     return {
         "graphany": (GraphAny, {"checkpoint": job["graphany_checkpoint"], "weights_file": job["graphany_weights"]}),
-        "gvt": (RGVT, {"depth": 0, "max_depth": int(job["max_depth"]), "head": "mlp", "weights_file": job["gvt_weights"], **epochs}),
+        "gvt": (
+            RGVT,
+            {
+                "depth": 0,
+                "max_depth": int(job["max_depth"]),
+                "head": "mlp",
+                "weights_file": job["gvt_weights"],
+                **epochs,
+            },
+        ),
         "node4all": (Node4All, {"head": "mlp", "weights_file": job["node4all_weights"], **epochs}),
     }
 
@@ -75,8 +84,17 @@ def g2tfm_network(arrays: dict, job: dict, out: Path) -> None:
         net = G2TNet(arch)
         net.tabpfn.load_state_dict(torch.load(job["g2tfm_state"], weights_only=True))
         net.eval()
-        state = G2TState(net=net, table=table, order=order, y_ctx=y, classes=int(job["num_classes"]), query_batch=batch,
-                         chunk=chunk, seed=0, device=torch.device("cpu"))
+        state = G2TState(
+            net=net,
+            table=table,
+            order=order,
+            y_ctx=y,
+            classes=int(job["num_classes"]),
+            query_batch=batch,
+            chunk=chunk,
+            seed=0,
+            device=torch.device("cpu"),
+        )
         return G2TFM().predict(state, None)
 
     probs, stats = gfm_probe.measure(work)
@@ -103,7 +121,10 @@ def graphpfn_network(arrays: dict, job: dict, out: Path) -> None:
 
     logprobs, stats = gfm_probe.measure(work)
     # as the method's predict: the first num_classes outputs renormalised, on the predicted (non-context) rows
-    np.savez(out / "outputs.npz", logprobs=torch.log_softmax(logprobs[~train_mask, : int(job["num_classes"])], dim=-1).numpy())
+    np.savez(
+        out / "outputs.npz",
+        logprobs=torch.log_softmax(logprobs[~train_mask, : int(job["num_classes"])], dim=-1).numpy(),
+    )
     gfm_probe.write_report(str(out / "report.json"), stats, {"torch": torch.__version__})
 
 
@@ -139,9 +160,14 @@ def main() -> None:
     elif method_name == "node4all":
         outputs["embedding"] = state.z.numpy()
     np.savez(out / "outputs.npz", **outputs)
-    extra = {"depth": ctx.info.get("depth"), "val_acc": {k.removeprefix("val_accuracy_depth"): v for k, v in ctx.info.items()
-                                                          if k.startswith("val_accuracy_depth")}
-             or ctx.info.get("best_val_accuracy"), "torch": torch.__version__}
+    extra = {
+        "depth": ctx.info.get("depth"),
+        "val_acc": {
+            k.removeprefix("val_accuracy_depth"): v for k, v in ctx.info.items() if k.startswith("val_accuracy_depth")
+        }
+        or ctx.info.get("best_val_accuracy"),
+        "torch": torch.__version__,
+    }
     gfm_probe.write_report(str(out / "report.json"), stats, extra)
 
 

@@ -53,8 +53,13 @@ def measure(work: Callable[[], Any]) -> tuple[Any, dict[str, float]]:
     result = work()
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     peak, file_rise = _status_kib("VmHWM"), max(0, _status_kib("RssFile") - file_base)
-    return result, {"cpu_s": cpu, "wall_s": wall, "peak_mib": max(0, peak - base - file_rise) / 1024,
-                    "file_mib": file_rise / 1024, "peak_exact": exact}
+    return result, {
+        "cpu_s": cpu,
+        "wall_s": wall,
+        "peak_mib": max(0, peak - base - file_rise) / 1024,
+        "file_mib": file_rise / 1024,
+        "peak_exact": exact,
+    }
 
 
 def prepare(torch_module: Any) -> None:

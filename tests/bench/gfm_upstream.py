@@ -100,8 +100,10 @@ def run_graphany(arrays: dict, job: dict, out: Path) -> dict:
         g = dgl.to_simple(dgl.remove_self_loop(dgl.graph((ei[0], ei[1]), num_nodes=x.shape[0])))
         ds = GraphDataset.__new__(GraphDataset)
         ds.cfg = types.SimpleNamespace(
-            feat_channels=list(cfg_model["feat_channels"]), pred_channels=list(cfg_model["pred_channels"]),
-            n_per_label_examples=0, entropy=cfg_model["entropy"],
+            feat_channels=list(cfg_model["feat_channels"]),
+            pred_channels=list(cfg_model["pred_channels"]),
+            n_per_label_examples=0,
+            entropy=cfg_model["entropy"],
         )
         ds.name, ds.preprocess_device = "bench", torch.device("cpu")
         ds.cache_f_name = str(out / "ga_cache.pt")  # upstream caches to files; fresh names, so it computes
@@ -131,11 +133,14 @@ def _stand_in_dgl() -> None:
     """
     try:
         import dgl  # noqa: F401
+
         return
     except (ImportError, OSError) as exc:
-        NOTES.append(f"DGL not usable here ({type(exc).__name__}); graph/remove_self_loop/to_simple/update_all(copy_u, mean) "
-                     "stood in by PyG's scatter-mean; ops.u_dot_v/u_mul_e_sum (DGL's SDDMM/SpMM) by torch's CSR "
-                     "sampled_addmm/sparse.mm, ops.edge_softmax by PyG's softmax")
+        NOTES.append(
+            f"DGL not usable here ({type(exc).__name__}); graph/remove_self_loop/to_simple/update_all(copy_u, mean) "
+            "stood in by PyG's scatter-mean; ops.u_dot_v/u_mul_e_sum (DGL's SDDMM/SpMM) by torch's CSR "
+            "sampled_addmm/sparse.mm, ops.edge_softmax by PyG's softmax"
+        )
     from torch_geometric.utils import coalesce, scatter, softmax
 
     class DGLGraph:
@@ -175,7 +180,11 @@ def _stand_in_dgl() -> None:
 
     class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         def find_spec(self, fullname, path, target=None):
-            return importlib.util.spec_from_loader(fullname, self, is_package=True) if fullname.split(".")[0] == "dgl" else None
+            return (
+                importlib.util.spec_from_loader(fullname, self, is_package=True)
+                if fullname.split(".")[0] == "dgl"
+                else None
+            )
 
         def create_module(self, spec):
             return StandIn(spec.name)
@@ -202,7 +211,9 @@ def _stand_in_dgl() -> None:
     def u_dot_v(g, u, v):  # (N, *, D) x (N, *, D) -> (E, *, 1): edge (s -> d) scores u[s] . v[d]
         matrix, ub, vb = in_edges(g), slices(u), slices(v)
         pattern = matrix(u.new_zeros(g.num_edges()))
-        sorted_scores = torch.stack([torch.sparse.sampled_addmm(pattern, vb[i], ub[i].T, beta=0.0).values() for i in range(len(ub))], dim=1)
+        sorted_scores = torch.stack(
+            [torch.sparse.sampled_addmm(pattern, vb[i], ub[i].T, beta=0.0).values() for i in range(len(ub))], dim=1
+        )
         out = torch.empty_like(sorted_scores)
         out[g.order] = sorted_scores  # back to the graph's edge order
         return out.view(g.num_edges(), *u.shape[1:-1], 1)
@@ -218,7 +229,9 @@ def _stand_in_dgl() -> None:
     fn.copy_u = lambda field, msg: ("copy_u", field)
     fn.mean = lambda msg, out: ("mean", msg, out)
     dgl.DGLGraph = DGLGraph
-    dgl.graph = lambda edges, num_nodes=None, idtype=None: DGLGraph(edges[0], edges[1], num_nodes if num_nodes is not None else int(max(edges[0].max(), edges[1].max())) + 1)
+    dgl.graph = lambda edges, num_nodes=None, idtype=None: DGLGraph(
+        edges[0], edges[1], num_nodes if num_nodes is not None else int(max(edges[0].max(), edges[1].max())) + 1
+    )
     keep = lambda g, mask: DGLGraph(g.src[mask], g.dst[mask], g.n)  # noqa: E731
     dgl.remove_self_loop = lambda g: keep(g, g.src != g.dst)
     dgl.to_simple = lambda g: DGLGraph(*coalesce(torch.stack([g.src, g.dst]), num_nodes=g.n), g.n)
@@ -235,7 +248,9 @@ def run_gvt(arrays: dict, job: dict, out: Path) -> dict:
     ei = torch.from_numpy(arrays["edge_index"])
     masks = _masks(x.shape[0], arrays)
     epochs, max_depth = int(job["epochs"]), int(job["max_depth"])
-    args = types.SimpleNamespace(checkpoint=job["gvt_weights"], predictor_type="mlp", adj_max_hop=2, vt_depth=2, max_depth=max_depth)
+    args = types.SimpleNamespace(
+        checkpoint=job["gvt_weights"], predictor_type="mlp", adj_max_hop=2, vt_depth=2, max_depth=max_depth
+    )
     config = TrainerConfig()
     config.max_epochs, config.patience = epochs, epochs
     reps: dict[int, torch.Tensor] = {}
@@ -257,14 +272,17 @@ def run_gvt(arrays: dict, job: dict, out: Path) -> dict:
         torch.manual_seed(0)
         a_rw, a_sym = GraphViewTransformation._build_adjacency_matrices(ei, x.size(0))  # as evaluate_dataset_stage
         results = stage2.HyperparameterTuner(max_depth, config, torch.device("cpu")).tune_recurrent_depth(
-            x, ei, y, masks, args, A_rw=a_rw, A_sym=a_sym)
+            x, ei, y, masks, args, A_rw=a_rw, A_sym=a_sym
+        )
         best = max(results, key=lambda d: results[d]["val"])
         with torch.no_grad():
             probs = torch.softmax(heads[best].eval()(reps[best]), dim=1)
         return results, best, probs
 
     (results, best, probs), stats = gfm_probe.measure(work)
-    np.savez(out / "outputs.npz", probs=probs.numpy(), representations=np.stack([reps[d].numpy() for d in sorted(reps)]))
+    np.savez(
+        out / "outputs.npz", probs=probs.numpy(), representations=np.stack([reps[d].numpy() for d in sorted(reps)])
+    )
     return {**stats, "depth": best, "val_acc": {str(d): r["val"] for d, r in results.items()}}
 
 
@@ -315,8 +333,14 @@ def run_nodepfn(arrays: dict, job: dict, out: Path) -> dict:
 
     for name in ("Optional", "Tensor", "Module"):  # names torch <= 2.2 re-exported there; layer.py imports them from it
         if not hasattr(torch_transformer, name):
-            NOTES.append(f"torch.nn.modules.transformer.{name} re-exported for layer.py (torch 2.2 had it; this torch does not)")
-            setattr(torch_transformer, name, {"Optional": typing.Optional, "Tensor": torch.Tensor, "Module": torch.nn.Module}[name])
+            NOTES.append(
+                f"torch.nn.modules.transformer.{name} re-exported for layer.py (torch 2.2 had it; this torch does not)"
+            )
+            setattr(
+                torch_transformer,
+                name,
+                {"Optional": typing.Optional, "Tensor": torch.Tensor, "Module": torch.nn.Module}[name],
+            )
     import encoders
     from transformer import TransformerModel
 
@@ -326,8 +350,16 @@ def run_nodepfn(arrays: dict, job: dict, out: Path) -> dict:
 
     def work():
         e, nhid = arch["emsize"], arch["emsize"] * arch["nhid_factor"]
-        model = TransformerModel(encoders.Linear(arch["num_features"], e, replace_nan_by_zero=True), arch["max_num_classes"], e,
-                                 arch["nhead"], nhid, arch["nlayers"], y_encoder=encoders.Linear(1, e), efficient_eval_masking=True)
+        model = TransformerModel(
+            encoders.Linear(arch["num_features"], e, replace_nan_by_zero=True),
+            arch["max_num_classes"],
+            e,
+            arch["nhead"],
+            nhid,
+            arch["nlayers"],
+            y_encoder=encoders.Linear(1, e),
+            efficient_eval_masking=True,
+        )
         model.load_state_dict(torch.load(job["nodepfn_state"], weights_only=True))
         model.eval()
         with torch.no_grad():
@@ -349,10 +381,21 @@ def run_g2tfm(arrays: dict, job: dict, out: Path) -> dict:
     class LayerStack(nn.Module):  # bin/g2t_fm.py, without layer dropout (min = num_layers)
         def __init__(self):
             super().__init__()
-            self.layers = nn.ModuleList([
-                PerFeatureEncoderLayer(d_model=e, nhead=nhead, dim_feedforward=nhid, activation="gelu", zero_init=False,
-                                       precomputed_kv=None, multiquery_item_attention_for_test_set=True,
-                                       layer_norm_with_elementwise_affine=False) for _ in range(nlayers)])
+            self.layers = nn.ModuleList(
+                [
+                    PerFeatureEncoderLayer(
+                        d_model=e,
+                        nhead=nhead,
+                        dim_feedforward=nhid,
+                        activation="gelu",
+                        zero_init=False,
+                        precomputed_kv=None,
+                        multiquery_item_attention_for_test_set=True,
+                        layer_norm_with_elementwise_affine=False,
+                    )
+                    for _ in range(nlayers)
+                ]
+            )
 
         def forward(self, x, **kwargs):
             n_layers = torch.randint(low=nlayers, high=nlayers + 1, size=(1,)).item()
@@ -360,7 +403,9 @@ def run_g2tfm(arrays: dict, job: dict, out: Path) -> dict:
                 x = layer(x, **kwargs)
             return x
 
-    class TabPFN2(nn.Module):  # bin/g2t_fm.py: untie_value_embeddings = untie_pos_embeddings = false, shuffle_labels = true
+    class TabPFN2(
+        nn.Module
+    ):  # bin/g2t_fm.py: untie_value_embeddings = untie_pos_embeddings = false, shuffle_labels = true
         def __init__(self):
             super().__init__()
             self.n_classes = n_classes
@@ -386,14 +431,19 @@ def run_g2tfm(arrays: dict, job: dict, out: Path) -> dict:
             y_test = x_inp.new_ones(bs, total_size - train_size) * y_mult
             nan_ind = x_inp.new_zeros(bs, total_size)
             nan_ind[:, train_size:] = -2.0
-            y_emb = (torch.cat([y_train, y_test], dim=1).view(bs, -1, 1, 1).float() * self.y_embedding_weight.view(1, 1, 1, -1).repeat(bs, 1, 1, 1)
-                     + nan_ind.view(bs, -1, 1, 1) * self.y_embedding_nan_ind.view(1, 1, 1, -1).repeat(bs, 1, 1, 1)
-                     + self.y_embedding_bias.view(1, 1, 1, -1).repeat(bs, 1, 1, 1))
+            y_emb = (
+                torch.cat([y_train, y_test], dim=1).view(bs, -1, 1, 1).float()
+                * self.y_embedding_weight.view(1, 1, 1, -1).repeat(bs, 1, 1, 1)
+                + nan_ind.view(bs, -1, 1, 1) * self.y_embedding_nan_ind.view(1, 1, 1, -1).repeat(bs, 1, 1, 1)
+                + self.y_embedding_bias.view(1, 1, 1, -1).repeat(bs, 1, 1, 1)
+            )
             bs, _, n_features, d_emb = x_inp.shape
             x_inp = x_inp + self.pos_embs(torch.randn(n_features, d_emb // 4, device=x_inp.device))[None, None]
             x_inp = torch.cat([x_inp, y_emb], dim=2)
-            encoder_out = self.transformer_encoder(x_inp, cache_trainset_representation=False, single_eval_pos=train_size)
-            preds = self.decoder(encoder_out[:, train_size:, -1])[..., :self.n_classes]
+            encoder_out = self.transformer_encoder(
+                x_inp, cache_trainset_representation=False, single_eval_pos=train_size
+            )
+            preds = self.decoder(encoder_out[:, train_size:, -1])[..., : self.n_classes]
             if self.shuffle_labels:
                 preds = preds[..., labels_permutation]
             return preds
@@ -407,10 +457,20 @@ def run_g2tfm(arrays: dict, job: dict, out: Path) -> dict:
         model.load_state_dict(torch.load(job["g2tfm_state"], weights_only=True))
         model.eval()
         torch.manual_seed(0)
-        with torch.inference_mode(), torch.nn.attention.sdpa_kernel(
-                [torch.nn.attention.SDPBackend.FLASH_ATTENTION, torch.nn.attention.SDPBackend.EFFICIENT_ATTENTION]):
-            logits = torch.cat([model(x_num=torch.cat([table[order], table[idx]]).unsqueeze(0), y_train=y_train.unsqueeze(0)).squeeze(0).float()
-                                for idx in torch.arange(table.shape[0]).split(4096)])
+        with (
+            torch.inference_mode(),
+            torch.nn.attention.sdpa_kernel(
+                [torch.nn.attention.SDPBackend.FLASH_ATTENTION, torch.nn.attention.SDPBackend.EFFICIENT_ATTENTION]
+            ),
+        ):
+            logits = torch.cat(
+                [
+                    model(x_num=torch.cat([table[order], table[idx]]).unsqueeze(0), y_train=y_train.unsqueeze(0))
+                    .squeeze(0)
+                    .float()
+                    for idx in torch.arange(table.shape[0]).split(4096)
+                ]
+            )
         return torch.softmax(logits, dim=-1)
 
     probs, stats = gfm_probe.measure(work)
@@ -438,14 +498,23 @@ def run_graphpfn(arrays: dict, job: dict, out: Path) -> dict:
 
     def work():
         model = GraphPFN(edge_head=False)  # LimiX's parameters come with it; the adapters' are loaded on top
-        unexpected = model.load_state_dict(torch.load(job["graphpfn_adapters"], weights_only=True), strict=False).unexpected_keys
+        unexpected = model.load_state_dict(
+            torch.load(job["graphpfn_adapters"], weights_only=True), strict=False
+        ).unexpected_keys
         assert not unexpected, f"adapter parameters upstream does not have: {unexpected[:3]}"
         model.eval()
         graph = dgl.graph((edges[0], edges[1]), num_nodes=n)
         torch.manual_seed(0)
         with torch.inference_mode():
-            pred = model(graph=graph, features=x, y_train=y.float(), train_mask=train_mask, task_type=TaskType.MULTICLASS,
-                         checkpointing=False, batched_attn=n >= 2**16 - 1)["predictions"]
+            pred = model(
+                graph=graph,
+                features=x,
+                y_train=y.float(),
+                train_mask=train_mask,
+                task_type=TaskType.MULTICLASS,
+                checkpointing=False,
+                batched_attn=n >= 2**16 - 1,
+            )["predictions"]
         return torch.log_softmax(pred[~train_mask, :c], dim=-1)
 
     logprobs, stats = gfm_probe.measure(work)
@@ -466,15 +535,25 @@ def _graphpfn_packages() -> None:
         if "." in name:
             setattr(sys.modules["lib"], name.split(".")[1], package)
     util = types.ModuleType("lib.util")
-    util.TaskType = enum.Enum("TaskType", {"REGRESSION": "regression", "BINCLASS": "binclass", "MULTICLASS": "multiclass"})
+    util.TaskType = enum.Enum(
+        "TaskType", {"REGRESSION": "regression", "BINCLASS": "binclass", "MULTICLASS": "multiclass"}
+    )
     sys.modules["lib.util"] = util
     sys.modules["lib"].util = util
-    NOTES.append("lib/util.py needs Python 3.12 (the shared CPU torch is 3.11): its TaskType enum is restated; "
-                 "the packages' __init__ files (all of lib) are not run")
+    NOTES.append(
+        "lib/util.py needs Python 3.12 (the shared CPU torch is 3.11): its TaskType enum is restated; "
+        "the packages' __init__ files (all of lib) are not run"
+    )
 
 
-RUNNERS = {"graphany": run_graphany, "gvt": run_gvt, "node4all": run_node4all, "nodepfn": run_nodepfn, "g2tfm": run_g2tfm,
-           "graphpfn": run_graphpfn}
+RUNNERS = {
+    "graphany": run_graphany,
+    "gvt": run_gvt,
+    "node4all": run_node4all,
+    "nodepfn": run_nodepfn,
+    "g2tfm": run_g2tfm,
+    "graphpfn": run_graphpfn,
+}
 
 
 def main() -> None:

@@ -35,8 +35,23 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / ".cache" / "gpu-check" / "site"
-SUPERVISED = ("mlp", "gcn", "graphsage", "gat", "gatv2", "gin", "appnp", "jknet", "gcnii", "gprgnn", "fagcn",
-              "polynormer", "sgformer", "nagphormer", "graphgps")
+SUPERVISED = (
+    "mlp",
+    "gcn",
+    "graphsage",
+    "gat",
+    "gatv2",
+    "gin",
+    "appnp",
+    "jknet",
+    "gcnii",
+    "gprgnn",
+    "fagcn",
+    "polynormer",
+    "sgformer",
+    "nagphormer",
+    "graphgps",
+)
 GFMS = ("graphany", "node4all")
 DATASETS = ("texas", "cornell", "wisconsin", "cora", "citeseer")
 EPOCH_METHODS = ("gcn", "gat", "gcnii")
@@ -54,10 +69,25 @@ def bootstrap(wheels: Path | None) -> None:
         wanted = "\n".join(p.name for p in found)
         if not stamp.exists() or stamp.read_text() != wanted:
             shutil.rmtree(SITE, ignore_errors=True)
-            pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--disable-pip-version-check",
-                                  "--target", str(SITE), *map(str, found)])
+            pip = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "install",
+                    "-q",
+                    "--no-index",
+                    "--no-deps",
+                    "--disable-pip-version-check",
+                    "--target",
+                    str(SITE),
+                    *map(str, found),
+                ]
+            )
             if pip.returncode != 0:
-                sys.exit(f"error: pip could not install the wheels of {wheels} for this Python ({sys.version.split()[0]}): see above")
+                sys.exit(
+                    f"error: pip could not install the wheels of {wheels} for this Python ({sys.version.split()[0]}): see above"
+                )
             stamp.write_text(wanted)
         paths.insert(0, str(SITE))
     sys.path[:0] = paths
@@ -77,7 +107,11 @@ def host_check(device: str) -> dict[str, str]:
         sys.exit("error: torch sees no CUDA device here; run with --device cpu --small to check the code path on CPU")
     from methods.sdk.service import device_fields
 
-    return {"torch": torch.__version__, "torch_geometric": torch_geometric.__version__, **device_fields(torch.device(device))}
+    return {
+        "torch": torch.__version__,
+        "torch_geometric": torch_geometric.__version__,
+        **device_fields(torch.device(device)),
+    }
 
 
 # ---- 1 and 2: the service against a plain loop ---------------------------------------------
@@ -88,8 +122,18 @@ def big_graph(small: bool):
     from orchestrator.data.synthetic import sbm_graph
 
     if small:
-        return sbm_graph("gpu-check-small", num_nodes=1000, num_classes=8, num_features=32, avg_degree=10.0, homophily=0.7, seed=0)
-    return sbm_graph("gpu-check-arxiv-size", num_nodes=169_343, num_classes=40, num_features=128, avg_degree=13.6, homophily=0.65, seed=0)
+        return sbm_graph(
+            "gpu-check-small", num_nodes=1000, num_classes=8, num_features=32, avg_degree=10.0, homophily=0.7, seed=0
+        )
+    return sbm_graph(
+        "gpu-check-arxiv-size",
+        num_nodes=169_343,
+        num_classes=40,
+        num_features=128,
+        avg_degree=13.6,
+        homophily=0.65,
+        seed=0,
+    )
 
 
 def plain_loop(method_cls: Any, config: dict, bundle: Any, train: Any, val: Any, device: Any) -> tuple[float, int, int]:
@@ -127,10 +171,18 @@ def plain_loop(method_cls: Any, config: dict, bundle: Any, train: Any, val: Any,
 
 
 def _epoch_line(row: dict[str, Any]) -> str:
-    memory = (f"peak GPU: record {row['service_peak'] / 2**20:9.1f} MiB   in-process {row['local_peak'] / 2**20:9.1f} MiB   "
-              f"ratio {row['memory_ratio']:.3f}") if row["memory_ratio"] is not None else "peak GPU: n/a on CPU"
-    return (f"  {row['method']:6s} epoch: service {row['service'] * 1e3:8.2f} ms (end to end {row['e2e'] * 1e3:8.2f})   "
-            f"plain loop {row['local'] * 1e3:8.2f} ms   ratio {row['time_ratio']:.3f}   |   {memory}")
+    memory = (
+        (
+            f"peak GPU: record {row['service_peak'] / 2**20:9.1f} MiB   in-process {row['local_peak'] / 2**20:9.1f} MiB   "
+            f"ratio {row['memory_ratio']:.3f}"
+        )
+        if row["memory_ratio"] is not None
+        else "peak GPU: n/a on CPU"
+    )
+    return (
+        f"  {row['method']:6s} epoch: service {row['service'] * 1e3:8.2f} ms (end to end {row['e2e'] * 1e3:8.2f})   "
+        f"plain loop {row['local'] * 1e3:8.2f} ms   ratio {row['time_ratio']:.3f}   |   {memory}"
+    )
 
 
 def epoch_rows(device_name: str, small: bool, log_dir: Path, repeats: int) -> list[dict[str, Any]]:
@@ -148,9 +200,12 @@ def epoch_rows(device_name: str, small: bool, log_dir: Path, repeats: int) -> li
     split = make_split(graph.name, graph.y, "10/10/80", 0)
     bundle = hidden_label_bundle(graph, split)
     epochs = 10 if small else 200
-    print(f"graph: {graph.num_nodes:,} nodes, {graph.edge_index.shape[1] - graph.num_nodes:,} directed edges "
-          f"(+{graph.num_nodes:,} self-loops), {graph.x.shape[1]} features, {graph.num_classes} classes; "
-          f"{epochs} epochs per fit, median of {repeats} interleaved runs", flush=True)
+    print(
+        f"graph: {graph.num_nodes:,} nodes, {graph.edge_index.shape[1] - graph.num_nodes:,} directed edges "
+        f"(+{graph.num_nodes:,} self-loops), {graph.x.shape[1]} features, {graph.num_classes} classes; "
+        f"{epochs} epochs per fit, median of {repeats} interleaved runs",
+        flush=True,
+    )
     classes = {m.name: m for m in method_classes(load_families()["gnn"])}
     service = EmbeddedService("gnn", log_dir=log_dir)
     service.start()
@@ -167,7 +222,9 @@ def epoch_rows(device_name: str, small: bool, log_dir: Path, repeats: int) -> li
                 fit = client.fit(name, bundle.graph_hash, split.train, split.val, overrides, seed=0, time_limit=None)
                 client.release(fit.value.model_handle)
                 fit_epochs = fit.value.info["epochs"].int_value  # FitResponse.info: the SDK's epochs run
-                local_s, local_epochs, local_peak = plain_loop(classes[name], config, bundle, split.train, split.val, device)
+                local_s, local_epochs, local_peak = plain_loop(
+                    classes[name], config, bundle, split.train, split.val, device
+                )
                 if attempt:
                     runs["service"].append(fit.stats.seconds / fit_epochs)
                     runs["e2e"].append(fit.e2e_seconds / fit_epochs)
@@ -188,13 +245,17 @@ def epoch_rows(device_name: str, small: bool, log_dir: Path, repeats: int) -> li
 # ---- 3: the sweep ---------------------------------------------------------------------------
 
 
-def run_sweep(methods: tuple[str, ...], datasets: tuple[str, ...], budget: int, parallel: int, store_path: Path, time_limit: float) -> dict[str, Any]:
+def run_sweep(
+    methods: tuple[str, ...], datasets: tuple[str, ...], budget: int, parallel: int, store_path: Path, time_limit: float
+) -> dict[str, Any]:
     from orchestrator.services.directory import ServiceDirectory, log_dir, resolve_methods
     from orchestrator.services.embedded import EmbeddedServices
     from orchestrator.store import Store
     from orchestrator.sweep import Sweep, SweepPlan
 
-    plan = SweepPlan(methods=methods, datasets=datasets, regimes=("10/10/80",), splits=(0,), budget=budget, time_limit=time_limit)
+    plan = SweepPlan(
+        methods=methods, datasets=datasets, regimes=("10/10/80",), splits=(0,), budget=budget, time_limit=time_limit
+    )
     started = time.perf_counter()
     with EmbeddedServices(log_dir=log_dir(store_path)) as embedded, Store(store_path) as store:
         directory = ServiceDirectory(resolve_methods(list(methods)), embedded=embedded, replicas=parallel)
@@ -207,30 +268,66 @@ def run_sweep(methods: tuple[str, ...], datasets: tuple[str, ...], budget: int, 
     statuses = frame["status"].value_counts().to_dict()
     by_method = {m: g["status"].value_counts().to_dict() for m, g in frame.groupby("method")}
     bad = frame[~frame["status"].isin(["ok", "oom"])]
-    devices = sorted({json.dumps({k: v for k, v in json.loads(h).items() if k in ("device", "device_name", "driver_version", "cuda_version")}, sort_keys=True)
-                      for h in frame["host_json"].dropna()})
-    print(f"sweep: {len(frame)} trials ({len(methods)} methods x {len(datasets)} datasets x split 0 x 10/10/80 x budget {budget}) "
-          f"in {wall:.1f} s, {parallel} in flight; statuses {statuses}")
+    devices = sorted(
+        {
+            json.dumps(
+                {
+                    k: v
+                    for k, v in json.loads(h).items()
+                    if k in ("device", "device_name", "driver_version", "cuda_version")
+                },
+                sort_keys=True,
+            )
+            for h in frame["host_json"].dropna()
+        }
+    )
+    print(
+        f"sweep: {len(frame)} trials ({len(methods)} methods x {len(datasets)} datasets x split 0 x 10/10/80 x budget {budget}) "
+        f"in {wall:.1f} s, {parallel} in flight; statuses {statuses}"
+    )
     for method, counts in by_method.items():
         print(f"  {method:11s} {counts}")
     for _, row in bad.iterrows():
-        print(f"  not ok: {row['method']} on {row['dataset']} trial {row['trial_index']}: {row['status']}: {str(row['error'])[:200]}")
+        print(
+            f"  not ok: {row['method']} on {row['dataset']} trial {row['trial_index']}: {row['status']}: {str(row['error'])[:200]}"
+        )
     print("  the records name the device: " + "; ".join(devices))
-    return {"trials": len(frame), "wall_s": wall, "statuses": statuses, "by_method": by_method, "devices": [json.loads(d) for d in devices],
-            "not_ok": [dict(method=r["method"], dataset=r["dataset"], status=r["status"], error=str(r["error"])) for _, r in bad.iterrows()]}
+    return {
+        "trials": len(frame),
+        "wall_s": wall,
+        "statuses": statuses,
+        "by_method": by_method,
+        "devices": [json.loads(d) for d in devices],
+        "not_ok": [
+            dict(method=r["method"], dataset=r["dataset"], status=r["status"], error=str(r["error"]))
+            for _, r in bad.iterrows()
+        ],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"), help="cuda: the first GPU (CUDA_VISIBLE_DEVICES picks it); cpu: the code path without a GPU")
-    parser.add_argument("--small", action="store_true", help="a 1,000-node graph and 10 epochs instead of 169k nodes and 200")
+    parser.add_argument(
+        "--device",
+        default="cuda",
+        choices=("cuda", "cpu"),
+        help="cuda: the first GPU (CUDA_VISIBLE_DEVICES picks it); cpu: the code path without a GPU",
+    )
+    parser.add_argument(
+        "--small", action="store_true", help="a 1,000-node graph and 10 epochs instead of 169k nodes and 200"
+    )
     parser.add_argument("--wheels", type=Path, help="install the wheels here (no index) before importing anything")
     parser.add_argument("--out", type=Path, default=ROOT / ".bench" / "gpu-check")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--methods", default=",".join(SUPERVISED + GFMS), help="the sweep's methods")
     parser.add_argument("--datasets", default=",".join(DATASETS), help="the sweep's datasets")
     parser.add_argument("--budget", type=int, default=3)
-    parser.add_argument("--parallel", type=int, default=0, help="trials in flight in the sweep, each on its own service replica (0: 8 on a GPU, 1 on CPU)")
+    parser.add_argument(
+        "--parallel",
+        type=int,
+        default=0,
+        help="trials in flight in the sweep, each on its own service replica (0: 8 on a GPU, 1 on CPU)",
+    )
     parser.add_argument("--time-limit", type=float, default=120.0, help="per-trial fit limit in seconds")
     args = parser.parse_args(argv)
     started = time.perf_counter()
@@ -240,7 +337,9 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["NODEGROUND_DEVICE"] = "cpu"  # services too; on a GPU each method picks it as in a real sweep
     os.environ.setdefault("NODEGROUND_THREADS", "1")
     if os.environ.get("NODEGROUND_MIRROR"):
-        os.environ.setdefault("NODEGROUND_WEIGHTS", os.environ["NODEGROUND_MIRROR"])  # GFM checkpoints, laid out like their URLs
+        os.environ.setdefault(
+            "NODEGROUND_WEIGHTS", os.environ["NODEGROUND_MIRROR"]
+        )  # GFM checkpoints, laid out like their URLs
     info = host_check(device)
     import torch
 
@@ -254,7 +353,14 @@ def main(argv: list[str] | None = None) -> int:
     for stale in args.out.glob("sweep.sqlite*"):
         stale.unlink()  # a fresh sweep every time: a resumed one would measure nothing
     parallel = args.parallel or (8 if device != "cpu" else 1)
-    sweep = run_sweep(tuple(args.methods.split(",")), tuple(args.datasets.split(",")), args.budget, parallel, store_path, args.time_limit)
+    sweep = run_sweep(
+        tuple(args.methods.split(",")),
+        tuple(args.datasets.split(",")),
+        args.budget,
+        parallel,
+        store_path,
+        args.time_limit,
+    )
     wall = time.perf_counter() - started
 
     failures = [] if args.small else targets_missed(rows, sweep, wall)
@@ -268,9 +374,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def targets_missed(rows: list[dict[str, Any]], sweep: dict[str, Any], wall: float) -> list[str]:
-    failures = [f"{r['method']} epoch-time ratio {r['time_ratio']:.3f} > {MAX_EPOCH_RATIO}" for r in rows if r["time_ratio"] > MAX_EPOCH_RATIO]
-    failures += [f"{r['method']} memory ratio {r['memory_ratio']:.3f} outside {MEMORY_RATIO_RANGE}" for r in rows
-                 if r["memory_ratio"] is not None and not MEMORY_RATIO_RANGE[0] <= r["memory_ratio"] <= MEMORY_RATIO_RANGE[1]]
+    failures = [
+        f"{r['method']} epoch-time ratio {r['time_ratio']:.3f} > {MAX_EPOCH_RATIO}"
+        for r in rows
+        if r["time_ratio"] > MAX_EPOCH_RATIO
+    ]
+    failures += [
+        f"{r['method']} memory ratio {r['memory_ratio']:.3f} outside {MEMORY_RATIO_RANGE}"
+        for r in rows
+        if r["memory_ratio"] is not None and not MEMORY_RATIO_RANGE[0] <= r["memory_ratio"] <= MEMORY_RATIO_RANGE[1]
+    ]
     failures += [f"{len(sweep['not_ok'])} sweep trial(s) neither ok nor oom"] if sweep["not_ok"] else []
     failures += [f"wall time {wall:.0f} s > {MAX_WALL_S} s"] if wall > MAX_WALL_S else []
     return failures

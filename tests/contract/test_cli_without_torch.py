@@ -37,14 +37,18 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from orchestrator.analysis.synthetic import synthetic_trials, write_store
 
     path = tmp_path_factory.mktemp("store") / "runs.sqlite"
-    trials = synthetic_trials(supervised=("mlp", "gcn"), gfms=("graphany",), n_datasets=3, n_trials=3, gfm_trials=1, seed=0)
+    trials = synthetic_trials(
+        supervised=("mlp", "gcn"), gfms=("graphany",), n_datasets=3, n_trials=3, gfm_trials=1, seed=0
+    )
     write_store(trials, path)
     return path
 
 
 def orchestrator(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-c", PRELUDE, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", PRELUDE, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.mark.parametrize(
@@ -70,5 +74,7 @@ def test_the_blocker_refuses_torch():
     """The prelude really makes torch unimportable (else the test above proves nothing)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     code = PRELUDE.replace("from orchestrator.cli.main import app\napp()", "import torch")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=HANG_S)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=HANG_S
+    )
     assert proc.returncode != 0 and "refused import torch" in proc.stderr

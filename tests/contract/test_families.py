@@ -9,7 +9,7 @@ import sys
 from contract.families import declared_methods, load_families
 
 MANIFEST = 'family = "ngfam"\nkind = "supervised"\n'
-METHOD = '''
+METHOD = """
 import numpy as np
 
 from methods.sdk import Method
@@ -25,7 +25,7 @@ class {cls}(Method):
 
     def predict(self, state, graph):
         return np.full((graph.num_nodes, state), 1.0 / state, dtype=np.float32)
-'''
+"""
 
 
 def _family(root, files: dict[str, str]) -> None:
@@ -47,11 +47,17 @@ def test_the_source_declares_the_methods_and_one_new_file_adds_one(tmp_path, mon
     })  # fmt: skip
     monkeypatch.syspath_prepend(str(tmp_path))
     assert declared_methods(tmp_path / "ngfam") == ("alpha", "beta")
-    (tmp_path / "ngfam" / "gamma.py").write_text(METHOD.format(cls="Gamma", assignment='name = "gamma"\n    version = "2026-12-01"'))
+    (tmp_path / "ngfam" / "gamma.py").write_text(
+        METHOD.format(cls="Gamma", assignment='name = "gamma"\n    version = "2026-12-01"')
+    )
     family = load_families(tmp_path)["ngfam"]
     assert family.methods == ("alpha", "beta", "gamma")  # the one new file is the whole change
     assert family.module == "methods.ngfam"
     hosted = dataclasses.replace(family, module="ngfam")  # importable from tmp_path, not from methods/
-    assert [m.name for m in method_classes(hosted)] == ["alpha", "beta", "gamma"]  # the service hosts what the reader found
+    assert [m.name for m in method_classes(hosted)] == [
+        "alpha",
+        "beta",
+        "gamma",
+    ]  # the service hosts what the reader found
     for module in [m for m in sys.modules if m == "ngfam" or m.startswith("ngfam.")]:
         del sys.modules[module]

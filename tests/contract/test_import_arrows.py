@@ -23,7 +23,9 @@ TORCH_READERS = {"orchestrator/data/loaders.py", "orchestrator/data/safe_pickle.
 def imports(path: Path) -> Iterator[tuple[str, int, bool]]:
     """(top-level module imported, line, at module level) for every absolute import in ``path``."""
     tree = ast.parse(path.read_text(), str(path))
-    nested = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(f)}
+    nested = {
+        id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(f)
+    }
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
@@ -59,11 +61,21 @@ def test_the_orchestrator_never_imports_methods_or_torch():
 
 def test_the_contract_imports_only_numpy_grpc_and_protobuf():
     allowed = CONTRACT_DEPENDENCIES | {"contract", "__future__"} | set(sys.stdlib_module_names)
-    wrong = [f"{where(path, line)} imports {module}" for path in sources("contract") for module, line, _ in imports(path) if module not in allowed]
+    wrong = [
+        f"{where(path, line)} imports {module}"
+        for path in sources("contract")
+        for module, line, _ in imports(path)
+        if module not in allowed
+    ]
     assert not wrong, "\n".join(wrong)
 
 
 @pytest.mark.parametrize("package", ["methods", "contract"])
 def test_the_methods_and_the_contract_never_import_the_orchestrator(package):
-    wrong = [f"{where(path, line)}" for path in sources(package) for module, line, _ in imports(path) if module == "orchestrator"]
+    wrong = [
+        f"{where(path, line)}"
+        for path in sources(package)
+        for module, line, _ in imports(path)
+        if module == "orchestrator"
+    ]
     assert not wrong, "\n".join(wrong)

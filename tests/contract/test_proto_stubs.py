@@ -13,7 +13,16 @@ def test_committed_stubs_are_up_to_date(tmp_path):
     shutil.copytree(REPO / "proto", tmp_path / "proto", ignore=shutil.ignore_patterns("__pycache__"))
     protos = sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "proto").rglob("*.proto"))
     subprocess.run(  # the Makefile's `proto` rule
-        [sys.executable, "-m", "grpc_tools.protoc", "-Icontract/v1=proto/nodeground/v1", "--python_out=.", "--pyi_out=.", "--grpc_python_out=.", *protos],
+        [
+            sys.executable,
+            "-m",
+            "grpc_tools.protoc",
+            "-Icontract/v1=proto/nodeground/v1",
+            "--python_out=.",
+            "--pyi_out=.",
+            "--grpc_python_out=.",
+            *protos,
+        ],
         cwd=tmp_path,
         check=True,
     )

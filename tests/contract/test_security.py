@@ -55,7 +55,9 @@ def _serve(env: dict[str, str], host: str = "127.0.0.1") -> tuple[subprocess.Pop
 @pytest.fixture(scope="module")
 def secured(pki):
     """A gnn service serving TLS and requiring the token, as a Swarm task does."""
-    process, endpoint = _serve(_clean_env(**{CERT_ENV: str(pki["cert"]), KEY_ENV: str(pki["key"]), TOKEN_FILE_ENV: str(pki["token"])}))
+    process, endpoint = _serve(
+        _clean_env(**{CERT_ENV: str(pki["cert"]), KEY_ENV: str(pki["key"]), TOKEN_FILE_ENV: str(pki["token"])})
+    )
     yield endpoint
     process.terminate()
     process.wait(HANG_S)
@@ -98,9 +100,26 @@ def test_a_secured_service_answers_only_tls_clients_with_its_token(secured, pki)
     right.close()
 
 
-def test_a_sweep_reaches_a_secured_service_with_the_environment_and_embedded_ones_stay_plaintext(secured, pki, tmp_path):
+def test_a_sweep_reaches_a_secured_service_with_the_environment_and_embedded_ones_stay_plaintext(
+    secured, pki, tmp_path
+):
     client_env = _clean_env(**{CA_ENV: str(pki["cert"]), NAME_ENV: "nodeground", TOKEN_FILE_ENV: str(pki["token"])})
-    base = [sys.executable, "-m", "orchestrator", "run", "--methods", "mlp", "--datasets", "synthetic-tiny", "--budget", "1", "--splits", "0", "--regimes", "10/10/80"]
+    base = [
+        sys.executable,
+        "-m",
+        "orchestrator",
+        "run",
+        "--methods",
+        "mlp",
+        "--datasets",
+        "synthetic-tiny",
+        "--budget",
+        "1",
+        "--splits",
+        "0",
+        "--regimes",
+        "10/10/80",
+    ]
     remote = subprocess.run([*base, "--endpoint", f"gnn={secured}", "--store", str(tmp_path / "remote.sqlite")],
                             cwd=REPO, env=client_env, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert remote.returncode == 0, remote.stderr[-2000:]

@@ -40,7 +40,9 @@ def test_hash_depends_on_content_including_hidden_labels():
 def test_large_graph_streams_in_messages_under_the_limit():
     rng = np.random.default_rng(0)
     n = 20000
-    b = make_bundle(rng.normal(size=(n, 64)).astype(np.float32), rng.integers(0, n, (2, 50000)), rng.integers(0, 3, n), 3)
+    b = make_bundle(
+        rng.normal(size=(n, 64)).astype(np.float32), rng.integers(0, n, (2, 50000)), rng.integers(0, 3, n), 3
+    )
     chunks = list(encode(b))
     assert len(chunks) > 2
     assert max(c.ByteSize() for c in chunks) < MAX_MESSAGE_BYTES

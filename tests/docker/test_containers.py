@@ -161,13 +161,20 @@ def test_sweep_runs_against_containers(compose_up, tmp_path):
         _orchestrator_cmd()
         + [
             "run",
-            "--methods", "mlp,gcn",
-            "--datasets", "synthetic-homophilous",
-            "--regimes", "10/10/80",
-            "--splits", "0",
-            "--budget", "2",
-            "--services", "docker",
-            "--store", str(store),
+            "--methods",
+            "mlp,gcn",
+            "--datasets",
+            "synthetic-homophilous",
+            "--regimes",
+            "10/10/80",
+            "--splits",
+            "0",
+            "--budget",
+            "2",
+            "--services",
+            "docker",
+            "--store",
+            str(store),
         ],
         timeout=1200,
     )
@@ -187,9 +194,24 @@ def test_down_removes_a_network_compose_cannot(docker_engine):
     project = f"ngdowntest{os.getpid()}"
     label = f"com.docker.compose.project={project}"
     network = f"{project}_default"
-    _run(["docker", "network", "create", "--label", label, "--label", "com.docker.compose.network=default",
-          "--label", "com.docker.compose.version=1.29.2", network], timeout=60)
-    holder = _run(["docker", "run", "-d", "--rm", "--network", network, BASE_TAG, "sleep", "300"], timeout=120).stdout.strip()
+    _run(
+        [
+            "docker",
+            "network",
+            "create",
+            "--label",
+            label,
+            "--label",
+            "com.docker.compose.network=default",
+            "--label",
+            "com.docker.compose.version=1.29.2",
+            network,
+        ],
+        timeout=60,
+    )
+    holder = _run(
+        ["docker", "run", "-d", "--rm", "--network", network, BASE_TAG, "sleep", "300"], timeout=120
+    ).stdout.strip()
     try:
         down = _run(["make", "down", f"COMPOSE_PROJECT={project}"], timeout=300, check=False)
         assert down.returncode == 0, down.stdout + down.stderr

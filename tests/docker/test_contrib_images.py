@@ -78,7 +78,10 @@ def test_node_method_validates():
 
 
 def test_broken_image_is_caught():
-    _sh(["docker", "build", "-q", "--build-arg", "MODE=crash-isolated", "-t", "nodeground/fixture-crash:latest", "."], cwd=FIXTURE_IMAGES)
+    _sh(
+        ["docker", "build", "-q", "--build-arg", "MODE=crash-isolated", "-t", "nodeground/fixture-crash:latest", "."],
+        cwd=FIXTURE_IMAGES,
+    )
     code, output = _validate("nodeground/fixture-crash")
     assert code == 1
     assert "FAIL" in output and "isolated-nodes" in output and "stopped answering" in output
@@ -117,16 +120,51 @@ def test_hostile_image_is_contained_and_recorded(tmp_path):
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
     targets = ",".join([f"{ip}:{port}" for ip in _host_ips()] + ["1.1.1.1:53"])
-    _sh(["docker", "build", "-q", "--build-arg", "MODE=hostile", "--build-arg", f"PROBE_TARGETS={targets}",
-         "-t", "nodeground/fixture-hostile:latest", "."], cwd=FIXTURE_IMAGES)
+    _sh(
+        [
+            "docker",
+            "build",
+            "-q",
+            "--build-arg",
+            "MODE=hostile",
+            "--build-arg",
+            f"PROBE_TARGETS={targets}",
+            "-t",
+            "nodeground/fixture-hostile:latest",
+            ".",
+        ],
+        cwd=FIXTURE_IMAGES,
+    )
     weights = tmp_path / "weights"
     weights.mkdir()
     (weights / "w.bin").write_text("frozen")
     bundle = tmp_path / "bundle"
     try:
-        result = CliRunner().invoke(app, ["submit", "nodeground/fixture-hostile", "--datasets", "synthetic-tiny", "--regimes", "10/10/80",
-                                          "--splits", "0", "--budget", "2", "--out", str(bundle), "--id", "hostile",
-                                          "--weights", str(weights), "--memory", "2g", "--cpus", "1"])
+        result = CliRunner().invoke(
+            app,
+            [
+                "submit",
+                "nodeground/fixture-hostile",
+                "--datasets",
+                "synthetic-tiny",
+                "--regimes",
+                "10/10/80",
+                "--splits",
+                "0",
+                "--budget",
+                "2",
+                "--out",
+                str(bundle),
+                "--id",
+                "hostile",
+                "--weights",
+                str(weights),
+                "--memory",
+                "2g",
+                "--cpus",
+                "1",
+            ],
+        )
     finally:
         stop.set()
         thread.join(timeout=5)
@@ -142,7 +180,12 @@ def test_hostile_image_is_contained_and_recorded(tmp_path):
     for status, origin, info_json, extra_json in rows:
         assert status == "ok" and origin == "user:hostile"
         info = json.loads(info_json)
-        assert info == {"network": "blocked", "write_outside_tmp": "blocked", "tmp_write": "ok", "weights_read": "frozen"}, info
+        assert info == {
+            "network": "blocked",
+            "write_outside_tmp": "blocked",
+            "tmp_write": "ok",
+            "weights_read": "frozen",
+        }, info
         sandbox = json.loads(extra_json)["sandbox"]
         assert sandbox["network_mode"] == "none" and sandbox["read_only_rootfs"] and sandbox["cap_drop"] == ["ALL"]
         assert "no-new-privileges" in sandbox["security_opt"] and sandbox["user"] == "10001:10001"

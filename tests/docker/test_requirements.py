@@ -20,7 +20,9 @@ def pins(path: Path) -> dict[str, str]:
 
 
 def test_the_lock_pins_every_line_exactly():
-    lines = [line for line in (REPO / "requirements.lock").read_text().splitlines() if line and not line.startswith("#")]
+    lines = [
+        line for line in (REPO / "requirements.lock").read_text().splitlines() if line and not line.startswith("#")
+    ]
     assert lines and all(PIN.match(line) for line in lines), [line for line in lines if not PIN.match(line)]
     assert "torch" in pins(REPO / "requirements.lock")
 

@@ -36,11 +36,22 @@ def test_compose_and_stack_deploy_every_family_alike():
     stack = services.stack({"graphtransformer": 2}, "/w", gpu=False, threads=1, memory="8G", prefix="p")["services"]
     assert list(compose) == list(stack) == sorted(families)
     for name in families:
-        assert compose[name]["image"] == "${NODEGROUND_IMAGE_PREFIX:-nodeground}/" + f"{name}:latest" and stack[name]["image"] == f"p/{name}:latest"
-        assert compose[name]["labels"] == stack[name]["deploy"]["labels"] == {"nodeground.family": name, "nodeground.port": "50051"}
+        assert (
+            compose[name]["image"] == "${NODEGROUND_IMAGE_PREFIX:-nodeground}/" + f"{name}:latest"
+            and stack[name]["image"] == f"p/{name}:latest"
+        )
+        assert (
+            compose[name]["labels"]
+            == stack[name]["deploy"]["labels"]
+            == {"nodeground.family": name, "nodeground.port": "50051"}
+        )
         weights = (ROOT / "methods" / name / "weights.toml").exists()
         assert ("volumes" in compose[name]) == ("volumes" in stack[name]) == weights, name
-        assert (compose[name]["environment"].get("NODEGROUND_WEIGHTS") == stack[name]["environment"].get("NODEGROUND_WEIGHTS") == "/weights") == weights
+        assert (
+            compose[name]["environment"].get("NODEGROUND_WEIGHTS")
+            == stack[name]["environment"].get("NODEGROUND_WEIGHTS")
+            == "/weights"
+        ) == weights
     assert stack["graphtransformer"]["deploy"]["replicas"] == 2 and stack["gnn"]["deploy"]["replicas"] == 1
     with pytest.raises(SystemExit, match="unknown family graph-transformer"):
         services.stack({"graph-transformer": 2}, "/w", gpu=False, threads=1, memory="8G")
@@ -53,15 +64,22 @@ def test_compose_accepts_the_file(compose, tmp_path):
     base, gpu = tmp_path / "compose.yaml", tmp_path / "compose.gpu.yaml"
     base.write_text(services.compose_text())
     gpu.write_text(render(yaml.safe_load(base.read_text()), ["0"]))
-    checked = subprocess.run([*compose, "-f", str(base), "-f", str(gpu), "config", "-q"], cwd=ROOT, capture_output=True, text=True)
+    checked = subprocess.run(
+        [*compose, "-f", str(base), "-f", str(gpu), "config", "-q"], cwd=ROOT, capture_output=True, text=True
+    )
     assert checked.returncode == 0, checked.stderr
 
 
 def test_a_tls_stack_gives_every_service_the_certificate_key_and_token_as_secrets(tmp_path):
     document = services.stack({}, "/w", gpu=False, threads=1, memory="8G", tls=tmp_path)
-    assert document["secrets"] == {secret: {"file": str(tmp_path.resolve() / file)} for secret, (file, _) in services.SECRETS.items()}
+    assert document["secrets"] == {
+        secret: {"file": str(tmp_path.resolve() / file)} for secret, (file, _) in services.SECRETS.items()
+    }
     for name, service in document["services"].items():
         assert service["secrets"] == list(services.SECRETS), name
         env = service["environment"]
-        assert env["NODEGROUND_TLS_CERT"] == "/run/secrets/nodeground_tls_cert" and env["NODEGROUND_TOKEN_FILE"] == "/run/secrets/nodeground_token", name
+        assert (
+            env["NODEGROUND_TLS_CERT"] == "/run/secrets/nodeground_tls_cert"
+            and env["NODEGROUND_TOKEN_FILE"] == "/run/secrets/nodeground_token"
+        ), name
     assert "secrets" not in services.stack({}, "/w", gpu=False, threads=1, memory="8G")

@@ -29,7 +29,9 @@ SWEEP = "--methods mlp,gcn --datasets synthetic-tiny --splits 0,1,2 --budget 3"
 
 def _make(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     offline = ["OFFLINE=1"] if (REPO / "wheelhouse").is_dir() else []  # the offline path: images from the wheelhouse
-    return subprocess.run(["make", *args, f"SWARM_STACK={STACK}", *offline], cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        ["make", *args, f"SWARM_STACK={STACK}", *offline], cwd=REPO, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def _count(store: Path) -> int:
@@ -53,11 +55,15 @@ def test_a_sweep_uses_every_swarm_replica_and_survives_a_killed_one(docker_engin
              "--datasets", "synthetic-tiny", "--budget", "1", "--endpoint", "gnn=dns:///gnn:50051", "--store", "/tmp/plain.sqlite"],
             capture_output=True, text=True, timeout=300,
         )  # fmt: skip
-        assert plaintext.returncode == 2 and "if it serves TLS, set NODEGROUND_TLS_CA" in plaintext.stderr, plaintext.stderr
+        assert plaintext.returncode == 2 and "if it serves TLS, set NODEGROUND_TLS_CA" in plaintext.stderr, (
+            plaintext.stderr
+        )
         store = runs / "swarm.sqlite"
         args = f"{SWEEP} --endpoint gnn=dns:///gnn:50051 --parallel 2 --no-warmup --store /runs/swarm.sqlite"
         result: dict[str, subprocess.CompletedProcess] = {}
-        sweep = threading.Thread(target=lambda: result.update(run=_make("swarm-run", f"ARGS={args}", f"SWARM_RUNS={runs}", timeout=1500)))
+        sweep = threading.Thread(
+            target=lambda: result.update(run=_make("swarm-run", f"ARGS={args}", f"SWARM_RUNS={runs}", timeout=1500))
+        )
         sweep.start()
         deadline = time.monotonic() + 600
         while _count(store) < 3:  # mid-sweep: some trials stored, most still to come
@@ -74,7 +80,9 @@ def test_a_sweep_uses_every_swarm_replica_and_survives_a_killed_one(docker_engin
         per_replica = trials["endpoint"].value_counts()
         print(f"\nswarm: trials per replica {per_replica.to_dict()}")
         assert len(per_replica) >= 2  # both replicas (and the restarted task, if it came back in time)
-        assert trials["trial_key"].is_unique and (trials["status"] == "ok").all(), trials[["trial_key", "status", "error"]]
+        assert trials["trial_key"].is_unique and (trials["status"] == "ok").all(), trials[
+            ["trial_key", "status", "error"]
+        ]
         reference = tmp_path / "reference.sqlite"
         env = {**os.environ, "NODEGROUND_THREADS": "1"}
         ref = subprocess.run([str(REPO / ".venv/bin/orchestrator"), "run", *SWEEP.split(), "--services", "embedded", "--store", str(reference)],
@@ -89,5 +97,7 @@ def test_a_sweep_uses_every_swarm_replica_and_survives_a_killed_one(docker_engin
     finally:
         down = _make("swarm-down")
         assert down.returncode == 0, down.stdout + down.stderr
-        left = subprocess.run(["docker", "network", "ls", "-q", "--filter", f"name={STACK}_"], capture_output=True, text=True).stdout.strip()
+        left = subprocess.run(
+            ["docker", "network", "ls", "-q", "--filter", f"name={STACK}_"], capture_output=True, text=True
+        ).stdout.strip()
         assert not left

@@ -76,8 +76,13 @@ def user_env(tmp_path, docker_engine) -> dict[str, str]:
     if not (Path(mirror) / "MANIFEST.tsv").exists():
         pytest.skip("the offline mirror (NODEGROUND_MIRROR) is needed: datasets and weights come from it")
     env = {k: v for k, v in os.environ.items() if k != "NODEGROUND_WEIGHTS"}
-    env.update(NODEGROUND_CACHE=str(tmp_path / "cache"), NODEGROUND_MIRROR=mirror, NODEGROUND_RANDOM_INIT_WEIGHTS="1",
-               NODEGROUND_RANDOM_INIT_ARCH="tiny", NODEGROUND_THREADS="2")
+    env.update(
+        NODEGROUND_CACHE=str(tmp_path / "cache"),
+        NODEGROUND_MIRROR=mirror,
+        NODEGROUND_RANDOM_INIT_WEIGHTS="1",
+        NODEGROUND_RANDOM_INIT_ARCH="tiny",
+        NODEGROUND_THREADS="2",
+    )
     return env
 
 
@@ -101,12 +106,33 @@ def test_readme_path_from_make_up_to_report_validate_and_down(user_env, tmp_path
         from contract.weights import load_weights_catalog
 
         models = {entry.id: entry.model for entry in load_weights_catalog().values()}
-        assert {models.get(i, i) for i in unreachable} <= IN_CONTEXT, f"weights that should be fetchable failed: {unreachable}"
+        assert {models.get(i, i) for i in unreachable} <= IN_CONTEXT, (
+            f"weights that should be fetchable failed: {unreachable}"
+        )
 
         store, report = tmp_path / "runs.sqlite", tmp_path / "report"
-        step("orchestrator run", _orchestrator() + [
-            "run", "--methods", ",".join(METHODS), "--datasets", ",".join(DATASETS), "--regimes", REGIME,
-            "--splits", "0", "--budget", "1", "--services", "docker", "--store", str(store)], 3600)
+        step(
+            "orchestrator run",
+            _orchestrator()
+            + [
+                "run",
+                "--methods",
+                ",".join(METHODS),
+                "--datasets",
+                ",".join(DATASETS),
+                "--regimes",
+                REGIME,
+                "--splits",
+                "0",
+                "--budget",
+                "1",
+                "--services",
+                "docker",
+                "--store",
+                str(store),
+            ],
+            3600,
+        )
         with sqlite3.connect(store) as db:
             rows = db.execute("SELECT method, dataset, status, error FROM trials").fetchall()
         bad = [r for r in rows if r[2] in ("failed", "unavailable")]

@@ -80,7 +80,8 @@ def heterophilous(name: str, num_splits: int = 5) -> FidelityData:
     x, y = raw["node_features"].astype(np.float32), raw["node_labels"].astype(np.int64)
     edges = raw["edges"].T
     splits = [
-        Split(*(np.flatnonzero(raw[f"{part}_masks"][i]) for part in ("train", "val", "test"))) for i in range(num_splits)
+        Split(*(np.flatnonzero(raw[f"{part}_masks"][i]) for part in ("train", "val", "test")))
+        for i in range(num_splits)
     ]
     # the bundle's visible labels are train ∪ val of split 0; later splits get their own bundles
     return FidelityData(_bundle(x, edges, y, splits[0].train, splits[0].val), y, splits)

@@ -102,8 +102,18 @@ PUBLISHED = {
 }
 # Node4All on the binary datasets: (mean, std) test accuracy over the 10 published masks, full_exp_results.pdf Table 1.
 NODE4ALL_BINARY = {"minesweeper": (79.94, 0.17), "tolokers": (79.28, 0.60)}
-GVT_DATASETS = ("texas", "cornell", "wisconsin", "cora", "citeseer", "chameleon-filtered", "squirrel-filtered", "actor",
-                "minesweeper", "tolokers")
+GVT_DATASETS = (
+    "texas",
+    "cornell",
+    "wisconsin",
+    "cora",
+    "citeseer",
+    "chameleon-filtered",
+    "squirrel-filtered",
+    "actor",
+    "minesweeper",
+    "tolokers",
+)
 UPSTREAM_SELECTION = {"selection": "val_accuracy"}  # RGVT's and Node4All's papers select on validation accuracy
 TOLERANCE = 1.5
 
@@ -130,7 +140,9 @@ def _upstream_graph(name: str):
     from tests.fidelity.fidelity_data import TEXAS_4_CLASSES, load_npz_masks
 
     graph = load_dataset(name)
-    return dataclasses.replace(graph, public_splits=tuple(load_npz_masks(TEXAS_4_CLASSES))) if name == "texas" else graph
+    return (
+        dataclasses.replace(graph, public_splits=tuple(load_npz_masks(TEXAS_4_CLASSES))) if name == "texas" else graph
+    )
 
 
 def _run(method, graph, runs: list[int], config: dict) -> tuple[list[float], list[float], float]:
@@ -156,9 +168,14 @@ def _run(method, graph, runs: list[int], config: dict) -> tuple[list[float], lis
         accs.append(float((probs[test].argmax(1) == graph.y[test]).mean() * 100))
         if graph.num_classes == 2:
             aurocs.append(float(roc_auc_score(graph.y[test], probs[test, 1]) * 100))
-        print(f"  {i}: accuracy {accs[-1]:.2f}" + (f", AUROC {aurocs[-1]:.2f}" if aurocs else "")
-              + f", best epoch {ctx.info['best_epoch']}/{ctx.info['epochs']}"
-              + f", {time.perf_counter() - fit_started:.1f}s" + _embed_detail(ctx.info), flush=True)
+        print(
+            f"  {i}: accuracy {accs[-1]:.2f}"
+            + (f", AUROC {aurocs[-1]:.2f}" if aurocs else "")
+            + f", best epoch {ctx.info['best_epoch']}/{ctx.info['epochs']}"
+            + f", {time.perf_counter() - fit_started:.1f}s"
+            + _embed_detail(ctx.info),
+            flush=True,
+        )
     return accs, aurocs, time.perf_counter() - started
 
 
@@ -179,9 +196,13 @@ def _report(model: str, rows: list[tuple[str, float, float | None, str]]) -> Non
         gap = None if published is None else ours - published
         if gap is not None:
             gaps.append(gap)
-        print(f"  {name:20s} {ours:6.2f} {'' if published is None else f'{published:6.2f}':>6} {'' if gap is None else f'{gap:+6.2f}':>6}  {detail}")
+        print(
+            f"  {name:20s} {ours:6.2f} {'' if published is None else f'{published:6.2f}':>6} {'' if gap is None else f'{gap:+6.2f}':>6}  {detail}"
+        )
     if gaps:
-        print(f"  mean |gap| {np.mean(np.abs(gaps)):.2f} over {len(gaps)} datasets (mean signed gap {np.mean(gaps):+.2f}); tolerance {TOLERANCE}")
+        print(
+            f"  mean |gap| {np.mean(np.abs(gaps)):.2f} over {len(gaps)} datasets (mean signed gap {np.mean(gaps):+.2f}); tolerance {TOLERANCE}"
+        )
         assert np.mean(np.abs(gaps)) <= TOLERANCE
 
 
@@ -203,8 +224,14 @@ def test_node4all_fidelity():
     rows = []
     for name in _datasets(PUBLISHED["node4all"]):
         accs, aurocs, seconds = _run(Node4All, _upstream_graph(name), runs, UPSTREAM_SELECTION)
-        rows.append((name, float(np.mean(accs)), PUBLISHED["node4all"][name],
-                     f"{len(accs)} runs, std {np.std(accs):.2f}{_auroc_detail(aurocs)}, {seconds:.0f}s"))
+        rows.append(
+            (
+                name,
+                float(np.mean(accs)),
+                PUBLISHED["node4all"][name],
+                f"{len(accs)} runs, std {np.std(accs):.2f}{_auroc_detail(aurocs)}, {seconds:.0f}s",
+            )
+        )
         print(rows[-1], flush=True)
     _report("Node4All", rows)
 
@@ -219,9 +246,18 @@ def test_node4all_binary_fidelity(name: str):
     runs = list(range(int(os.environ.get("NODEGROUND_FIDELITY_SPLITS", "10"))))
     accs, aurocs, seconds = _run(Node4All, _upstream_graph(name), runs, UPSTREAM_SELECTION)
     published, published_std = NODE4ALL_BINARY[name]
-    _report("Node4All", [(name, float(np.mean(accs)), published,
-                          f"{len(accs)} runs, std {np.std(accs):.2f} (published {published_std:.2f})"
-                          f"{_auroc_detail(aurocs)}, {seconds:.0f}s")])
+    _report(
+        "Node4All",
+        [
+            (
+                name,
+                float(np.mean(accs)),
+                published,
+                f"{len(accs)} runs, std {np.std(accs):.2f} (published {published_std:.2f})"
+                f"{_auroc_detail(aurocs)}, {seconds:.0f}s",
+            )
+        ],
+    )
 
 
 def test_gvt_fidelity():
@@ -234,8 +270,11 @@ def test_gvt_fidelity():
         rows.append((name, accs[0], None, f"split 0, seed-42 checkpoint{_auroc_detail(aurocs)}, {seconds:.0f}s"))
         print(rows[-1], flush=True)
         # on a binary task uniform guessing says nothing: the head must not do worse than the majority class
-        floors[name] = (_majority_share(graph.y[graph.public_splits[0][2]]) - TOLERANCE if graph.num_classes == 2
-                        else 100.0 / graph.num_classes)
+        floors[name] = (
+            _majority_share(graph.y[graph.public_splits[0][2]]) - TOLERANCE
+            if graph.num_classes == 2
+            else 100.0 / graph.num_classes
+        )
     _report("RGVT", rows)
     for name, ours, _, _ in rows:
         assert ours > floors[name], f"RGVT on {name}: {ours:.2f} is not above {floors[name]:.2f}"

@@ -33,7 +33,9 @@ ADMIT_BYTES = 16 << 20  # what the in-process decoder is allowed to commit to
 INT64 = st.integers(-(2**63), 2**63 - 1)
 # No per-example deadline (a shared CI machine's timing is no property of ours); a hang fails the
 # surface's test through its pytest timeout instead.
-FUZZ = dict(deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+FUZZ = dict(
+    deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 pytestmark = pytest.mark.timeout(300)
 
 
@@ -108,7 +110,10 @@ def test_decoder_answers_a_bundle_or_a_bundle_error(chunks):
     except BundleError:
         return
     assert bundle.nbytes <= ADMIT_BYTES
-    assert bundle.graph_hash == make_bundle(bundle.features, bundle.edge_index, bundle.labels, bundle.num_classes).graph_hash
+    assert (
+        bundle.graph_hash
+        == make_bundle(bundle.features, bundle.edge_index, bundle.labels, bundle.num_classes).graph_hash
+    )
 
 
 # ---- the same streams over gRPC to a real service process ----------------------------------
@@ -144,7 +149,9 @@ def test_service_answers_every_upload_with_a_status_it_means(upload, chunks, fre
         stub.UploadGraph(iter(chunks), timeout=HANG_S)
     except grpc.RpcError as exc:
         assert exc.code() in ANSWERS, f"{exc.code().name}: {exc.details()}"
-    assert health.Check(health_pb2.HealthCheckRequest(), timeout=HANG_S).status == health_pb2.HealthCheckResponse.SERVING
+    assert (
+        health.Check(health_pb2.HealthCheckRequest(), timeout=HANG_S).status == health_pb2.HealthCheckResponse.SERVING
+    )
 
 
 # ---- datasets add ---------------------------------------------------------------------------
@@ -153,7 +160,9 @@ def test_service_answers_every_upload_with_a_status_it_means(upload, chunks, fre
 def arrays(dtypes, max_dims=2, max_side=12):
     from hypothesis.extra import numpy as hnp
 
-    return hnp.arrays(st.sampled_from(dtypes), hnp.array_shapes(min_dims=0, max_dims=max_dims, min_side=0, max_side=max_side))
+    return hnp.arrays(
+        st.sampled_from(dtypes), hnp.array_shapes(min_dims=0, max_dims=max_dims, min_side=0, max_side=max_side)
+    )
 
 
 @st.composite
@@ -162,9 +171,17 @@ def user_files(draw) -> dict[str, np.ndarray]:
     n = draw(st.integers(0, 12))
     raw: dict[str, np.ndarray] = {}
     x_key = draw(st.sampled_from(["x", "features", "node_features", "nothing"]))
-    raw[x_key] = draw(st.one_of(arrays(floats + ints + ["bool", "complex64", "U3"]), st.just(np.random.default_rng(n).normal(size=(n, 3)))))
-    raw[draw(st.sampled_from(["edge_index", "edges"]))] = draw(st.one_of(arrays(ints + floats), st.just(np.stack([np.arange(n), (np.arange(n) + 1) % max(n, 1)]))))
-    raw[draw(st.sampled_from(["y", "labels"]))] = draw(st.one_of(arrays(ints + floats, max_dims=2), st.just(np.arange(n) % 3)))
+    raw[x_key] = draw(
+        st.one_of(
+            arrays(floats + ints + ["bool", "complex64", "U3"]), st.just(np.random.default_rng(n).normal(size=(n, 3)))
+        )
+    )
+    raw[draw(st.sampled_from(["edge_index", "edges"]))] = draw(
+        st.one_of(arrays(ints + floats), st.just(np.stack([np.arange(n), (np.arange(n) + 1) % max(n, 1)])))
+    )
+    raw[draw(st.sampled_from(["y", "labels"]))] = draw(
+        st.one_of(arrays(ints + floats, max_dims=2), st.just(np.arange(n) % 3))
+    )
     if draw(st.booleans()):
         for part in ("train_mask", "val_mask", "test_mask"):
             raw[part] = draw(arrays(["bool", "int64"], max_dims=2))
@@ -182,7 +199,13 @@ def test_datasets_add_registers_or_refuses_in_one_line(tmp_path_factory, monkeyp
     elif suffix == ".pt":
         import torch
 
-        torch.save({k: torch.from_numpy(np.ascontiguousarray(v)) if v.dtype.kind in "fiub" and v.dtype != np.uint16 else v for k, v in raw.items()}, path)
+        torch.save(
+            {
+                k: torch.from_numpy(np.ascontiguousarray(v)) if v.dtype.kind in "fiub" and v.dtype != np.uint16 else v
+                for k, v in raw.items()
+            },
+            path,
+        )
     else:
         buffer = io.BytesIO()
         np.savez(buffer, **raw)
@@ -198,7 +221,9 @@ def test_datasets_add_registers_or_refuses_in_one_line(tmp_path_factory, monkeyp
 # ---- CLI flags ------------------------------------------------------------------------------
 
 TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=12)
-NUMBER = st.one_of(st.integers(-(10**25), 10**25).map(str), st.floats(allow_nan=True, allow_infinity=True).map(str), TEXT)
+NUMBER = st.one_of(
+    st.integers(-(10**25), 10**25).map(str), st.floats(allow_nan=True, allow_infinity=True).map(str), TEXT
+)
 
 
 @st.composite
@@ -206,7 +231,9 @@ def run_flags(draw) -> list[str]:
     """`orchestrator run` with every flag drawn from plausible and hostile values."""
     flags = {
         "--methods": draw(st.one_of(st.sampled_from(["mlp", "mlp,gcn", "gcn,", ",", "nosuch"]), TEXT)),
-        "--datasets": draw(st.one_of(st.sampled_from(["synthetic-tiny", "cora", "texas,synthetic-tiny", "nope"]), TEXT)),
+        "--datasets": draw(
+            st.one_of(st.sampled_from(["synthetic-tiny", "cora", "texas,synthetic-tiny", "nope"]), TEXT)
+        ),
         "--regimes": draw(st.one_of(st.sampled_from(["10/10/80", "public", "50/25/25,10/10/80", "1/1/98"]), TEXT)),
         "--splits": draw(st.one_of(st.sampled_from(["0", "0,1,4", "5", "-1", "0,,1"]), TEXT)),
         "--budget": draw(NUMBER),
@@ -237,6 +264,9 @@ def held_store(tmp_path_factory):
 def test_run_flags_end_in_one_line_never_a_traceback(held_store, args):
     result = CliRunner().invoke(app, [*args, "--store", str(held_store)])
     assert result.exit_code == 2, (args, result.output, result.exception)
-    assert "Traceback" not in result.output and result.output.strip().startswith(("error: ", "Usage: ")), (args, result.output)
+    assert "Traceback" not in result.output and result.output.strip().startswith(("error: ", "Usage: ")), (
+        args,
+        result.output,
+    )
     if result.output.startswith("error: "):
         assert result.output.strip().count("\n") == 0, result.output

@@ -49,9 +49,18 @@ TOLERANCE = 1e-6  # metrics: equal up to float summation order across CPUs
 
 
 def _orchestrator(args: list[str], env: dict[str, str], timeout: float) -> None:
-    done = subprocess.run([sys.executable, "-m", "orchestrator", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     if done.returncode:
-        raise AssertionError(f"orchestrator {' '.join(args[:1])} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        raise AssertionError(
+            f"orchestrator {' '.join(args[:1])} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        )
 
 
 # Numeric kernels are picked by the CPU at run time (ATen's vector width, MKL's and oneDNN's code paths,
@@ -92,7 +101,9 @@ METHODS = ("gcn", "appnp", "sgformer", "graphany", "gvt", "node4all", "graphpfn"
 def test_the_golden_sweep_covers_every_family():
     from orchestrator.cli.methods import method_rows
 
-    assert {row["family"] for row in method_rows() if row["method"] in METHODS} == {row["family"] for row in method_rows()}
+    assert {row["family"] for row in method_rows() if row["method"] in METHODS} == {
+        row["family"] for row in method_rows()
+    }
 
 
 def run_golden_sweep(mirror: Path, work: Path) -> Path:
@@ -106,7 +117,11 @@ def run_golden_sweep(mirror: Path, work: Path) -> Path:
 
 def write_report_tables(trials: Path, mirror: Path, work: Path) -> Path:
     """The report of ``trials``; returns its tables directory."""
-    _orchestrator(["report", "--store", str(trials), "--out", str(work / "report")], _environment(mirror, work / "cache"), timeout=1800)
+    _orchestrator(
+        ["report", "--store", str(trials), "--out", str(work / "report")],
+        _environment(mirror, work / "cache"),
+        timeout=1800,
+    )
     return work / "report" / "tables"
 
 
@@ -128,8 +143,12 @@ def assert_frames_match(actual: pd.DataFrame, expected: pd.DataFrame, what: str)
     assert list(actual.columns) == list(expected.columns), f"{what}: columns differ"
     assert len(actual) == len(expected), f"{what}: {len(actual)} rows, golden has {len(expected)}"
     numeric = [c for c in expected.columns if pd.api.types.is_float_dtype(expected[c])]
-    pd.testing.assert_frame_equal(actual.drop(columns=numeric), expected.drop(columns=numeric), check_dtype=False, obj=what)
-    pd.testing.assert_frame_equal(actual[numeric], expected[numeric], check_dtype=False, atol=TOLERANCE, rtol=0, obj=what)
+    pd.testing.assert_frame_equal(
+        actual.drop(columns=numeric), expected.drop(columns=numeric), check_dtype=False, obj=what
+    )
+    pd.testing.assert_frame_equal(
+        actual[numeric], expected[numeric], check_dtype=False, atol=TOLERANCE, rtol=0, obj=what
+    )
 
 
 @pytest.mark.slow
@@ -155,7 +174,9 @@ def record(mirror: Path, work: Path) -> None:
     shutil.copy(trials, GOLDEN / "trials.csv")
     for table in sorted(write_report_tables(GOLDEN / "trials.csv", mirror, work).glob("*.csv")):
         shutil.copy(table, GOLDEN / "report" / table.name)
-    print(f"recorded {GOLDEN}: {len(pd.read_csv(trials))} trials, {len(list((GOLDEN / 'report').glob('*.csv')))} report tables")
+    print(
+        f"recorded {GOLDEN}: {len(pd.read_csv(trials))} trials, {len(list((GOLDEN / 'report').glob('*.csv')))} report tables"
+    )
 
 
 if __name__ == "__main__":  # python -m tests.integration.test_golden: record the golden files (only before a refactor)

@@ -49,7 +49,9 @@ def _header(num_nodes: int, num_features: int, num_edges: int, num_classes: int)
         nbytes = int(np.prod(shapes[name], dtype=object)) * (4 if dtype == "float32" else 8)
         specs.append(pb.TensorSpec(name=name, dtype=dtype, shape=shapes[name], offset=offset, nbytes=nbytes))
         offset += nbytes
-    return pb.GraphHeader(graph_hash="0" * 64, num_nodes=num_nodes, num_classes=num_classes, tensors=specs, total_bytes=offset)
+    return pb.GraphHeader(
+        graph_hash="0" * 64, num_nodes=num_nodes, num_classes=num_classes, tensors=specs, total_bytes=offset
+    )
 
 
 def _answers_quickly(stubs) -> None:
@@ -81,7 +83,9 @@ def test_header_only_and_lying_uploads_cost_nothing_and_health_still_answers(ser
         yield pb.GraphChunk(header=header)
         release.wait(60)
 
-    gib_header = _header(num_nodes=(1 << 30) // 8 // 4, num_features=4, num_edges=4, num_classes=2)  # ~1 GiB of features
+    gib_header = _header(
+        num_nodes=(1 << 30) // 8 // 4, num_features=4, num_edges=4, num_classes=2
+    )  # ~1 GiB of features
     idle = [stub.UploadGraph.future(header_then_silence(gib_header), timeout=60) for _ in range(10)]
     try:
         deadline = time.monotonic() + 30  # refusals come after the 2 s slot wait; a loaded machine delivers them later
@@ -120,7 +124,13 @@ def test_a_thousand_fits_without_release_keep_memory_bounded(service, stubs):
     x, e, y = tiny_graph(60)
     bundle = make_bundle(x, e, y, 3)
     MethodClient(endpoint).ensure_graph(bundle)
-    request = pb.FitRequest(method="mlp", graph_hash=bundle.graph_hash, train_nodes=list(range(20)), val_nodes=list(range(20, 40)), config=config_to_proto(WIDE))
+    request = pb.FitRequest(
+        method="mlp",
+        graph_hash=bundle.graph_hash,
+        train_nodes=list(range(20)),
+        val_nodes=list(range(20, 40)),
+        config=config_to_proto(WIDE),
+    )
     handles = [stub.Fit(request, timeout=HANG_S).model_handle for _ in range(50)]
     before = proc.memory_info().rss
     peak = before
@@ -128,9 +138,13 @@ def test_a_thousand_fits_without_release_keep_memory_bounded(service, stubs):
         handles.append(stub.Fit(request, timeout=HANG_S).model_handle)
         if i % 25 == 0:
             peak = max(peak, proc.memory_info().rss)
-            assert peak - before < RSS_BOUND_BYTES, f"RSS grew by {(peak - before) >> 20} MiB after {50 + i + 1} fits without Release"
+            assert peak - before < RSS_BOUND_BYTES, (
+                f"RSS grew by {(peak - before) >> 20} MiB after {50 + i + 1} fits without Release"
+            )
     peak = max(peak, proc.memory_info().rss)
-    print(f"\n1,000 fits without Release: RSS {before / 2**20:.0f} MiB after 50 -> peak {peak / 2**20:.0f} MiB after 1,000 (bound +{RSS_BOUND_BYTES >> 20} MiB)")
+    print(
+        f"\n1,000 fits without Release: RSS {before / 2**20:.0f} MiB after 50 -> peak {peak / 2**20:.0f} MiB after 1,000 (bound +{RSS_BOUND_BYTES >> 20} MiB)"
+    )
     assert peak - before < RSS_BOUND_BYTES
     with pytest.raises(grpc.RpcError) as info:
         list(stub.Predict(pb.PredictRequest(model_handle=handles[0]), timeout=HANG_S))

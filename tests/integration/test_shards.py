@@ -31,12 +31,19 @@ def test_shards_cover_the_sweep_once_and_merge_into_it(tmp_path, gnn_endpoint):
         _run(gnn_endpoint, "--shard", f"{index}/4", "--store", str(tmp_path / f"shard-{index}.sqlite"))
     shard_keys = [set(read_trials(tmp_path / f"shard-{i}.sqlite")["trial_key"]) for i in range(4)]
     assert sum(map(len, shard_keys)) == len(set().union(*shard_keys))  # no trial in two shards
-    result = runner.invoke(app, ["merge", "--into", str(tmp_path / "all.sqlite"), *(str(tmp_path / f"shard-{i}.sqlite") for i in range(4))])
+    result = runner.invoke(
+        app, ["merge", "--into", str(tmp_path / "all.sqlite"), *(str(tmp_path / f"shard-{i}.sqlite") for i in range(4))]
+    )
     assert result.exit_code == 0, result.output
     whole, merged = read_trials(tmp_path / "whole.sqlite"), read_trials(tmp_path / "all.sqlite")
     assert sorted(merged["trial_key"]) == sorted(whole["trial_key"]) and len(whole) == 6
     columns = ["trial_key", "status", "val_loss", "test_primary"]
-    assert merged[columns].sort_values("trial_key").reset_index(drop=True).equals(whole[columns].sort_values("trial_key").reset_index(drop=True))
+    assert (
+        merged[columns]
+        .sort_values("trial_key")
+        .reset_index(drop=True)
+        .equals(whole[columns].sort_values("trial_key").reset_index(drop=True))
+    )
 
 
 def test_a_bad_shard_is_one_line(tmp_path):
@@ -47,7 +54,18 @@ def test_a_bad_shard_is_one_line(tmp_path):
 
 def test_a_sweep_reaches_its_service_through_a_dns_name(tmp_path, gnn_endpoint):
     port = gnn_endpoint.rpartition(":")[2]
-    result = runner.invoke(app, ["run", *SWEEP, "--endpoint", f"gnn=dns:///localhost:{port}", "--no-warmup", "--store", str(tmp_path / "r.sqlite")])
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            *SWEEP,
+            "--endpoint",
+            f"gnn=dns:///localhost:{port}",
+            "--no-warmup",
+            "--store",
+            str(tmp_path / "r.sqlite"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     trials = read_trials(tmp_path / "r.sqlite")
     assert set(trials["endpoint"]) == {gnn_endpoint} and (trials["status"] == "ok").all()

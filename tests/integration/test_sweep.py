@@ -37,7 +37,13 @@ def test_services_never_see_test_labels(tmp_path):
     server, port = build_server(spy, "127.0.0.1:0")
     server.start()
     try:
-        plan = SweepPlan(methods=("mlp", "gcn"), datasets=("synthetic-tiny",), regimes=("10/10/80", "50/25/25"), splits=(0, 1), budget=1)
+        plan = SweepPlan(
+            methods=("mlp", "gcn"),
+            datasets=("synthetic-tiny",),
+            regimes=("10/10/80", "50/25/25"),
+            splits=(0, 1),
+            budget=1,
+        )
         directory = ServiceDirectory(resolve_methods(["mlp", "gcn"]), endpoints={"gnn": f"127.0.0.1:{port}"})
         with Store(tmp_path / "runs.sqlite") as store:
             records = Sweep(plan, store, directory).run()
@@ -49,7 +55,11 @@ def test_services_never_see_test_labels(tmp_path):
     graph = load_dataset("synthetic-tiny")
     for bundle in spy.received:
         matches = [make_split("synthetic-tiny", graph.y, r, i) for r in plan.regimes for i in plan.splits]
-        split = next(s for s in matches if np.array_equal(np.flatnonzero(bundle.labels >= 0), np.sort(np.concatenate([s.train, s.val]))))
+        split = next(
+            s
+            for s in matches
+            if np.array_equal(np.flatnonzero(bundle.labels >= 0), np.sort(np.concatenate([s.train, s.val])))
+        )
         assert (bundle.labels[split.test] == -1).all()
         np.testing.assert_array_equal(bundle.labels[split.train], graph.y[split.train])
 
@@ -70,7 +80,10 @@ def test_records_carry_costs_metrics_and_provenance(tmp_path):
     assert json.loads(row["config_json"])["hidden"] == 64 and row["seed"] == 0
     host = json.loads(row["host_json"])
     assert host["torch"] and row["endpoint"].startswith("127.0.0.1:")
-    assert host["device"] in ("cpu", "cuda:0")  # the service's device, as it describes it (with name, driver, CUDA on a GPU)
+    assert host["device"] in (
+        "cpu",
+        "cuda:0",
+    )  # the service's device, as it describes it (with name, driver, CUDA on a GPU)
     assert host["cuda_version"] == torch.version.cuda if torch.version.cuda else "cuda_version" not in host
 
 

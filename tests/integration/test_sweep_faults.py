@@ -67,9 +67,13 @@ class HostileServicer(MethodServicer):
         if model.state == "short":
             yield from encode_probabilities(probs[:-1], stats)
         elif model.state == "classes":
-            yield from encode_probabilities(np.full((len(probs), probs.shape[1] + 1), 1.0 / (probs.shape[1] + 1), dtype=np.float32), stats)
+            yield from encode_probabilities(
+                np.full((len(probs), probs.shape[1] + 1), 1.0 / (probs.shape[1] + 1), dtype=np.float32), stats
+            )
         elif model.state == "huge-classes":  # would make a naive client allocate N x 2^31 floats
-            yield pb.PredictChunk(row_offset=0, num_rows=1, num_classes=2**31 - 1, probabilities=b"\0" * 16, stats=stats)
+            yield pb.PredictChunk(
+                row_offset=0, num_rows=1, num_classes=2**31 - 1, probabilities=b"\0" * 16, stats=stats
+            )
         else:
             yield from encode_probabilities(probs, stats)
 
@@ -91,7 +95,9 @@ def test_malformed_replies_are_failed_trials_and_the_sweep_goes_on(tmp_path):
     plan = SweepPlan(("replies",), ("synthetic-tiny",), ("10/10/80",), (0,), budget=10)
     try:
         with Store(tmp_path / "r.sqlite") as store:
-            directory = ServiceDirectory(resolve_methods(["replies"], {"hostile": HOSTILE}), endpoints={"hostile": f"127.0.0.1:{port}"})
+            directory = ServiceDirectory(
+                resolve_methods(["replies"], {"hostile": HOSTILE}), endpoints={"hostile": f"127.0.0.1:{port}"}
+            )
             records = Sweep(plan, store, directory).run()
             directory.close()
             stored = store.frame()
@@ -108,7 +114,10 @@ def test_malformed_replies_are_failed_trials_and_the_sweep_goes_on(tmp_path):
         "stats": "fit stats are not a finite, non-negative time",
     }
     for mode, reason in expected.items():
-        assert by_mode[mode].status == "failed" and by_mode[mode].error.startswith("malformed reply: "), (mode, by_mode[mode].error)
+        assert by_mode[mode].status == "failed" and by_mode[mode].error.startswith("malformed reply: "), (
+            mode,
+            by_mode[mode].error,
+        )
         assert reason in by_mode[mode].error, (mode, by_mode[mode].error)
 
 
@@ -185,8 +194,14 @@ def test_a_timeout_is_retried_only_by_a_rerun_with_a_longer_time_limit(tmp_path)
 
     def sweep(limit: float) -> list:
         with Store(path) as store:
-            directory = ServiceDirectory(resolve_methods(["sleepy"], {"test": ENGINE_FAMILY}), endpoints={"test": f"127.0.0.1:{port}"})
-            records = Sweep(SweepPlan(("sleepy",), ("synthetic-tiny",), ("10/10/80",), (0,), budget=2, time_limit=limit), store, directory).run()
+            directory = ServiceDirectory(
+                resolve_methods(["sleepy"], {"test": ENGINE_FAMILY}), endpoints={"test": f"127.0.0.1:{port}"}
+            )
+            records = Sweep(
+                SweepPlan(("sleepy",), ("synthetic-tiny",), ("10/10/80",), (0,), budget=2, time_limit=limit),
+                store,
+                directory,
+            ).run()
             directory.close()
             return records
 
@@ -199,4 +214,3 @@ def test_a_timeout_is_retried_only_by_a_rerun_with_a_longer_time_limit(tmp_path)
         assert sweep(1.0) == []
     finally:
         server.stop(0)
-

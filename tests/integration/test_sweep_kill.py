@@ -62,7 +62,9 @@ def run_args(store: Path, parallel: int) -> list[str]:
 def kill_when(store: Path, should_kill, timeout: float = 240) -> tuple[int, list[int]]:
     """Start a sweep, SIGKILL it once ``should_kill(elapsed, new_rows)``; return its exit code and its services' pids."""
     before = rows(store)
-    proc = subprocess.Popen(run_args(store, parallel=1), cwd=REPO, env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        run_args(store, parallel=1), cwd=REPO, env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     start = time.monotonic()
     services: set[int] = set()
     try:
@@ -123,7 +125,9 @@ def test_kill_9_three_times_then_resume(tmp_path):
 
     # The rest runs two trials at a time on two embedded processes: still the reference's records.
 
-    final = subprocess.run(run_args(store, parallel=2), cwd=REPO, env=child_env(), capture_output=True, text=True, timeout=300)
+    final = subprocess.run(
+        run_args(store, parallel=2), cwd=REPO, env=child_env(), capture_output=True, text=True, timeout=300
+    )
     assert final.returncode == 0, final.stderr
 
     with sqlite3.connect(store) as db:

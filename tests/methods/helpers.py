@@ -36,7 +36,9 @@ def in_process_service(servicer: MethodServicer) -> Iterator[MethodClient]:
 QUICK = {"max_epochs": 30, "patience": 10}
 
 
-def tiny_bundle(n: int = 48, classes: int = 3, features: int = 6, seed: int = 0) -> tuple[GraphBundle, np.ndarray, np.ndarray]:
+def tiny_bundle(
+    n: int = 48, classes: int = 3, features: int = 6, seed: int = 0
+) -> tuple[GraphBundle, np.ndarray, np.ndarray]:
     """A ring with chords and class-informative features; returns (bundle, train, val)."""
     rng = np.random.default_rng(seed)
     y = np.arange(n) % classes
@@ -51,12 +53,22 @@ def tiny_bundle(n: int = 48, classes: int = 3, features: int = 6, seed: int = 0)
     return make_bundle(x, edges, visible, classes), train, val
 
 
-def homophilous_bundle(n: int = 90, classes: int = 3, seed: int = 0) -> tuple[GraphBundle, np.ndarray, np.ndarray, np.ndarray]:
+def homophilous_bundle(
+    n: int = 90, classes: int = 3, seed: int = 0
+) -> tuple[GraphBundle, np.ndarray, np.ndarray, np.ndarray]:
     """A small homophilous SBM graph every graph method should learn; returns (bundle, train, val, labels)."""
     from orchestrator.data.synthetic import sbm_graph
 
-    g = sbm_graph("learnable", num_nodes=n, num_classes=classes, num_features=8, avg_degree=6, homophily=0.9,
-                  feature_signal=0.8, seed=seed)
+    g = sbm_graph(
+        "learnable",
+        num_nodes=n,
+        num_classes=classes,
+        num_features=8,
+        avg_degree=6,
+        homophily=0.9,
+        feature_signal=0.8,
+        seed=seed,
+    )
     idx = np.random.default_rng(seed).permutation(n)
     train, val = np.sort(idx[: n // 2]), np.sort(idx[n // 2 : 3 * n // 4])
     visible = np.full(n, -1)

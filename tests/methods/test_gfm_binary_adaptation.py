@@ -25,8 +25,9 @@ TRAINED_HEADS = (RGVT, Node4All)
 EPOCHS = {"max_epochs": 600, "patience": 100}
 
 
-def imbalanced_binary(feature_shift: float, n: int = 1000, positive: float = 0.3, degree: int = 8, homophily: float = 0.8,
-                      seed: int = 0):
+def imbalanced_binary(
+    feature_shift: float, n: int = 1000, positive: float = 0.3, degree: int = 8, homophily: float = 0.8, seed: int = 0
+):
     """A 70/30 graph: each node links to ``degree / 2`` others, of its own class with probability ``homophily``.
 
     Features are standard normal, shifted by ``feature_shift`` on positive nodes.
@@ -82,7 +83,15 @@ def test_constant_representations_are_flagged(weights, method):
     y = np.arange(n) % 2
     bundle = make_bundle(np.ones((n, 3), np.float32), canonical_edges(ring, n), y, 2)
     m, context = method(), ctx()
-    m.fit(bundle, np.arange(20), np.arange(20, 30), m.resolve_config({"max_epochs": 20, "patience": 5, "max_depth": 2} if method is RGVT else {"max_epochs": 20, "patience": 5}), context)
+    m.fit(
+        bundle,
+        np.arange(20),
+        np.arange(20, 30),
+        m.resolve_config(
+            {"max_epochs": 20, "patience": 5, "max_depth": 2} if method is RGVT else {"max_epochs": 20, "patience": 5}
+        ),
+        context,
+    )
     assert context.info["constant_probabilities"] is True
 
 

@@ -59,7 +59,9 @@ def test_graphany_infers_in_predict_and_the_service_times_it(weights):
     bundle = make_bundle(graph.x, graph.edge_index, labels, graph.num_classes)
     with in_process_service(MethodServicer("graphany", method_classes(load_families()["graphany"]))) as client:
         client.ensure_graph(bundle)
-        fit = client.fit("graphany", bundle.graph_hash, np.arange(0, 500), np.arange(500, 1000), {}, seed=0, time_limit=None)
+        fit = client.fit(
+            "graphany", bundle.graph_hash, np.arange(0, 500), np.arange(500, 1000), {}, seed=0, time_limit=None
+        )
         predicted = client.predict(fit.value.model_handle, bundle.num_nodes, 5)
     assert predicted.value.shape == (3000, 5)
     assert predicted.stats.seconds > 0.5 * predicted.e2e_seconds, (predicted.stats.seconds, predicted.e2e_seconds)

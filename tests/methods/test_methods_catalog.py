@@ -28,7 +28,9 @@ def test_families_host_the_fifteen_methods() -> None:
     families = load_families()
     for name, methods in EXPECTED.items():
         assert sorted(families[name].methods) == sorted(methods)  # read from the source, torch-free
-        assert [m.name for m in method_classes(families[name])] == list(families[name].methods)  # the service hosts the same
+        assert [m.name for m in method_classes(families[name])] == list(
+            families[name].methods
+        )  # the service hosts the same
     assert families["graphtransformer"].image == "nodeground/graphtransformer"
     assert families["graphtransformer"].module == "methods.graphtransformer"
     assert len(all_methods()) == 15
@@ -61,7 +63,6 @@ def test_stack_gnns_offer_the_strong_baseline_options() -> None:
             assert STRONG_BASELINE_KNOBS <= {p.name for p in method.search_space}, method.name
 
 
-
 def test_every_family_declares_the_kind_its_methods_have() -> None:
     """The manifest's kind is what `orchestrator methods list` shows without importing model code."""
     families = load_families()
@@ -72,7 +73,9 @@ def test_every_family_declares_the_kind_its_methods_have() -> None:
         method_classes(dataclasses.replace(families["gnn"], kind="gfm"))
 
 
-@pytest.mark.parametrize("folder, family", [("gnn", "graph-nn"), ("graph_nn", "graph_nn"), ("graph-nn", "graph-nn"), ("Gnn", "Gnn")])
+@pytest.mark.parametrize(
+    "folder, family", [("gnn", "graph-nn"), ("graph_nn", "graph_nn"), ("graph-nn", "graph-nn"), ("Gnn", "Gnn")]
+)
 def test_a_family_is_named_by_its_folder_in_lowercase_letters_and_digits(tmp_path, folder, family) -> None:
     """One name serves as folder, Python module, image, compose, Swarm and Kubernetes service (a DNS label)."""
     (tmp_path / folder).mkdir()

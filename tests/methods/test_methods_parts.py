@@ -95,7 +95,9 @@ def test_laplacian_eigenvectors_solve_the_eigenproblem(n) -> None:
             av = a @ v
             lam = v @ av
             np.testing.assert_allclose(av, lam * v, atol=1e-4)
-    np.testing.assert_array_equal(vecs, laplacian_eigenvectors(make_bundle(np.ones((n, 1), np.float32), edges, np.arange(n) % 2, 2), 4))
+    np.testing.assert_array_equal(
+        vecs, laplacian_eigenvectors(make_bundle(np.ones((n, 1), np.float32), edges, np.arange(n) % 2, 2), 4)
+    )
 
 
 def test_sage_and_gin_aggregate_without_self_loops(multiclass) -> None:
@@ -133,7 +135,9 @@ def test_polynormer_warm_up_then_global_phase(multiclass) -> None:
     assert state.module.use_global
     assert ctx.info["best_epoch"] >= 3  # selection restarted when the global phase began
     # early stopping cannot end the warm-up: patience 1 still reaches the global phase
-    config = Polynormer.resolve_config({"local_epochs": 5, "max_epochs": 8, "patience": 20, "hidden": 32}) | {"patience": 1}
+    config = Polynormer.resolve_config({"local_epochs": 5, "max_epochs": 8, "patience": 20, "hidden": 32}) | {
+        "patience": 1
+    }
     ctx = cpu_context()
     state = Polynormer().fit(bundle, train, val, config, ctx)
     assert ctx.info["epochs"] >= 6 and state.module.use_global
@@ -175,12 +179,35 @@ def test_graph_transformer_family_describes_itself() -> None:
 
 
 EDGE_ATTENTION = [  # method, a config wider than the budget, what makes it narrow, what the refusal names
-    pytest.param(GAT, {"hidden": 512, "heads": 8, "num_layers": 6}, {"hidden": 16, "num_layers": 2}, r"6 attention layers of 512 over \d+ edges", id="gat"),
-    pytest.param(GATv2, {"hidden": 512, "heads": 8, "num_layers": 6}, {"hidden": 16, "num_layers": 2}, r"6 attention layers of 512 over \d+ edges", id="gatv2"),
-    pytest.param(FAGCN, {"hidden": 512, "num_layers": 6}, {"hidden": 16, "num_layers": 2}, r"6 FAGCN layers of 512 over \d+ edges", id="fagcn"),
+    pytest.param(
+        GAT,
+        {"hidden": 512, "heads": 8, "num_layers": 6},
+        {"hidden": 16, "num_layers": 2},
+        r"6 attention layers of 512 over \d+ edges",
+        id="gat",
+    ),
+    pytest.param(
+        GATv2,
+        {"hidden": 512, "heads": 8, "num_layers": 6},
+        {"hidden": 16, "num_layers": 2},
+        r"6 attention layers of 512 over \d+ edges",
+        id="gatv2",
+    ),
+    pytest.param(
+        FAGCN,
+        {"hidden": 512, "num_layers": 6},
+        {"hidden": 16, "num_layers": 2},
+        r"6 FAGCN layers of 512 over \d+ edges",
+        id="fagcn",
+    ),
     # the same Polynormer with GCN local layers fits: only its GAT layers keep per-edge messages
-    pytest.param(Polynormer, {"hidden": 512, "heads": 8, "local_layers": 1, "global_layers": 0, "local_conv": "gat"}, {"local_conv": "gcn"},
-                 r"a graph of \d+ nodes", id="polynormer"),
+    pytest.param(
+        Polynormer,
+        {"hidden": 512, "heads": 8, "local_layers": 1, "global_layers": 0, "local_conv": "gat"},
+        {"local_conv": "gcn"},
+        r"a graph of \d+ nodes",
+        id="polynormer",
+    ),
 ]
 
 

@@ -14,7 +14,11 @@ from contract.wire import make_bundle
 from tests.methods.helpers import ring_graph
 
 METHODS = ("graphpfn", "nodepfn", "g2tfm")
-SMALL = {"graphpfn": {"ensemble_size": 2, "d_pca": 16}, "nodepfn": {"n_ensemble": 2, "n_components": 10, "smoothing_steps": 2}, "g2tfm": {"pca_dim": 32}}
+SMALL = {
+    "graphpfn": {"ensemble_size": 2, "d_pca": 16},
+    "nodepfn": {"n_ensemble": 2, "n_components": 10, "smoothing_steps": 2},
+    "g2tfm": {"pca_dim": 32},
+}
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +70,9 @@ def test_fit_predict_on_texas_public_split(pfn_service, texas_bundle, method):
     np.testing.assert_allclose(client.predict(again.value.model_handle, bundle.num_nodes).value, probs, atol=1e-5)
 
 
-@pytest.mark.parametrize("method, classes, message", [("nodepfn", 21, "at most 20 classes"), ("g2tfm", 11, "at most 10 classes")])
+@pytest.mark.parametrize(
+    "method, classes, message", [("nodepfn", 21, "at most 20 classes"), ("g2tfm", 11, "at most 10 classes")]
+)
 def test_too_many_classes_refused(pfn_service, method, classes, message):
     _, client = pfn_service
     bundle, _ = ring_graph(3 * classes, classes)
@@ -83,7 +89,9 @@ def test_graphpfn_uses_ecoc_beyond_ten_classes(pfn_service):
     client.ensure_graph(bundle)
     labeled = np.flatnonzero(bundle.labels >= 0)
     train, val = labeled[labeled % 2 == 0], labeled[labeled % 2 == 1]
-    fit = client.fit("graphpfn", bundle.graph_hash, train, val, {"ensemble_size": 2, "d_pca": 0}, seed=0, time_limit=None)
+    fit = client.fit(
+        "graphpfn", bundle.graph_hash, train, val, {"ensemble_size": 2, "d_pca": 0}, seed=0, time_limit=None
+    )
     assert _info(fit.value)["ecoc"] is True
     probs = client.predict(fit.value.model_handle, bundle.num_nodes).value
     assert probs.shape == (bundle.num_nodes, 13) and np.allclose(probs.sum(axis=1), 1.0, atol=1e-5)
@@ -117,4 +125,6 @@ def test_missing_weights_without_random_init_fail_clearly(pfn_service, monkeypat
     labeled = np.flatnonzero(bundle.labels >= 0)
     with pytest.raises(grpc.RpcError) as err:
         client.fit("nodepfn", bundle.graph_hash, labeled[:9], labeled[9:], SMALL["nodepfn"], seed=0, time_limit=None)
-    assert "nodepfn-epoch30 not found" in err.value.details() and "NODEGROUND_RANDOM_INIT_WEIGHTS" in err.value.details()
+    assert (
+        "nodepfn-epoch30 not found" in err.value.details() and "NODEGROUND_RANDOM_INIT_WEIGHTS" in err.value.details()
+    )

@@ -35,12 +35,18 @@ def _weights_present(*ids: str) -> bool:
 @pytest.mark.weights
 @pytest.mark.parametrize(
     "method, ids",
-    [("graphpfn", ("limix-16m", "graphpfn-1.3-adapters")), ("nodepfn", ("nodepfn-epoch30",)), ("g2tfm", ("tabpfn-v2-classifier", "g2tfm-pearl-random"))],
+    [
+        ("graphpfn", ("limix-16m", "graphpfn-1.3-adapters")),
+        ("nodepfn", ("nodepfn-epoch30",)),
+        ("g2tfm", ("tabpfn-v2-classifier", "g2tfm-pearl-random")),
+    ],
 )
 def test_real_weights_on_texas(method, ids, monkeypatch):
     """With the upstream files in NODEGROUND_WEIGHTS: loads them as they are and classifies texas well above chance."""
     if not _weights_present(*ids):
-        pytest.skip(f"{method}: official weights {', '.join(ids)} not in NODEGROUND_WEIGHTS (fetch them; not reachable offline)")
+        pytest.skip(
+            f"{method}: official weights {', '.join(ids)} not in NODEGROUND_WEIGHTS (fetch them; not reachable offline)"
+        )
     monkeypatch.setenv("NODEGROUND_ALLOW_UNVERIFIED_WEIGHTS", "1")
 
     from contract.families import load_families

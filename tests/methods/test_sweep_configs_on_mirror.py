@@ -32,8 +32,16 @@ from orchestrator.sweep import hidden_label_bundle
 
 # The mirror's ten node-classification datasets, smallest first.
 MIRROR_DATASETS = [
-    "texas", "cornell", "wisconsin", "chameleon-filtered", "squirrel-filtered",
-    "cora", "citeseer", "actor", "minesweeper", "tolokers",
+    "texas",
+    "cornell",
+    "wisconsin",
+    "chameleon-filtered",
+    "squirrel-filtered",
+    "cora",
+    "citeseer",
+    "actor",
+    "minesweeper",
+    "tolokers",
 ]
 REGIMES = ["10/10/80", "50/25/25"]
 BUDGET = 5

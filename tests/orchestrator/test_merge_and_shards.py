@@ -29,7 +29,11 @@ def store(path, *records: TrialRecord, services: int = 0):
         for r in records:
             s.write(r)
         for i in range(services):
-            s.write_service(ServiceRecord(endpoint=f"e{i}", family="gnn", source="embedded", pool="gnn", started_at=f"t{path.name}{i}"))
+            s.write_service(
+                ServiceRecord(
+                    endpoint=f"e{i}", family="gnn", source="embedded", pool="gnn", started_at=f"t{path.name}{i}"
+                )
+            )
     return path
 
 
@@ -39,11 +43,15 @@ def keys(path) -> list[str]:
 
 def test_merge_unions_by_key_and_skips_identical_duplicates(tmp_path):
     a = store(tmp_path / "a.sqlite", record("k1"), record("k2"), services=1)
-    b = store(tmp_path / "b.sqlite", record("k2", fit_s=9.0), record("k3"), services=1)  # k2 re-ran elsewhere: other timing, same result
+    b = store(
+        tmp_path / "b.sqlite", record("k2", fit_s=9.0), record("k3"), services=1
+    )  # k2 re-ran elsewhere: other timing, same result
     report = merge_stores(tmp_path / "all.sqlite", [a, b])
     assert (report.added, report.identical, report.conflicts) == (3, 1, [])
     assert keys(tmp_path / "all.sqlite") == ["k1", "k2", "k3"]
-    assert read_trials(tmp_path / "all.sqlite").set_index("trial_key").loc["k2", "fit_service_s"] == 1.0  # the first kept
+    assert (
+        read_trials(tmp_path / "all.sqlite").set_index("trial_key").loc["k2", "fit_service_s"] == 1.0
+    )  # the first kept
     assert len(read_services(tmp_path / "all.sqlite")) == 2
 
 
@@ -88,7 +96,9 @@ def test_merge_refuses_what_is_not_a_store_in_one_line(tmp_path):
     (tmp_path / "junk.sqlite").write_text("not a database")
     result = CliRunner().invoke(app, ["merge", "--into", str(tmp_path / "all.sqlite"), str(tmp_path / "junk.sqlite")])
     assert result.exit_code == 2 and "not a NodeGround run store" in result.output
-    result = CliRunner().invoke(app, ["merge", "--into", str(tmp_path / "all.sqlite"), str(tmp_path / "missing.sqlite")])
+    result = CliRunner().invoke(
+        app, ["merge", "--into", str(tmp_path / "all.sqlite"), str(tmp_path / "missing.sqlite")]
+    )
     assert result.exit_code == 2 and "no run store" in result.output
 
 

@@ -39,9 +39,24 @@ def test_malformed_probabilities_are_named():
 
 def record(key: str, status: str = "ok") -> TrialRecord:
     return TrialRecord(
-        trial_key=key, method="gcn", method_version="v", family="gnn", kind="supervised", dataset="d",
-        dataset_hash="h", task_type="multiclass", num_classes=3, regime="10/10/80", split=0, trial_index=0,
-        is_default=True, config_json="{}", config_hash="c", seed=0, status=status, val_loss=0.5,
+        trial_key=key,
+        method="gcn",
+        method_version="v",
+        family="gnn",
+        kind="supervised",
+        dataset="d",
+        dataset_hash="h",
+        task_type="multiclass",
+        num_classes=3,
+        regime="10/10/80",
+        split=0,
+        trial_index=0,
+        is_default=True,
+        config_json="{}",
+        config_hash="c",
+        seed=0,
+        status=status,
+        val_loss=0.5,
     )
 
 
@@ -75,7 +90,11 @@ def test_validation_metrics_skip_what_the_record_does_not_keep():
     assert set(short) == {"cross_entropy", "accuracy"}
     assert short == {k: v for k, v in evaluate(probs, labels, "multiclass", 3).items() if k in short}
     p1 = np.array([0.9, 0.2, 0.6, 0.4])
-    assert set(evaluate(np.stack([1 - p1, p1], axis=1), np.array([1, 0, 0, 1]), "binary", 2, full=False)) == {"cross_entropy", "accuracy", "auroc"}
+    assert set(evaluate(np.stack([1 - p1, p1], axis=1), np.array([1, 0, 0, 1]), "binary", 2, full=False)) == {
+        "cross_entropy",
+        "accuracy",
+        "auroc",
+    }
 
 
 def test_services_table_round_trip_and_old_stores(tmp_path):
@@ -83,12 +102,30 @@ def test_services_table_round_trip_and_old_stores(tmp_path):
 
     path = tmp_path / "runs.sqlite"
     with Store(path) as store:
-        store.write_service(ServiceRecord("127.0.0.1:5", "gnn", "embedded", "gnn", "t0", start_seconds=2.5, warmup_seconds=0.5, warmup_methods="mlp", pid=42))
+        store.write_service(
+            ServiceRecord(
+                "127.0.0.1:5",
+                "gnn",
+                "embedded",
+                "gnn",
+                "t0",
+                start_seconds=2.5,
+                warmup_seconds=0.5,
+                warmup_methods="mlp",
+                pid=42,
+            )
+        )
     services = read_services(path)
-    assert list(services["endpoint"]) == ["127.0.0.1:5"] and services["start_seconds"].iloc[0] == 2.5 and services["pid"].iloc[0] == 42
+    assert (
+        list(services["endpoint"]) == ["127.0.0.1:5"]
+        and services["start_seconds"].iloc[0] == 2.5
+        and services["pid"].iloc[0] == 42
+    )
     old = tmp_path / "old.sqlite"  # a store from before the services table: empty, not an error
     with sqlite3.connect(old) as db:
-        db.execute("CREATE TABLE trials (trial_key TEXT PRIMARY KEY, method TEXT, dataset TEXT, regime TEXT, split INTEGER, trial_index INTEGER)")
+        db.execute(
+            "CREATE TABLE trials (trial_key TEXT PRIMARY KEY, method TEXT, dataset TEXT, regime TEXT, split INTEGER, trial_index INTEGER)"
+        )
     assert read_services(old).empty
     with Store(old) as store:  # opening it for writing adds what is missing
         store.write(record("x"))

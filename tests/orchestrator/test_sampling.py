@@ -32,4 +32,10 @@ def test_small_space_ends_when_exhausted():
 def test_pinned_first_sample():
     # Pins the sampler's stream: any machine, any library version, the same draw.
     first = config_sequence(DEFAULTS, SPACE, "pinned", 2)[1]
-    assert first == {"lr": pytest.approx(0.0020423326828859613, rel=1e-12), "hidden": 8, "norm": "none", "residual": True, "max_epochs": 100}
+    assert first == {
+        "lr": pytest.approx(0.0020423326828859613, rel=1e-12),
+        "hidden": 8,
+        "norm": "none",
+        "residual": True,
+        "max_epochs": 100,
+    }

@@ -50,7 +50,9 @@ def test_show_export_and_report_read_a_read_only_store(read_only_store, tmp_path
     shown = runner.invoke(app, ["show", "--store", str(read_only_store)])
     assert shown.exit_code == 0, shown.output
     assert "gcn" in shown.output
-    exported = runner.invoke(app, ["export", "--store", str(read_only_store), "--format", "csv", "--out", str(tmp_path / "out")])
+    exported = runner.invoke(
+        app, ["export", "--store", str(read_only_store), "--format", "csv", "--out", str(tmp_path / "out")]
+    )
     assert exported.exit_code == 0, exported.output
     assert (tmp_path / "out" / "trials.csv").is_file()
     assert len(load_trials(read_only_store)) == 8  # what `report` reads
@@ -58,7 +60,13 @@ def test_show_export_and_report_read_a_read_only_store(read_only_store, tmp_path
 
 def _holder(path: Path) -> subprocess.Popen:
     code = "import sys, time; from orchestrator.store import Store; s = Store(sys.argv[1]); s.claim(); print('held', flush=True); time.sleep(120)"
-    proc = subprocess.Popen([sys.executable, "-c", code, str(path)], cwd=REPO, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": f"{REPO}:{REPO / 'proto'}"})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(path)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": f"{REPO}:{REPO / 'proto'}"},
+    )
     assert proc.stdout.readline().strip() == "held"
     return proc
 
@@ -67,12 +75,22 @@ def test_a_second_orchestrator_is_refused_and_the_claim_dies_with_its_holder(tmp
     path = tmp_path / "runs.sqlite"
     holder = _holder(path)
     try:
-        with Store(path) as store, pytest.raises(StoreBusy, match=rf"being written by another orchestrator \(pid {holder.pid} on "):
+        with (
+            Store(path) as store,
+            pytest.raises(StoreBusy, match=rf"being written by another orchestrator \(pid {holder.pid} on "),
+        ):
             store.claim()
-        result = runner.invoke(app, ["run", "--methods", "mlp", "--datasets", "synthetic-tiny", "--budget", "1", "--store", str(path)])
-        assert result.exit_code == 2 and result.output.startswith("error: ") and result.output.strip().count("\n") == 0, result.output
+        result = runner.invoke(
+            app, ["run", "--methods", "mlp", "--datasets", "synthetic-tiny", "--budget", "1", "--store", str(path)]
+        )
+        assert (
+            result.exit_code == 2 and result.output.startswith("error: ") and result.output.strip().count("\n") == 0
+        ), result.output
         assert "another orchestrator" in result.output and "--store" in result.output
-        assert runner.invoke(app, ["show", "--store", str(path)]).exit_code in (0, 2)  # readers never wait for the writer
+        assert runner.invoke(app, ["show", "--store", str(path)]).exit_code in (
+            0,
+            2,
+        )  # readers never wait for the writer
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()

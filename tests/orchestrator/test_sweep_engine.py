@@ -154,7 +154,9 @@ def test_a_small_budget_is_a_prefix_of_a_large_one(tmp_path, servers):
     path = tmp_path / "grow.sqlite"
     plan2 = SweepPlan(("qmlp",), ("synthetic-tiny",), ("10/10/80",), (0,), budget=2)
     first, _ = run(plan2, path, {"test": endpoint})
-    second, frame = run(SweepPlan(("qmlp",), ("synthetic-tiny",), ("10/10/80",), (0,), budget=3), path, {"test": endpoint})
+    second, frame = run(
+        SweepPlan(("qmlp",), ("synthetic-tiny",), ("10/10/80",), (0,), budget=3), path, {"test": endpoint}
+    )
     assert [r.trial_index for r in first] == [0, 1] and [r.trial_index for r in second] == [2]
     assert list(frame["trial_key"]) == [t.key for t in planned[20] if (t.regime, t.split) == ("10/10/80", 0)][:3]
 
@@ -164,7 +166,12 @@ def test_failed_nonfinite_and_oom_trials_are_rows_and_are_not_replaced(tmp_path,
     plan = SweepPlan(("modes",), ("synthetic-binary",), ("10/10/80",), (0,), budget=10)
     records, frame = run(plan, tmp_path / "r.sqlite", {"test": endpoint})
     by_mode = {json.loads(r.config_json)["mode"]: r for r in records}
-    assert len(records) == 4 and set(by_mode) == {"ok", "nan", "crash", "oom"}  # the space holds 4; nothing drawn in their place
+    assert len(records) == 4 and set(by_mode) == {
+        "ok",
+        "nan",
+        "crash",
+        "oom",
+    }  # the space holds 4; nothing drawn in their place
     assert by_mode["ok"].status == "ok" and by_mode["ok"].test_auroc is not None
     assert by_mode["nan"].status == "nonfinite" and "NaN" in by_mode["nan"].error
     assert by_mode["crash"].status == "failed" and "RuntimeError: boom" in by_mode["crash"].error
@@ -210,7 +217,9 @@ def test_a_dead_remote_endpoint_is_dropped_and_the_sweep_goes_on(tmp_path, serve
     with Store(tmp_path / "r.sqlite") as store:
         s, directory = sweep(plan, store, {"qmlp": a, "modes": b}, families=families)
         directory.recovery_timeout, directory.recovery_attempts = 0.6, 2
-        s.progress.on_trial = lambda record: record.method == "qmlp" and record.trial_index == 0 and server_a.stop(0).wait()
+        s.progress.on_trial = lambda record: (
+            record.method == "qmlp" and record.trial_index == 0 and server_a.stop(0).wait()
+        )
         start = time.monotonic()
         records = s.run()
         directory.close()
@@ -300,7 +309,9 @@ def test_a_directory_with_only_client_and_recover_still_runs_sweeps(tmp_path, se
     with Store(tmp_path / "r.sqlite") as store:
         records = Sweep(plan, store, directory).run()
     directory.close()
-    assert len(records) == 2 and records[0].status == "ok" and records[0].endpoint == endpoint and not directory.recovered
+    assert (
+        len(records) == 2 and records[0].status == "ok" and records[0].endpoint == endpoint and not directory.recovered
+    )
 
 
 def test_a_dataset_registered_anew_is_run_again_and_never_served_stale(tmp_path, servers, monkeypatch):

@@ -20,7 +20,18 @@ from orchestrator.store import read_trials
 
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(1800)]
 
-SWEEP = ["--methods", "mlp,gcn", "--datasets", "synthetic-tiny,texas", "--regimes", "10/10/80", "--splits", "0,1", "--budget", "3"]
+SWEEP = [
+    "--methods",
+    "mlp,gcn",
+    "--datasets",
+    "synthetic-tiny,texas",
+    "--regimes",
+    "10/10/80",
+    "--splits",
+    "0,1",
+    "--budget",
+    "3",
+]
 ORCHESTRATOR = [sys.executable, "-m", "orchestrator"]
 ENV = {**os.environ, "NODEGROUND_THREADS": "1"}
 
@@ -79,8 +90,9 @@ def test_a_cancelled_and_resubmitted_array_merges_into_the_unsharded_sweep(tmp_p
     victim = job_dir / "shard-1.sqlite"
     deadline = time.monotonic() + 600
     while _count(victim) == 0:
-        assert time.monotonic() < deadline and any(line.startswith(f"{array}_1 ") or line.startswith(f"{array}_[") for line in _queued(array)), \
-            "shard 1 finished or vanished before it could be cancelled"
+        assert time.monotonic() < deadline and any(
+            line.startswith(f"{array}_1 ") or line.startswith(f"{array}_[") for line in _queued(array)
+        ), "shard 1 finished or vanished before it could be cancelled"
         time.sleep(0.5)
     subprocess.run(["scancel", f"{array}_1"], check=True)
     _wait(array)

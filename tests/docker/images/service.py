@@ -62,7 +62,12 @@ class Probe(Method):
             weights = os.environ.get("NODEGROUND_WEIGHTS", "")
             ctx.info["weights_read"] = open(os.path.join(weights, "w.bin")).read() if weights else "none"
         x, y = graph.features, graph.labels
-        return np.stack([x[train][y[train] == c].mean(0) if (y[train] == c).any() else np.zeros(x.shape[1]) for c in range(graph.num_classes)])
+        return np.stack(
+            [
+                x[train][y[train] == c].mean(0) if (y[train] == c).any() else np.zeros(x.shape[1])
+                for c in range(graph.num_classes)
+            ]
+        )
 
     def predict(self, centroids, graph):
         x = graph.features

@@ -17,7 +17,11 @@ def test_g2tfm_official_structure_and_tabpfn_key_mapping():
     assert pearl["backbone.layers.2.base.ffn.layers.3.weight"] == (512, 512) and pearl["output.3.weight"] == (16, 512)
     # a TabPFN-v2-format state dict (upstream key names) maps onto the module exactly
     upstream = {k: v for k, v in net.tabpfn.state_dict().items() if k.startswith("transformer_encoder.")}
-    upstream |= {"decoder_dict.standard." + k.removeprefix("decoder."): v for k, v in net.tabpfn.state_dict().items() if k.startswith("decoder.")}
+    upstream |= {
+        "decoder_dict.standard." + k.removeprefix("decoder."): v
+        for k, v in net.tabpfn.state_dict().items()
+        if k.startswith("decoder.")
+    }
     upstream |= {
         "encoder.5.layer.weight": torch.randn(192, 2),
         "feature_positional_embedding_embeddings.weight": torch.randn(192, 48),

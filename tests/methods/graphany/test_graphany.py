@@ -96,4 +96,6 @@ def test_fit_predict_tiny_graph(weights, graph, checkpoint):
     assert not any(p.requires_grad for p in state.attention.parameters())
     assert context.info["weights_official"] is True and len(context.info["weights_sha256"]) == 64
     assert abs(sum(context.info[f"attention_{c}"] for c in ("X", "L1", "L2")) - 1) < 1e-5
-    assert (probs[36:].argmax(1) == np.arange(36, 48) % 3).mean() > 0.4  # above chance (1/3): class-informative features
+    assert (
+        probs[36:].argmax(1) == np.arange(36, 48) % 3
+    ).mean() > 0.4  # above chance (1/3): class-informative features

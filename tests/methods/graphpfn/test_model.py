@@ -45,7 +45,9 @@ def test_adapter_graph_attention_matches_a_softmax_over_in_edges():
 
     torch.manual_seed(0)
     att = GraphAttention(16, 4)
-    torch.nn.init.normal_(att.output_linear.weight)  # zero-initialised upstream: draw it so the output shows the attention
+    torch.nn.init.normal_(
+        att.output_linear.weight
+    )  # zero-initialised upstream: draw it so the output shows the attention
     torch.nn.init.normal_(att.output_linear.bias)
     # unsorted targets, a repeated edge (counted twice, as upstream), node 6 without in-edges
     edge_index = torch.tensor([[4, 1, 2, 3, 0, 0, 2, 5, 2], [3, 0, 1, 1, 1, 4, 4, 2, 1]])

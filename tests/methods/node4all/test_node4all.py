@@ -34,7 +34,9 @@ def _full_readout(summary, seq):
     y = torch.cat([summary.cls_token.expand(seq.shape[0], 1, -1), seq], dim=1)
     for attn, ffn in zip(summary.attn, summary.ffn):
         b, s, _ = y.shape
-        q, k, v = (p(y).view(b, s, attn.heads, attn.head_dim).transpose(1, 2) for p in (attn.q_proj, attn.k_proj, attn.v_proj))
+        q, k, v = (
+            p(y).view(b, s, attn.heads, attn.head_dim).transpose(1, 2) for p in (attn.q_proj, attn.k_proj, attn.v_proj)
+        )
         scores = torch.softmax(q @ k.transpose(-1, -2) / attn.head_dim**0.5, dim=-1)
         y = y + torch.tanh(attn.out_proj((scores @ v).transpose(1, 2).reshape(b, s, -1)))
         y = y + torch.tanh(ffn(y))

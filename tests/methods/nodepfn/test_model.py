@@ -26,7 +26,9 @@ def test_gcn_branch_is_gcnconv():
     layer = GPSLayer(e, 2, 32)
     torch.nn.init.normal_(layer.local_model.bias)
     src, dst = torch.randint(0, n, (2, 120))
-    edge_index = torch.cat([torch.stack([src, dst]), torch.arange(n).repeat(2, 1)[:, : n // 2]], dim=1)  # directed, some loops
+    edge_index = torch.cat(
+        [torch.stack([src, dst]), torch.arange(n).repeat(2, 1)[:, : n // 2]], dim=1
+    )  # directed, some loops
     h = torch.randn(n, b, e)
     expected = layer.local_model(h.transpose(0, 1), edge_index).transpose(0, 1)
     got = layer._local(h, normalized_adjacency(edge_index, n, h.dtype))

@@ -9,7 +9,9 @@ import pytest
 
 METHODS = Path(__file__).resolve().parents[3] / "methods"
 NOT_FAMILIES = {"sdk", "templates", "__pycache__"}
-FAMILIES = sorted(p.name for p in METHODS.iterdir() if p.is_dir() and p.name not in NOT_FAMILIES and any(p.glob("*.py")))
+FAMILIES = sorted(
+    p.name for p in METHODS.iterdir() if p.is_dir() and p.name not in NOT_FAMILIES and any(p.glob("*.py"))
+)
 
 
 def imported_methods_modules(path: Path) -> list[tuple[int, str]]:
@@ -42,12 +44,19 @@ def test_a_family_imports_only_the_sdk_and_itself(family):
         for line, module in imported_methods_modules(path)
         if not allowed(module, family)
     ]
-    assert not strays, f"methods/{family} imports outside methods.sdk and itself (move what is shared into the SDK): {strays}"
+    assert not strays, (
+        f"methods/{family} imports outside methods.sdk and itself (move what is shared into the SDK): {strays}"
+    )
 
 
 def test_the_scan_sees_a_sibling_import(tmp_path):
     """The check can fail: an import of a sibling family, even inside a function, is found."""
     module = tmp_path / "gvt" / "method.py"
     module.parent.mkdir()
-    module.write_text("from methods.sdk import Method\n\ndef f():\n    from methods.graphpfn.common import x\n    import methods.gnn.models\n")
-    assert [m for _, m in imported_methods_modules(module) if not allowed(m, "gvt")] == ["methods.graphpfn.common", "methods.gnn.models"]
+    module.write_text(
+        "from methods.sdk import Method\n\ndef f():\n    from methods.graphpfn.common import x\n    import methods.gnn.models\n"
+    )
+    assert [m for _, m in imported_methods_modules(module) if not allowed(m, "gvt")] == [
+        "methods.graphpfn.common",
+        "methods.gnn.models",
+    ]

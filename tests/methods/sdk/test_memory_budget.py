@@ -21,7 +21,10 @@ def test_the_budget_is_a_fraction_of_the_available_memory(monkeypatch):
     monkeypatch.setattr(memory, "available_memory_bytes", lambda device: 8 << 30)
     assert memory.memory_budget_bytes(CPU) == int(0.75 * (8 << 30)) == int(memory.BUDGET_FRACTION * (8 << 30))
     require_memory("m", 0.75 * (8 << 30), CPU, "all of it")  # at the budget: allowed
-    with pytest.raises(ResourceError, match=r"m: a bit more needs about 6\.0 GiB on cpu \(estimated\), over the memory budget of 6\.0 GiB \(75% of the 8\.0 GiB free\)"):
+    with pytest.raises(
+        ResourceError,
+        match=r"m: a bit more needs about 6\.0 GiB on cpu \(estimated\), over the memory budget of 6\.0 GiB \(75% of the 8\.0 GiB free\)",
+    ):
         require_memory("m", 0.75 * (8 << 30) + 1, CPU, "a bit more")
 
 
@@ -43,6 +46,9 @@ def test_named_parts_are_summed_listed_and_reported(monkeypatch):
     info: dict = {}
     require_memory("pfn", {"weights": 1024, "attention": 1024}, CPU, "in-context inference", info)
     assert info == {"memory_estimate_bytes": 2048, "memory_budget_bytes": 3000}
-    with pytest.raises(ResourceError, match=r"pfn: in-context inference needs about 4\.0 KiB on cpu \(estimated: weights 2\.0 KiB, attention 2\.0 KiB\)"):
+    with pytest.raises(
+        ResourceError,
+        match=r"pfn: in-context inference needs about 4\.0 KiB on cpu \(estimated: weights 2\.0 KiB, attention 2\.0 KiB\)",
+    ):
         require_memory("pfn", {"weights": 2048, "attention": 2048}, CPU, "in-context inference", info)
     assert info["memory_estimate_bytes"] == 4096

@@ -19,14 +19,26 @@ def _write(root: Path, files: dict[str, str]) -> Path:
 
 
 def test_cgroup_v2_limit_minus_held_memory_without_droppable_cache(tmp_path):
-    root = _write(tmp_path, {"memory.max": f"{4 * GiB}\n", "memory.current": f"{3 * GiB}\n",
-                             "memory.stat": f"anon 100\ninactive_file {1 * GiB}\nactive_file 5\n"})
+    root = _write(
+        tmp_path,
+        {
+            "memory.max": f"{4 * GiB}\n",
+            "memory.current": f"{3 * GiB}\n",
+            "memory.stat": f"anon 100\ninactive_file {1 * GiB}\nactive_file 5\n",
+        },
+    )
     assert cgroup_headroom_bytes(root) == 2 * GiB
 
 
 def test_cgroup_v1_limit(tmp_path):
-    root = _write(tmp_path, {"memory/memory.limit_in_bytes": str(2 * GiB), "memory/memory.usage_in_bytes": str(GiB // 2),
-                             "memory/memory.stat": "total_inactive_file 0\n"})
+    root = _write(
+        tmp_path,
+        {
+            "memory/memory.limit_in_bytes": str(2 * GiB),
+            "memory/memory.usage_in_bytes": str(GiB // 2),
+            "memory/memory.stat": "total_inactive_file 0\n",
+        },
+    )
     assert cgroup_headroom_bytes(root) == 2 * GiB - GiB // 2
 
 

@@ -35,7 +35,11 @@ def graphany_service(weights, tmp_path, monkeypatch):
 
 
 def _health(client: MethodClient) -> int:
-    return health_pb2_grpc.HealthStub(client._channel).Check(health_pb2.HealthCheckRequest(service=""), timeout=HANG_S).status
+    return (
+        health_pb2_grpc.HealthStub(client._channel)
+        .Check(health_pb2.HealthCheckRequest(service=""), timeout=HANG_S)
+        .status
+    )
 
 
 def _copy(weights_ids, source, dest) -> None:
@@ -75,7 +79,9 @@ def test_weights_fetched_after_start_make_it_healthy_without_a_restart(graphany_
     client, directory = graphany_service
     _copy(GRAPHANY_IDS[:2], weights, directory)  # a partial fetch is still not ready
     time.sleep(0.5)
-    assert [r.weights_id for r in client._stub.Describe(pb.DescribeRequest(), timeout=HANG_S).not_ready] == list(GRAPHANY_IDS[2:])
+    assert [r.weights_id for r in client._stub.Describe(pb.DescribeRequest(), timeout=HANG_S).not_ready] == list(
+        GRAPHANY_IDS[2:]
+    )
     _copy(GRAPHANY_IDS[2:], weights, directory)
     assert _wait_status(client, health_pb2.HealthCheckResponse.SERVING) == health_pb2.HealthCheckResponse.SERVING
     client.wait_healthy(HANG_S)
@@ -93,7 +99,9 @@ def test_weights_that_fail_verification_make_it_not_serving(graphany_service, we
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0x01
     path.write_bytes(bytes(data))
-    assert _wait_status(client, health_pb2.HealthCheckResponse.NOT_SERVING) == health_pb2.HealthCheckResponse.NOT_SERVING
+    assert (
+        _wait_status(client, health_pb2.HealthCheckResponse.NOT_SERVING) == health_pb2.HealthCheckResponse.NOT_SERVING
+    )
     (item,) = client._stub.Describe(pb.DescribeRequest(), timeout=HANG_S).not_ready
     assert item.weights_id == "graphany-cora" and "fail verification" in item.reason
 

@@ -69,8 +69,15 @@ def test_describe_and_health(service):
     assert set(specs) == {"mlp", "gcn", "sleep", "narrow"}
     gcn = specs["gcn"]
     assert gcn.kind == "supervised" and gcn.version and "torch" in gcn.library_versions
-    assert gcn.default_config["hidden"] == 64 and {p.name for p in gcn.search_space} >= {"lr", "hidden", "norm", "residual"}
-    health = health_pb2_grpc.HealthStub(client._channel).Check(health_pb2.HealthCheckRequest(service="nodeground.v1.MethodService"))
+    assert gcn.default_config["hidden"] == 64 and {p.name for p in gcn.search_space} >= {
+        "lr",
+        "hidden",
+        "norm",
+        "residual",
+    }
+    health = health_pb2_grpc.HealthStub(client._channel).Check(
+        health_pb2.HealthCheckRequest(service="nodeground.v1.MethodService")
+    )
     assert health.status == health_pb2.HealthCheckResponse.SERVING
     # The device as records will name it: a GPU's name and driver only where the service computes on one.
     expected = {"device": str(pick_device(True))} | ({"cuda_version": torch.version.cuda} if torch.version.cuda else {})
@@ -79,11 +86,20 @@ def test_describe_and_health(service):
     assert expected.items() <= client.device().items()
 
 
-@pytest.mark.parametrize(("text", "version"), [
-    ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\nGCC version:  gcc 12\n", "535.104.05"),
-    ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.03  Release Build  (dvs-builder@U16)\n", "580.159.03"),
-    ("something else\n", ""),
-])
+@pytest.mark.parametrize(
+    ("text", "version"),
+    [
+        (
+            "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\nGCC version:  gcc 12\n",
+            "535.104.05",
+        ),
+        (
+            "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.03  Release Build  (dvs-builder@U16)\n",
+            "580.159.03",
+        ),
+        ("something else\n", ""),
+    ],
+)
 def test_driver_version_from_the_kernel_module_when_nvml_is_absent(tmp_path, text, version):
     proc = tmp_path / "version"
     proc.write_text(text)
@@ -164,8 +180,12 @@ def test_time_limit_is_honoured_and_service_stays_healthy(service, graph):
     client.ensure_graph(graph)
     start = time.monotonic()
     with pytest.raises(grpc.RpcError) as err:
-        client.fit("sleep", graph.graph_hash, np.arange(30), np.arange(30, 60), {"seconds": 30.0}, seed=0, time_limit=0.5)
+        client.fit(
+            "sleep", graph.graph_hash, np.arange(30), np.arange(30, 60), {"seconds": 30.0}, seed=0, time_limit=0.5
+        )
     assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
     assert time.monotonic() - start < 5
-    fit = client.fit("sleep", graph.graph_hash, np.arange(30), np.arange(30, 60), {"seconds": 0.05}, seed=0, time_limit=5)
+    fit = client.fit(
+        "sleep", graph.graph_hash, np.arange(30), np.arange(30, 60), {"seconds": 0.05}, seed=0, time_limit=5
+    )
     assert fit.value.model_handle

@@ -13,10 +13,21 @@ import pytest
 
 def trial_rows(rows: list[dict]) -> pd.DataFrame:
     """A minimal trial table from partial rows (defaults fill the identity columns)."""
-    base = {"method_version": "1", "kind": "supervised", "task_type": "multiclass", "regime": "10/10/80",
-            "status": "ok", "origin": "builtin", "primary_metric": "accuracy", "fit_service_s": 1.0,
-            "predict_service_s": 0.1, "fit_peak_rss_bytes": 100.0, "predict_peak_rss_bytes": 50.0,
-            "fit_peak_gpu_bytes": 0.0, "predict_peak_gpu_bytes": 0.0}
+    base = {
+        "method_version": "1",
+        "kind": "supervised",
+        "task_type": "multiclass",
+        "regime": "10/10/80",
+        "status": "ok",
+        "origin": "builtin",
+        "primary_metric": "accuracy",
+        "fit_service_s": 1.0,
+        "predict_service_s": 0.1,
+        "fit_peak_rss_bytes": 100.0,
+        "predict_peak_rss_bytes": 50.0,
+        "fit_peak_gpu_bytes": 0.0,
+        "predict_peak_gpu_bytes": 0.0,
+    }
     return pd.DataFrame([{**base, **r} for r in rows])
 
 
@@ -29,9 +40,20 @@ def results_rows(scores: dict[str, list[list[float]]], regime: str = "10/10/80")
                 if v is None or (isinstance(v, float) and np.isnan(v)):
                     continue
                 method = view.removesuffix("-Default")
-                rows.append({"view": view, "method": method, "method_name": method, "dataset": f"d{d}", "split": s,
-                             "variant": "default" if view != method else "tuned",
-                             "regime": regime, "score": v, "origin": "builtin", "imputed": False})
+                rows.append(
+                    {
+                        "view": view,
+                        "method": method,
+                        "method_name": method,
+                        "dataset": f"d{d}",
+                        "split": s,
+                        "variant": "default" if view != method else "tuned",
+                        "regime": regime,
+                        "score": v,
+                        "origin": "builtin",
+                        "imputed": False,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -46,8 +68,15 @@ def small_store(tmp_path_factory):
     from orchestrator.analysis.synthetic import synthetic_dataset_stats, synthetic_trials, write_store
 
     d = tmp_path_factory.mktemp("store")
-    trials = synthetic_trials(supervised=("mlp", "gcn", "gat", "gcnii"), gfms=("graphpfn", "gvt"), n_datasets=6,
-                              n_trials=12, gfm_trials=3, user_methods=("mynet",), seed=1)
+    trials = synthetic_trials(
+        supervised=("mlp", "gcn", "gat", "gcnii"),
+        gfms=("graphpfn", "gvt"),
+        n_datasets=6,
+        n_trials=12,
+        gfm_trials=3,
+        user_methods=("mynet",),
+        seed=1,
+    )
     store = d / "runs.sqlite"
     write_store(trials, store)
     stats = d / "stats.csv"
@@ -67,8 +96,9 @@ def built_report(small_store, tmp_path_factory):
     app.command()(report)
     store, stats = small_store
     out = tmp_path_factory.mktemp("site") / "report"
-    res = CliRunner().invoke(app, ["--store", str(store), "--out", str(out), "--dataset-stats", str(stats),
-                                   "--bootstrap-rounds", "30"])
+    res = CliRunner().invoke(
+        app, ["--store", str(store), "--out", str(out), "--dataset-stats", str(stats), "--bootstrap-rounds", "30"]
+    )
     return res, out
 
 
@@ -91,15 +121,37 @@ def real_store(tmp_path_factory):
     if not (MIRROR / "MANIFEST.tsv").exists():
         pytest.skip(f"no dataset mirror at {MIRROR} (set NODEGROUND_MIRROR)")
     store = tmp_path_factory.mktemp("real") / "runs.sqlite"
-    cmd = [*ORCHESTRATOR, "run", "--methods", "mlp,gcn,graphany", "--datasets", "synthetic-homophilous,texas,wisconsin",
-           "--regimes", "10/10/80,50/25/25", "--splits", "0,1", "--budget", "2", "--time-limit", "30",
-           "--services", "embedded", "--store", str(store)]
-    env = {**ENV, "NODEGROUND_MIRROR": str(MIRROR), "NODEGROUND_WEIGHTS": str(MIRROR)}  # the mirror holds the weights too
+    cmd = [
+        *ORCHESTRATOR,
+        "run",
+        "--methods",
+        "mlp,gcn,graphany",
+        "--datasets",
+        "synthetic-homophilous,texas,wisconsin",
+        "--regimes",
+        "10/10/80,50/25/25",
+        "--splits",
+        "0,1",
+        "--budget",
+        "2",
+        "--time-limit",
+        "30",
+        "--services",
+        "embedded",
+        "--store",
+        str(store),
+    ]
+    env = {
+        **ENV,
+        "NODEGROUND_MIRROR": str(MIRROR),
+        "NODEGROUND_WEIGHTS": str(MIRROR),
+    }  # the mirror holds the weights too
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     with sqlite3.connect(store) as db:
-        n = db.execute("DELETE FROM trials WHERE method = ? AND dataset = ? AND regime = ? AND split = ?",
-                       tuple(REMOVED.values())).rowcount
+        n = db.execute(
+            "DELETE FROM trials WHERE method = ? AND dataset = ? AND regime = ? AND split = ?", tuple(REMOVED.values())
+        ).rowcount
     assert n == 2
     return store
 
@@ -110,7 +162,11 @@ def real_report(real_store, tmp_path_factory):
     out = tmp_path_factory.mktemp("real-site") / "report"
     from tests.conftest import MIRROR
 
-    proc = subprocess.run([*ORCHESTRATOR, "report", "--store", str(real_store), "--out", str(out),
-                           "--bootstrap-rounds", "20"], env={**ENV, "NODEGROUND_MIRROR": str(MIRROR)},
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [*ORCHESTRATOR, "report", "--store", str(real_store), "--out", str(out), "--bootstrap-rounds", "20"],
+        env={**ENV, "NODEGROUND_MIRROR": str(MIRROR)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     return proc, out

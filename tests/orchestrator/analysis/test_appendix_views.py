@@ -16,7 +16,9 @@ from .conftest import trial_rows
 
 def results(rows: list[tuple]) -> pd.DataFrame:
     """(view, dataset, task_type, split, score, precision, cross_entropy) rows as a results table."""
-    df = pd.DataFrame(rows, columns=["view", "dataset", "task_type", "split", "score", "test_precision", "test_cross_entropy"])
+    df = pd.DataFrame(
+        rows, columns=["view", "dataset", "task_type", "split", "score", "test_precision", "test_cross_entropy"]
+    )
     df["test_auroc"] = np.where(df["task_type"] == "binary", df["score"], np.nan)
     df["test_accuracy"] = df["score"]
     df["test_macro_f1"] = np.where(df["task_type"] == "binary", np.nan, df["score"])
@@ -28,11 +30,17 @@ def two_tasks() -> pd.DataFrame:
     for d in range(3):
         for s in range(2):
             # binary: a wins AUROC but loses precision; c is worst on both
-            rows += [("a", f"b{d}", "binary", s, 0.9, 0.5, 0.3), ("b", f"b{d}", "binary", s, 0.8, 0.7, 0.4),
-                     ("c", f"b{d}", "binary", s, 0.7, 0.4, 0.5)]
+            rows += [
+                ("a", f"b{d}", "binary", s, 0.9, 0.5, 0.3),
+                ("b", f"b{d}", "binary", s, 0.8, 0.7, 0.4),
+                ("c", f"b{d}", "binary", s, 0.7, 0.4, 0.5),
+            ]
             # multiclass: b wins everything
-            rows += [("a", f"m{d}", "multiclass", s, 0.6, np.nan, 0.9), ("b", f"m{d}", "multiclass", s, 0.7, np.nan, 0.8),
-                     ("c", f"m{d}", "multiclass", s, 0.5, np.nan, 1.0)]
+            rows += [
+                ("a", f"m{d}", "multiclass", s, 0.6, np.nan, 0.9),
+                ("b", f"m{d}", "multiclass", s, 0.7, np.nan, 0.8),
+                ("c", f"m{d}", "multiclass", s, 0.5, np.nan, 1.0),
+            ]
     return results(rows)
 
 
@@ -52,7 +60,10 @@ def test_metric_sensitivity_finds_the_precision_reordering():
     assert s.loc[("binary", "precision"), "spearman"] == pytest.approx(0.5)
     assert s.loc[("binary", "accuracy"), "changed_positions"] == 0 and s.loc[("binary", "accuracy"), "spearman"] == 1.0
     # cross-entropy is lower-is-better: the same order as the primary metric here
-    assert s.loc[("binary", "cross_entropy"), "spearman"] == 1.0 and s.loc[("multiclass", "cross_entropy"), "spearman"] == 1.0
+    assert (
+        s.loc[("binary", "cross_entropy"), "spearman"] == 1.0
+        and s.loc[("multiclass", "cross_entropy"), "spearman"] == 1.0
+    )
     b = boards[(boards["task_type"] == "binary") & (boards["metric"] == "precision")].set_index("view")
     assert b.loc["b", "position"] == 1 and b.loc["b", "position_change"] == 1 and b.loc["a", "position_change"] == -1
     assert set(boards.loc[boards["primary"], "metric"]) == {"auroc", "accuracy"}
@@ -70,8 +81,17 @@ def searches() -> pd.DataFrame:
     for dataset, t2 in (("d0", 0.74), ("d1", 0.78)):
         for split in (0, 1):
             for i, (vl, va, te) in enumerate(((0.5, 0.70, 0.70), (0.4, 0.80, 0.72), (0.3, 0.90, t2))):
-                rows.append(dict(method="gcn", dataset=dataset, split=split, trial_index=i, val_loss=vl,
-                                 val_accuracy=va, test_primary=te))
+                rows.append(
+                    dict(
+                        method="gcn",
+                        dataset=dataset,
+                        split=split,
+                        trial_index=i,
+                        val_loss=vl,
+                        val_accuracy=va,
+                        test_primary=te,
+                    )
+                )
     return trial_rows(rows)
 
 
@@ -94,11 +114,19 @@ def test_tuning_requirements_and_validation_test_gap_have_known_answers():
 
 
 def test_below_chance_flags_native_binary_results_under_half():
-    res = pd.DataFrame({
-        "regime": "10/10/80", "view": ["gvt", "gvt", "gcn", "gcn", "mlp"], "dataset": ["b", "b", "b", "m", "b"],
-        "split": [0, 1, 0, 0, 0], "selected_trial_index": 0, "val_loss": 0.6,
-        "task_type": ["binary", "binary", "binary", "multiclass", "binary"],
-        "test_auroc": [0.38, 0.51, 0.49, np.nan, 0.2], "imputed": [False, False, False, False, True]})
+    res = pd.DataFrame(
+        {
+            "regime": "10/10/80",
+            "view": ["gvt", "gvt", "gcn", "gcn", "mlp"],
+            "dataset": ["b", "b", "b", "m", "b"],
+            "split": [0, 1, 0, 0, 0],
+            "selected_trial_index": 0,
+            "val_loss": 0.6,
+            "task_type": ["binary", "binary", "binary", "multiclass", "binary"],
+            "test_auroc": [0.38, 0.51, 0.49, np.nan, 0.2],
+            "imputed": [False, False, False, False, True],
+        }
+    )
     flagged = below_chance(res)
     assert list(zip(flagged["view"], flagged["split"])) == [("gvt", 0), ("gcn", 0)]
 
@@ -107,9 +135,20 @@ def test_reference_view_is_found_by_identity_not_by_spelling():
     rows = []
     for version, splits in (("1", (0,)), ("2", (0, 1))):
         for split in splits:
-            rows.append(dict(method="gcn", method_version=version, dataset="d", split=split, trial_index=0,
-                             val_loss=0.5, test_primary=0.7))
-    rows.append(dict(method="graphany", kind="gfm", dataset="d", split=0, trial_index=0, val_loss=0.5, test_primary=0.6))
+            rows.append(
+                dict(
+                    method="gcn",
+                    method_version=version,
+                    dataset="d",
+                    split=split,
+                    trial_index=0,
+                    val_loss=0.5,
+                    test_primary=0.7,
+                )
+            )
+    rows.append(
+        dict(method="graphany", kind="gfm", dataset="d", split=0, trial_index=0, val_loss=0.5, test_primary=0.6)
+    )
     res, _ = build_results(trial_rows(rows))
     assert reference_view(res) == "gcn@2-Default"  # the version with the most results
     assert reference_view(res, "graphany") == "graphany"

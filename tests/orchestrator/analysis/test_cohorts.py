@@ -9,12 +9,14 @@ from .conftest import results_rows
 
 def table() -> pd.DataFrame:
     nan = float("nan")
-    res = results_rows({
-        "gcn-Default": [[0.5] * 5, [0.6] * 5, [0.7] * 5],
-        "gcn": [[0.8] * 5, [0.8] * 5, [0.8] * 5],
-        "graphpfn": [[0.9] * 5, [0.9, 0.9, nan, 0.9, 0.9], []],  # one partition and one dataset missing
-        "mynet": [[0.95] * 5, [0.95] * 5, []],  # user submission, missing d2
-    })
+    res = results_rows(
+        {
+            "gcn-Default": [[0.5] * 5, [0.6] * 5, [0.7] * 5],
+            "gcn": [[0.8] * 5, [0.8] * 5, [0.8] * 5],
+            "graphpfn": [[0.9] * 5, [0.9, 0.9, nan, 0.9, 0.9], []],  # one partition and one dataset missing
+            "mynet": [[0.95] * 5, [0.95] * 5, []],  # user submission, missing d2
+        }
+    )
     res.loc[res["view"] == "mynet", "origin"] = "user:abc"
     res["kind"] = "supervised"
     res["k"] = 1

@@ -37,8 +37,9 @@ def toy() -> pd.DataFrame:
 
 
 def _fit(totals: elo.PairTotals, prior: float) -> pd.Series:
-    ratings = elo.bradley_terry(totals.first, totals.second, totals.won_first.sum(0), totals.won_second.sum(0),
-                                len(totals.views), prior=prior)
+    ratings = elo.bradley_terry(
+        totals.first, totals.second, totals.won_first.sum(0), totals.won_second.sum(0), len(totals.views), prior=prior
+    )
     return pd.Series(ratings, index=totals.views)
 
 
@@ -59,13 +60,17 @@ def test_the_prior_shrinks_gaps_toward_the_centre_and_keeps_the_order():
 def test_pair_totals_are_bencheval_battles_with_ties_half_and_each_partition_one_fifth():
     pe = elo.partition_errors(toy())
     totals = elo.pair_totals(pe)
-    b = EloHelper(method_col="view", task_col="dataset", error_col="error", split_col="split").convert_results_to_battles(pe)
+    b = EloHelper(
+        method_col="view", task_col="dataset", error_col="error", split_col="split"
+    ).convert_results_to_battles(pe)
     assert len(b) == 3 * 10 and np.allclose(b["weight"], 1 / 5)
     for p, (i, j) in enumerate(zip(totals.first, totals.second)):
         x, y = totals.views[i], totals.views[j]
         pair = b[((b["view_1"] == x) & (b["view_2"] == y)) | ((b["view_1"] == y) & (b["view_2"] == x))]
-        won = sum(w * (0.5 if win == "tie" else float((win == "1") == (v1 == x)))
-                  for v1, win, w in zip(pair["view_1"], pair["winner"], pair["weight"]))
+        won = sum(
+            w * (0.5 if win == "tie" else float((win == "1") == (v1 == x)))
+            for v1, win, w in zip(pair["view_1"], pair["winner"], pair["weight"])
+        )
         assert totals.won_first[:, p].sum() == pytest.approx(won)
         assert totals.won_second[:, p].sum() == pytest.approx(pair["weight"].sum() - won)
     # in whole partitions: A beats B 7.5 of 10, B beats C 7.5, A beats C 9
@@ -139,7 +144,9 @@ def test_perfect_records_get_finite_ratings_that_do_not_depend_on_the_input_orde
     assert base.loc["W", "elo"] > base.loc["M", "elo"] > base.loc["L", "elo"]
     assert base.loc["W", "elo"] - base.loc["L", "elo"] < 4000  # an unregularised fit reports wherever it stopped
     for seed in (1, 2):
-        assert np.allclose(_perfect_ratings(seed)[["elo", "lower", "upper"]], base[["elo", "lower", "upper"]], rtol=0, atol=1e-6)
+        assert np.allclose(
+            _perfect_ratings(seed)[["elo", "lower", "upper"]], base[["elo", "lower", "upper"]], rtol=0, atol=1e-6
+        )
 
 
 _CHILD = """

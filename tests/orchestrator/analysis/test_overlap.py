@@ -19,10 +19,19 @@ def store() -> pd.DataFrame:
     for d_i, dataset in enumerate(DATASETS):
         for split in (0, 1):
             base = 0.6 + 0.05 * d_i + 0.01 * split
-            rows += [dict(method="gcn", dataset=dataset, split=split, trial_index=0, val_loss=0.5, test_primary=base),
-                     dict(method="gcn", dataset=dataset, split=split, trial_index=1, val_loss=0.4, test_primary=base + 0.02),
-                     dict(method="graphany", kind="gfm", dataset=dataset, split=split, trial_index=0, val_loss=0.1,
-                          test_primary=0.99)]
+            rows += [
+                dict(method="gcn", dataset=dataset, split=split, trial_index=0, val_loss=0.5, test_primary=base),
+                dict(method="gcn", dataset=dataset, split=split, trial_index=1, val_loss=0.4, test_primary=base + 0.02),
+                dict(
+                    method="graphany",
+                    kind="gfm",
+                    dataset=dataset,
+                    split=split,
+                    trial_index=0,
+                    val_loss=0.1,
+                    test_primary=0.99,
+                ),
+            ]
     return trial_rows(rows)
 
 
@@ -37,7 +46,10 @@ def test_graphany_on_ogbn_arxiv_is_replaced_by_gcn_default_in_every_common_unive
         assert (cell["score"] == ref.loc[dataset]).all() and not (cell["score"] == 0.99).any()
     assert not ga.loc["texas", "overlap"].any() and (ga.loc["texas", "score"] == 0.99).all()
     per_ds = an.tables["per_dataset"].set_index(["dataset", "view"])
-    assert per_ds.loc[("ogbn-arxiv", "graphany"), "score_mean"].tolist() == per_ds.loc[("ogbn-arxiv", "gcn-Default"), "score_mean"].tolist()
+    assert (
+        per_ds.loc[("ogbn-arxiv", "graphany"), "score_mean"].tolist()
+        == per_ds.loc[("ogbn-arxiv", "gcn-Default"), "score_mean"].tolist()
+    )
     # The cohorts without imputation: complete cases keep texas alone, near-complete drops graphany.
     ce = an.tables["cohort_elo"]
     assert set(ce.loc[ce["cohort"] == "complete", "cohort_datasets"]) == {1}
@@ -52,8 +64,13 @@ def test_graph_identity_resolves_aliases_and_shared_topologies():
     assert ov.graph_identity("arxiv") == ov.graph_identity("ogbn-arxiv") == "ogbn-arxiv"
     assert ov.graph_identity("cora-tag") == ov.graph_identity("Cora") == "cora"
     assert ov.graph_identity("my-own-graph") == "my-own-graph"
-    res = pd.DataFrame({"method_name": ["gvt", "gvt", "gcn", "gvt"], "dataset": ["arxiv", "texas", "arxiv", "arxiv"],
-                        "origin": ["builtin", "builtin", "builtin", "user:x"]})
+    res = pd.DataFrame(
+        {
+            "method_name": ["gvt", "gvt", "gcn", "gvt"],
+            "dataset": ["arxiv", "texas", "arxiv", "arxiv"],
+            "origin": ["builtin", "builtin", "builtin", "user:x"],
+        }
+    )
     assert ov.overlapping(res).tolist() == [True, False, False, False]
 
 

@@ -34,9 +34,13 @@ def test_improvability_relative_to_best_error_on_each_dataset():
 
 
 def test_pareto_front_drops_dominated_points():
-    df = pd.DataFrame({"view": ["a", "b", "c", "d", "e"],
-                       "mean_improvability": [0.10, 0.20, 0.30, 0.10, np.nan],
-                       "mean_overhead": [3.0, 1.0, 2.0, 4.0, 0.0]})
+    df = pd.DataFrame(
+        {
+            "view": ["a", "b", "c", "d", "e"],
+            "mean_improvability": [0.10, 0.20, 0.30, 0.10, np.nan],
+            "mean_overhead": [3.0, 1.0, 2.0, 4.0, 0.0],
+        }
+    )
     on = pa.pareto_front(df)
     assert list(df.loc[on, "view"]) == ["a", "b"]  # c dominated by b, d by a, e has no value
 

@@ -10,8 +10,9 @@ from .conftest import results_rows
 
 def test_mean_rank_averages_partitions_before_ranking():
     # d0: A wins 3 of 5 partitions narrowly but loses 2 badly -> lower mean score -> rank 2 on d0.
-    res = results_rows({"A": [[0.81, 0.81, 0.81, 0.1, 0.1], [0.9] * 5, [0.9] * 5],
-                        "B": [[0.8] * 5, [0.5] * 5, [0.9] * 5]})
+    res = results_rows(
+        {"A": [[0.81, 0.81, 0.81, 0.1, 0.1], [0.9] * 5, [0.9] * 5], "B": [[0.8] * 5, [0.5] * 5, [0.9] * 5]}
+    )
     mr = rk.mean_rank(res).set_index("view")
     assert mr.loc["A", "mean_rank"] == pytest.approx((2 + 1 + 1.5) / 3)
     assert mr.loc["B", "mean_rank"] == pytest.approx((1 + 2 + 1.5) / 3)
@@ -27,8 +28,11 @@ def test_winrate_counts_ties_half_and_datasets_equally():
 
 def test_pairwise_tests_holm_correction_and_records(rng):
     n = 20
-    scores = {"A": [[0.9 + rng.normal(0, 0.01)] for _ in range(n)], "B": [[0.7 + rng.normal(0, 0.01)] for _ in range(n)],
-              "C": [[0.7 + rng.normal(0, 0.01)] for _ in range(n)]}
+    scores = {
+        "A": [[0.9 + rng.normal(0, 0.01)] for _ in range(n)],
+        "B": [[0.7 + rng.normal(0, 0.01)] for _ in range(n)],
+        "C": [[0.7 + rng.normal(0, 0.01)] for _ in range(n)],
+    }
     t = rk.pairwise_tests(results_rows(scores)).set_index(["view_a", "view_b"])
     assert t.loc[("A", "B"), "significant"] and t.loc[("A", "B"), "better"] == "A"
     assert t.loc[("A", "B"), "a_wins"] == n
@@ -49,5 +53,8 @@ def test_friedman_nemenyi_and_rule_sensitivity(rng):
     stat, nem = rk.friedman_nemenyi(results_rows(scores))
     assert stat["p_value"] < 0.01 and nem.shape == (4, 4)
     import pandas as pd
-    s = rk.rule_sensitivity({"x": pd.Series([1, 2, 3, 4], index=list("ABCD")), "y": pd.Series([1, 2, 4, 3], index=list("ABCD"))})
+
+    s = rk.rule_sensitivity(
+        {"x": pd.Series([1, 2, 3, 4], index=list("ABCD")), "y": pd.Series([1, 2, 4, 3], index=list("ABCD"))}
+    )
     assert s.loc["x", "y"] == pytest.approx(0.8)

@@ -25,7 +25,11 @@ def test_real_store_anchors_gcn_default_at_1000_and_imputes_the_removed_cell(rea
     assert sorted(anchor["regime"]) == ["10/10/80", "50/25/25"]
     assert anchor["elo"].round(6).tolist() == [1000.0, 1000.0]
     res = pd.read_csv(out / "tables" / "results.csv")
-    cell = (res["dataset"] == REMOVED["dataset"]) & (res["regime"] == REMOVED["regime"]) & (res["split"] == REMOVED["split"])
+    cell = (
+        (res["dataset"] == REMOVED["dataset"])
+        & (res["regime"] == REMOVED["regime"])
+        & (res["split"] == REMOVED["split"])
+    )
     ref = res[cell & (res["view"] == "gcn-Default")]
     filled = res[cell & res["method_name"].eq("mlp")]
     assert sorted(filled["view"]) == ["mlp", "mlp-Default"] and filled["imputed"].all()
@@ -37,10 +41,14 @@ def test_real_store_anchors_gcn_default_at_1000_and_imputes_the_removed_cell(rea
     native = {(f"{m}-Default" if i == 0 else m, d, r, s) for m, d, r, s, i in ok.itertuples(index=False)}
     native |= {(m, d, r, s) for m, d, r, s, _ in ok.itertuples(index=False)}
     rest = res[~cell & res["imputed"] & ~res["overlap"]]
-    assert not {(v, d, r, s) for v, d, r, s in zip(rest["view"], rest["dataset"], rest["regime"], rest["split"])} & native
+    assert (
+        not {(v, d, r, s) for v, d, r, s in zip(rest["view"], rest["dataset"], rest["regime"], rest["split"])} & native
+    )
     with sqlite3.connect(real_store) as db:  # the store itself is untouched
-        assert db.execute("SELECT COUNT(*) FROM trials WHERE method = 'mlp' AND dataset = 'texas' AND split = 1 "
-                          "AND regime = '10/10/80'").fetchone() == (0,)
+        assert db.execute(
+            "SELECT COUNT(*) FROM trials WHERE method = 'mlp' AND dataset = 'texas' AND split = 1 "
+            "AND regime = '10/10/80'"
+        ).fetchone() == (0,)
 
 
 def test_real_store_report_computes_dataset_statistics_and_renders_subgroups(real_report):
@@ -68,8 +76,16 @@ def test_real_store_report_has_the_appendix_views_and_findings(real_report):
     findings = pd.read_csv(out / "tables" / "findings.csv")
     for regime in ("10/10/80", "50/25/25"):
         topics = set(findings.loc[findings["regime"] == regime, "topic"])
-        assert {"elo", "gfm", "pareto_time", "pareto_time_budgets", "tuning", "validation_test_gap", "task_types",
-            "pretraining_overlap"} <= topics
+        assert {
+            "elo",
+            "gfm",
+            "pareto_time",
+            "pareto_time_budgets",
+            "tuning",
+            "validation_test_gap",
+            "task_types",
+            "pretraining_overlap",
+        } <= topics
     for fig in findings["figure"]:
         assert (out / fig).is_file(), fig
     page = (out / "findings.html").read_text()

@@ -22,8 +22,17 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not instal
 
 
 def chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess:
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-           "--no-first-run", f"--user-data-dir={profile}", "--hide-scrollbars", *args]
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--no-first-run",
+        f"--user-data-dir={profile}",
+        "--hide-scrollbars",
+        *args,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 
@@ -75,8 +84,9 @@ def test_report_renders_leaderboard_and_every_plot(built_report, tmp_path):
     artifacts = Path(os.environ.get("NODEGROUND_ARTIFACTS") or tempfile.mkdtemp(prefix="nodeground-artifacts-"))
     artifacts.mkdir(parents=True, exist_ok=True)
     shot = artifacts / "report.png"
-    run = chromium(["--window-size=1400,2400", "--virtual-time-budget=15000", f"--screenshot={shot}", url],
-                   tmp_path / "profile2")
+    run = chromium(
+        ["--window-size=1400,2400", "--virtual-time-budget=15000", f"--screenshot={shot}", url], tmp_path / "profile2"
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     assert shot.is_file() and shot.stat().st_size > 50_000
     print(f"screenshot: {shot}")
@@ -85,8 +95,9 @@ def test_report_renders_leaderboard_and_every_plot(built_report, tmp_path):
 def test_findings_page_renders_every_sentence_with_a_working_figure_link(built_report, tmp_path):
     res, out = built_report
     assert res.exit_code == 0, res.output
-    run = chromium(["--virtual-time-budget=5000", "--dump-dom", (out / "findings.html").resolve().as_uri()],
-                   tmp_path / "profile")
+    run = chromium(
+        ["--virtual-time-budget=5000", "--dump-dom", (out / "findings.html").resolve().as_uri()], tmp_path / "profile"
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     findings = pd.read_csv(out / "tables" / "findings.csv")
     assert run.stdout.count("<li data-topic=") == len(findings) > 0

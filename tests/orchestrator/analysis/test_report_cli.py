@@ -40,15 +40,35 @@ def test_report_writes_site_and_data_beside_every_figure(built_report):
         assert (out / page).is_file()
     for section in ('id="tuning"', 'id="metrics"', 'id="overlap"', 'id="below-chance"'):
         assert section in html
-    for table in ("tuning_requirements", "validation_test_gap", "task_type_leaderboards", "metric_sensitivity",
-                  "metric_sensitivity_summary", "pretraining_overlap", "below_chance", "findings"):
+    for table in (
+        "tuning_requirements",
+        "validation_test_gap",
+        "task_type_leaderboards",
+        "metric_sensitivity",
+        "metric_sensitivity_summary",
+        "pretraining_overlap",
+        "below_chance",
+        "findings",
+    ):
         assert (out / "tables" / f"{table}.csv").is_file() and (out / "tables" / f"{table}.parquet").is_file(), table
 
 
 def test_anchor_names_a_method_and_an_unknown_one_is_a_one_line_error(small_store, tmp_path):
     store, stats = small_store
-    res = run(["--store", str(store), "--out", str(tmp_path / "r"), "--dataset-stats", str(stats),
-               "--bootstrap-rounds", "5", "--anchor", "mlp"])
+    res = run(
+        [
+            "--store",
+            str(store),
+            "--out",
+            str(tmp_path / "r"),
+            "--dataset-stats",
+            str(stats),
+            "--bootstrap-rounds",
+            "5",
+            "--anchor",
+            "mlp",
+        ]
+    )
     assert res.exit_code == 0, res.output
     lb = pd.read_csv(tmp_path / "r" / "tables" / "leaderboard.csv")
     assert lb.loc[lb["view"] == "mlp-Default", "elo"].round(6).tolist() == [1000.0, 1000.0]

@@ -47,7 +47,9 @@ def _store(path) -> None:
 
 
 def _picks(frame: pd.DataFrame, index: str) -> dict[tuple[str, int], int | None]:
-    return {(str(r["method"]), int(r["split"])): None if pd.isna(r[index]) else int(r[index]) for _, r in frame.iterrows()}
+    return {
+        (str(r["method"]), int(r["split"])): None if pd.isna(r[index]) else int(r[index]) for _, r in frame.iterrows()
+    }
 
 
 def test_show_export_and_the_report_select_the_same_trial(tmp_path):

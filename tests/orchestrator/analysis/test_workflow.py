@@ -14,18 +14,53 @@ from .conftest import trial_rows
 def search(method="gcn", kind="supervised", gpu=False):
     rows = [
         # trial 0: default
-        dict(trial_index=0, val_loss=0.50, test_primary=0.95, fit_service_s=1.0, predict_service_s=0.1, fit_peak_rss_bytes=100.0, predict_peak_rss_bytes=40.0),
+        dict(
+            trial_index=0,
+            val_loss=0.50,
+            test_primary=0.95,
+            fit_service_s=1.0,
+            predict_service_s=0.1,
+            fit_peak_rss_bytes=100.0,
+            predict_peak_rss_bytes=40.0,
+        ),
         # trial 1 failed: no metrics, its time still counts
-        dict(trial_index=1, status="oom", val_loss=np.nan, test_primary=np.nan, fit_service_s=2.0, predict_service_s=np.nan, fit_peak_rss_bytes=900.0),
+        dict(
+            trial_index=1,
+            status="oom",
+            val_loss=np.nan,
+            test_primary=np.nan,
+            fit_service_s=2.0,
+            predict_service_s=np.nan,
+            fit_peak_rss_bytes=900.0,
+        ),
         # trial 2: best validation loss, worse test score than the default
-        dict(trial_index=2, val_loss=0.30, test_primary=0.80, fit_service_s=3.0, predict_service_s=0.3, fit_peak_rss_bytes=200.0, predict_peak_rss_bytes=950.0),
+        dict(
+            trial_index=2,
+            val_loss=0.30,
+            test_primary=0.80,
+            fit_service_s=3.0,
+            predict_service_s=0.3,
+            fit_peak_rss_bytes=200.0,
+            predict_peak_rss_bytes=950.0,
+        ),
         # trial 3: ties trial 2 on validation loss (the earlier trial wins), best test score
-        dict(trial_index=3, val_loss=0.30, test_primary=0.99, fit_service_s=1.0, predict_service_s=0.5, fit_peak_rss_bytes=50.0, predict_peak_rss_bytes=10.0),
+        dict(
+            trial_index=3,
+            val_loss=0.30,
+            test_primary=0.99,
+            fit_service_s=1.0,
+            predict_service_s=0.5,
+            fit_peak_rss_bytes=50.0,
+            predict_peak_rss_bytes=10.0,
+        ),
     ]
     for r in rows:
         r.update(method=method, kind=kind, dataset="d0", split=0)
         if gpu:
-            r.update(fit_peak_gpu_bytes=r.get("fit_peak_rss_bytes", 0) * 10, predict_peak_gpu_bytes=r.get("predict_peak_rss_bytes", 0) * 10)
+            r.update(
+                fit_peak_gpu_bytes=r.get("fit_peak_rss_bytes", 0) * 10,
+                predict_peak_gpu_bytes=r.get("predict_peak_rss_bytes", 0) * 10,
+            )
     return rows
 
 

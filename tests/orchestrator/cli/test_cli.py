@@ -26,20 +26,56 @@ runner = CliRunner()
     "args, message",
     [
         (["--methods", "mpl", "--datasets", "synthetic-tiny"], "unknown method 'mpl'; known methods: "),
-        (["--methods", "mlp", "--datasets", "synthetic-tinny"], "unknown dataset 'synthetic-tinny'; did you mean synthetic-tiny"),
-        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--budget", "-1"], "--budget must be between 1 and 10000, got -1"),
-        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--budget", "99999999999999999999"], "--budget must be between 1 and 10000"),
-        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--time-limit", "nan"], "--time-limit must be a number of seconds in (0, 604800], got nan"),
-        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--time-limit", "inf"], "--time-limit must be a number of seconds"),
-        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--time-limit", "-5"], "--time-limit must be a number of seconds"),
-        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--time-limit", "0"], "--time-limit must be a number of seconds"),
-        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--parallel", "99999999999"], "--parallel must be between 0 (one per replica found) and 1024"),
-        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--regimes", "public"], "--regimes public: synthetic-tiny has no published split"),
-        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--splits", "0,x"], "--splits must be comma-separated integers"),
+        (
+            ["--methods", "mlp", "--datasets", "synthetic-tinny"],
+            "unknown dataset 'synthetic-tinny'; did you mean synthetic-tiny",
+        ),
+        (
+            ["--methods", "mlp", "--datasets", "synthetic-tiny", "--budget", "-1"],
+            "--budget must be between 1 and 10000, got -1",
+        ),
+        (
+            ["--methods", "mlp", "--datasets", "synthetic-tiny", "--budget", "99999999999999999999"],
+            "--budget must be between 1 and 10000",
+        ),
+        (
+            ["--methods", "mlp", "--datasets", "synthetic-tiny", "--time-limit", "nan"],
+            "--time-limit must be a number of seconds in (0, 604800], got nan",
+        ),
+        (
+            ["--methods", "mlp", "--datasets", "synthetic-tiny", "--time-limit", "inf"],
+            "--time-limit must be a number of seconds",
+        ),
+        (
+            ["--methods", "mlp", "--datasets", "synthetic-tiny", "--time-limit", "-5"],
+            "--time-limit must be a number of seconds",
+        ),
+        (
+            ["--methods", "mlp", "--datasets", "synthetic-tiny", "--time-limit", "0"],
+            "--time-limit must be a number of seconds",
+        ),
+        (
+            ["--methods", "mlp", "--datasets", "synthetic-tiny", "--parallel", "99999999999"],
+            "--parallel must be between 0 (one per replica found) and 1024",
+        ),
+        (
+            ["--methods", "mlp", "--datasets", "synthetic-tiny", "--regimes", "public"],
+            "--regimes public: synthetic-tiny has no published split",
+        ),
+        (
+            ["--methods", "mlp", "--datasets", "synthetic-tiny", "--splits", "0,x"],
+            "--splits must be comma-separated integers",
+        ),
         (["--methods", "mlp", "--datasets", "synthetic-tiny", "--splits", "9"], "split index 9 is outside 0..4"),
         (["--methods", "mlp", "--datasets", "synthetic-tiny", "--regimes", "20/20/60"], "unknown regime '20/20/60'"),
-        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--endpoint", "mlp"], "--endpoint must look like NAME=HOST:PORT"),
-        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--parallel", "-1"], "--parallel must be between 0 (one per replica found) and 1024, got -1"),
+        (
+            ["--methods", "mlp", "--datasets", "synthetic-tiny", "--endpoint", "mlp"],
+            "--endpoint must look like NAME=HOST:PORT",
+        ),
+        (
+            ["--methods", "mlp", "--datasets", "synthetic-tiny", "--parallel", "-1"],
+            "--parallel must be between 0 (one per replica found) and 1024, got -1",
+        ),
     ],
 )
 def test_bad_arguments_give_one_line_and_exit_2(tmp_path, args, message):
@@ -51,7 +87,18 @@ def test_bad_arguments_give_one_line_and_exit_2(tmp_path, args, message):
 
 def test_an_endpoint_that_does_not_answer_is_named(tmp_path):
     proc = subprocess.run(
-        [*ORCHESTRATOR, "run", "--methods", "mlp", "--datasets", "synthetic-tiny", "--endpoint", "mlp=127.0.0.1:9", "--store", str(tmp_path / "r.sqlite")],
+        [
+            *ORCHESTRATOR,
+            "run",
+            "--methods",
+            "mlp",
+            "--datasets",
+            "synthetic-tiny",
+            "--endpoint",
+            "mlp=127.0.0.1:9",
+            "--store",
+            str(tmp_path / "r.sqlite"),
+        ],
         env=ENV,
         capture_output=True,
         text=True,
@@ -69,7 +116,20 @@ def test_show_refuses_a_missing_store(tmp_path):
 
 def test_run_then_rerun_resumes_and_show_prints_the_selection(tmp_path):
     store = tmp_path / "runs.sqlite"
-    cmd = [*ORCHESTRATOR, "run", "--methods", "mlp,gcn", "--datasets", "synthetic-tiny", "--splits", "0,1", "--budget", "1", "--store", str(store)]
+    cmd = [
+        *ORCHESTRATOR,
+        "run",
+        "--methods",
+        "mlp,gcn",
+        "--datasets",
+        "synthetic-tiny",
+        "--splits",
+        "0,1",
+        "--budget",
+        "1",
+        "--store",
+        str(store),
+    ]
     first = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr
     assert "synthetic-tiny" in first.stdout and "accuracy" in first.stdout
@@ -80,7 +140,9 @@ def test_run_then_rerun_resumes_and_show_prints_the_selection(tmp_path):
     assert again.returncode == 0, again.stderr
     with sqlite3.connect(store) as db:
         assert db.execute("SELECT trial_key, finished_at FROM trials").fetchall() == stamps  # nothing rerun
-    shown = subprocess.run([*ORCHESTRATOR, "show", "--store", str(store)], env=ENV, capture_output=True, text=True, timeout=HANG_S)
+    shown = subprocess.run(
+        [*ORCHESTRATOR, "show", "--store", str(store)], env=ENV, capture_output=True, text=True, timeout=HANG_S
+    )
     assert shown.returncode == 0 and shown.stdout.count("synthetic-tiny") == 4
 
 
@@ -104,12 +166,29 @@ def test_missing_gfm_weights_stop_the_run_before_any_trial_and_name_the_fetch_co
     env.pop("NODEGROUND_WEIGHTS", None)  # the default place, as for a new user
     store = tmp_path / "runs.sqlite"
     # embedded services: containers other runs left on this Docker engine are not this test's
-    cmd = [*ORCHESTRATOR, "run", "--methods", "graphany,mlp", "--datasets", "synthetic-tiny", "--budget", "2", "--services", "embedded", "--store", str(store)]
+    cmd = [
+        *ORCHESTRATOR,
+        "run",
+        "--methods",
+        "graphany,mlp",
+        "--datasets",
+        "synthetic-tiny",
+        "--budget",
+        "2",
+        "--services",
+        "embedded",
+        "--store",
+        str(store),
+    ]
     refused = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert refused.returncode == 2, refused.stderr
     errors = [line for line in refused.stderr.splitlines() if line.startswith("error:")]
     fetch = "orchestrator weights fetch graphany-arxiv graphany-cora graphany-product graphany-wisconsin"
-    assert len(errors) == 1 and "graphany not ready: weights graphany-arxiv not found at" in errors[0] and f"`{fetch}`" in errors[0]
+    assert (
+        len(errors) == 1
+        and "graphany not ready: weights graphany-arxiv not found at" in errors[0]
+        and f"`{fetch}`" in errors[0]
+    )
     assert str(tmp_path / "cache" / "weights") in errors[0]  # where the fetch puts them: where the service reads them
     assert "Traceback" not in refused.stderr
     with sqlite3.connect(store) as db:
@@ -119,9 +198,9 @@ def test_missing_gfm_weights_stop_the_run_before_any_trial_and_name_the_fetch_co
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     with sqlite3.connect(store) as db:
-        assert db.execute("SELECT method, COUNT(*), SUM(status = 'ok') FROM trials GROUP BY method ORDER BY method").fetchall() == [
-            ("graphany", 2, 2), ("mlp", 2, 2)
-        ]
+        assert db.execute(
+            "SELECT method, COUNT(*), SUM(status = 'ok') FROM trials GROUP BY method ORDER BY method"
+        ).fetchall() == [("graphany", 2, 2), ("mlp", 2, 2)]
 
 
 def _outcome_method(modes: tuple[str, ...]):
@@ -156,15 +235,27 @@ def test_run_exits_non_zero_and_summarises_when_a_trial_failed(tmp_path, modes, 
     server, port = build_server(MethodServicer("gnn", [_outcome_method(modes)]), "127.0.0.1:0")
     server.start()
     try:
-        args = ["run", "--methods", "mlp", "--datasets", "synthetic-tiny", "--budget", "2", "--endpoint", f"mlp=127.0.0.1:{port}"]
+        args = [
+            "run",
+            "--methods",
+            "mlp",
+            "--datasets",
+            "synthetic-tiny",
+            "--budget",
+            "2",
+            "--endpoint",
+            f"mlp=127.0.0.1:{port}",
+        ]
         result = runner.invoke(app, [*args, "--store", str(tmp_path / "r.sqlite")])
     finally:
         server.stop(0)
     assert result.exit_code == code, result.output  # (the in-process service logs its method's traceback here too)
     if code:
-        summary = result.output[result.output.index("did not succeed"):]
+        summary = result.output[result.output.index("did not succeed") :]
         assert "1 trial(s) of this run did not succeed" in result.output
-        assert "mlp" in summary and "synthetic-tiny" in summary and "failed" in summary and "RuntimeError: boom" in summary
+        assert (
+            "mlp" in summary and "synthetic-tiny" in summary and "failed" in summary and "RuntimeError: boom" in summary
+        )
         assert "second line" not in summary  # first error line only
     else:
         assert "did not succeed" not in result.output  # oom (and timeout) are accepted outcomes
@@ -194,7 +285,9 @@ def _fake_store(path):
                     test_primary=0.5 + index / 10 if val_loss else None, primary_metric="accuracy" if val_loss else None,
                     fit_service_s=1.0 + index, predict_service_s=0.25, fit_peak_rss_bytes=100 + index, predict_peak_rss_bytes=50,
                 ))  # fmt: skip
-        store.write_service(ServiceRecord("127.0.0.1:1", "gnn", "embedded", "gnn", "2026-01-01T00:00:00", 3.5, 0.25, "gcn"))
+        store.write_service(
+            ServiceRecord("127.0.0.1:1", "gnn", "embedded", "gnn", "2026-01-01T00:00:00", 3.5, 0.25, "gcn")
+        )
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "csv"])
@@ -216,7 +309,9 @@ def test_export_writes_trials_selected_workflow_and_services(tmp_path, fmt):
     # lowest validation loss, ties to the earlier trial; tuning time over every executed trial (timeouts included)
     assert row["selected_trial_index"] == 1 and row["n_trials"] == 4 and row["n_ok"] == 3 and row["n_failed"] == 1
     assert row["training_tuning_s"] == pytest.approx(1 + 2 + 3 + 4) and row["prediction_s"] == pytest.approx(0.25)
-    assert row["workflow_s"] == pytest.approx(10.25) and row["workflow_peak_bytes"] == 103 and row["memory_kind"] == "cpu"
+    assert (
+        row["workflow_s"] == pytest.approx(10.25) and row["workflow_peak_bytes"] == 103 and row["memory_kind"] == "cpu"
+    )
     assert list(selected["selected_trial_index"]) == list(selected_results(tables["trials"])["trial_index"])
     full = tables["workflow"][tables["workflow"]["budget"].astype(str) == "full"]
     assert list(full["workflow_s"]) == pytest.approx(list(selected["workflow_s"]))
@@ -244,5 +339,10 @@ def test_methods_list_shows_every_family_and_method_from_the_manifests():
     lines = result.output.splitlines()
     for family in families.values():
         for method in family.methods:
-            assert any(f" {method} " in line and f" {family.name} " in line and f" {family.kind} " in line
-                       and family.image in line for line in lines), (method, result.output)
+            assert any(
+                f" {method} " in line
+                and f" {family.name} " in line
+                and f" {family.kind} " in line
+                and family.image in line
+                for line in lines
+            ), (method, result.output)

@@ -32,12 +32,21 @@ class Centroid(Method):
     def fit(self, graph: GraphBundle, train, val, config, ctx: FitContext):
         ctx.check()
         x, y = graph.features, graph.labels
-        centroids = np.stack([x[train][y[train] == c].mean(axis=0) if (y[train] == c).any() else np.zeros(x.shape[1]) for c in range(graph.num_classes)])
+        centroids = np.stack(
+            [
+                x[train][y[train] == c].mean(axis=0) if (y[train] == c).any() else np.zeros(x.shape[1])
+                for c in range(graph.num_classes)
+            ]
+        )
         return centroids, float(config["temperature"])
 
     def predict(self, state, graph: GraphBundle) -> np.ndarray:
         centroids, temperature = state
-        d = ((graph.features[:, None, :] - centroids[None]) ** 2).sum(-1) if graph.num_nodes < 5000 else _chunked(graph.features, centroids)
+        d = (
+            ((graph.features[:, None, :] - centroids[None]) ** 2).sum(-1)
+            if graph.num_nodes < 5000
+            else _chunked(graph.features, centroids)
+        )
         logits = -d / (temperature * d.mean())
         logits -= logits.max(axis=1, keepdims=True)
         p = np.exp(logits)

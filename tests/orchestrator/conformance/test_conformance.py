@@ -12,7 +12,15 @@ from orchestrator.conformance import FAIL, REFUSED, Options, run_checks
 from orchestrator.conformance.graphs import make_case
 from orchestrator.conformance.guard import GuardedClient, LabelLeak
 from tests.conftest import HANG_S
-from tests.orchestrator.conformance.fixtures import Centroid, CrashesOnIsolated, DropsLastRow, HangsPastDeadline, NotSumming, RefusesLarge, serve
+from tests.orchestrator.conformance.fixtures import (
+    Centroid,
+    CrashesOnIsolated,
+    DropsLastRow,
+    HangsPastDeadline,
+    NotSumming,
+    RefusesLarge,
+    serve,
+)
 
 # A short fit deadline keeps the hang checks quick; the grace and waits leave a loaded machine room to answer.
 FAST = Options(call_timeout=HANG_S, deadline=0.3, grace=10.0, health_timeout=HANG_S)
@@ -27,7 +35,19 @@ def test_honest_service_passes_every_check():
         results = run_checks(endpoint, FAST)
     assert not _failures(results), _failures(results)
     names = " ".join(r.name for r in results)
-    for item in ("health", "describe", "upload", "binary", "many-classes", "isolated-nodes", "large", "release", "malformed", "test label", "deadline"):
+    for item in (
+        "health",
+        "describe",
+        "upload",
+        "binary",
+        "many-classes",
+        "isolated-nodes",
+        "large",
+        "release",
+        "malformed",
+        "test label",
+        "deadline",
+    ):
         assert item in names
 
 
@@ -41,7 +61,9 @@ def test_rows_not_summing_to_one_are_caught():
 def test_wrong_row_count_is_caught():
     with serve(Centroid, DropsLastRow) as endpoint:
         failed = _failures(run_checks(endpoint, FAST))
-    assert "wrong row count: predict returned 79 rows for a graph of 80 nodes" in failed["fit/predict binary [centroid]"]
+    assert (
+        "wrong row count: predict returned 79 rows for a graph of 80 nodes" in failed["fit/predict binary [centroid]"]
+    )
 
 
 def test_hang_past_the_deadline_is_caught():
@@ -108,16 +130,27 @@ def test_validate_cli_exit_codes():
 
 @pytest.mark.parametrize(
     "target, endpoint",
-    [("127.0.0.1:50051", True), ("localhost:9", True), ("[::1]:50051", True), ("unix:/tmp/x.sock", True),
-     ("nodeground/demo", False), ("nodeground/demo:latest", False), ("registry:5000/x/y", False), ("demo", False)],
+    [
+        ("127.0.0.1:50051", True),
+        ("localhost:9", True),
+        ("[::1]:50051", True),
+        ("unix:/tmp/x.sock", True),
+        ("nodeground/demo", False),
+        ("nodeground/demo:latest", False),
+        ("registry:5000/x/y", False),
+        ("demo", False),
+    ],
 )
 def test_endpoint_or_image(target, endpoint):
     assert is_endpoint(target) is endpoint
 
 
 def test_validate_env_pairs_are_parsed_and_malformed_ones_refused():
-    assert parse_env(["NODEGROUND_RANDOM_INIT_WEIGHTS=1", "ARCH={\"a\": 1}", "EMPTY="]) == {
-        "NODEGROUND_RANDOM_INIT_WEIGHTS": "1", "ARCH": '{"a": 1}', "EMPTY": ""}
+    assert parse_env(["NODEGROUND_RANDOM_INIT_WEIGHTS=1", 'ARCH={"a": 1}', "EMPTY="]) == {
+        "NODEGROUND_RANDOM_INIT_WEIGHTS": "1",
+        "ARCH": '{"a": 1}',
+        "EMPTY": "",
+    }
     result = CliRunner().invoke(app, ["validate", "nodeground/demo", "--env", "NO_EQUALS_SIGN"])
     assert result.exit_code == 2
     assert "--env takes KEY=VALUE" in result.output and "Traceback" not in result.output

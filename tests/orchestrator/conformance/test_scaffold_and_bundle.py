@@ -27,7 +27,12 @@ def test_scaffold_builds_an_honest_method_that_passes(tmp_path):
     result = CliRunner().invoke(app, ["methods", "new", "demox", "--root", str(tmp_path)])
     assert result.exit_code == 0, result.output
     written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
-    assert written == ["methods/demox/README.md", "methods/demox/__init__.py", "methods/demox/manifest.toml", "methods/demox/method.py"]
+    assert written == [
+        "methods/demox/README.md",
+        "methods/demox/__init__.py",
+        "methods/demox/manifest.toml",
+        "methods/demox/method.py",
+    ]
     manifest = tomllib.loads((tmp_path / "methods/demox/manifest.toml").read_text())
     assert manifest == {"family": "demox", "kind": "supervised"}
     family = load_families(tmp_path / "methods")["demox"]
@@ -45,7 +50,9 @@ def test_scaffold_builds_an_honest_method_that_passes(tmp_path):
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     method = module.DemoxMethod
-    assert {p.name for p in method.search_space} == {"lr", "weight_decay", "optimizer"} and method.default_config["lr"] == 0.05
+    assert {p.name for p in method.search_space} == {"lr", "weight_decay", "optimizer"} and method.default_config[
+        "lr"
+    ] == 0.05
     method.default_config = {**method.default_config, "max_epochs": 40}  # keep the test short; same code path
     server, port = build_server(MethodServicer("demox", [method]), "127.0.0.1:0")
     server.start()
@@ -59,10 +66,27 @@ def test_scaffold_builds_an_honest_method_that_passes(tmp_path):
 
 def _record(i: int, origin: str, method: str = "demo") -> TrialRecord:
     return TrialRecord(
-        trial_key=f"{method}@1|synthetic-tiny|10/10/80|0|{i}", method=method, method_version="2026-11-29", family=method,
-        kind="supervised", dataset="synthetic-tiny", dataset_hash="h", task_type="multiclass", num_classes=3,
-        regime="10/10/80", split=0, trial_index=i, is_default=i == 0, config_json="{}", config_hash=str(i), seed=0,
-        status="ok", val_loss=1.0 - 0.1 * i, test_primary=0.5 + 0.1 * i, test_accuracy=0.5 + 0.1 * i, origin=origin,
+        trial_key=f"{method}@1|synthetic-tiny|10/10/80|0|{i}",
+        method=method,
+        method_version="2026-11-29",
+        family=method,
+        kind="supervised",
+        dataset="synthetic-tiny",
+        dataset_hash="h",
+        task_type="multiclass",
+        num_classes=3,
+        regime="10/10/80",
+        split=0,
+        trial_index=i,
+        is_default=i == 0,
+        config_json="{}",
+        config_hash=str(i),
+        seed=0,
+        status="ok",
+        val_loss=1.0 - 0.1 * i,
+        test_primary=0.5 + 0.1 * i,
+        test_accuracy=0.5 + 0.1 * i,
+        origin=origin,
     )
 
 
@@ -95,7 +119,10 @@ def test_bundle_refuses_builtin_rows_and_merges(tmp_path):
     builtin = pd.DataFrame([_record(0, "builtin", method="gcn").as_row()])
     merged = merge_trials(builtin, [tmp_path / "b"])
     assert sorted(merged["method"].astype(str).unique()) == ["demo", "gcn"]
-    assert dict(zip(merged["method"].astype(str), merged["origin"].astype(str))) == {"gcn": "builtin", "demo": "user:abc"}
+    assert dict(zip(merged["method"].astype(str), merged["origin"].astype(str))) == {
+        "gcn": "builtin",
+        "demo": "user:abc",
+    }
     clash = pd.DataFrame([_record(0, "builtin", method="demo").as_row()])
     with pytest.raises(BundleError, match="clashes"):
         merge_trials(clash, [tmp_path / "b"])

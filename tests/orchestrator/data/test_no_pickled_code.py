@@ -53,12 +53,21 @@ def _torch_file(path, payload):
 def _npz_with_object_array(path, marker):
     array = np.empty(1, dtype=object)
     array[0] = Exploit(marker)
-    np.savez(path, x=array, features=array, edges=np.zeros((1, 2), np.int64), y=np.zeros(3, np.int64), target=np.zeros(3, np.int64))
+    np.savez(
+        path,
+        x=array,
+        features=array,
+        edges=np.zeros((1, 2), np.int64),
+        y=np.zeros(3, np.int64),
+        target=np.zeros(3, np.int64),
+    )
     return path
 
 
 USER_FILES = {
-    "pt": lambda d, m: _torch_file(d / "evil.pt", {"x": Exploit(m), "edge_index": torch.zeros(2, 1), "y": torch.zeros(3)}),
+    "pt": lambda d, m: _torch_file(
+        d / "evil.pt", {"x": Exploit(m), "edge_index": torch.zeros(2, 1), "y": torch.zeros(3)}
+    ),
     "renamed-txt": lambda d, m: _torch_file(d / "evil.txt", Exploit(m)),
     "plain-pickle": lambda d, m: (d / "evil.pkl").write_bytes(pickle.dumps(Exploit(m))) and d / "evil.pkl",
     "npz-object-array": lambda d, m: _npz_with_object_array(d / "evil.npz", m),
@@ -80,7 +89,9 @@ def test_a_saved_pyg_data_still_registers_without_running_code(cache, tmp_path):
     from torch_geometric.data import Data
 
     n = 12
-    data = Data(x=torch.randn(n, 3), edge_index=torch.stack([torch.arange(n), (torch.arange(n) + 1) % n]), y=torch.arange(n) % 3)
+    data = Data(
+        x=torch.randn(n, 3), edge_index=torch.stack([torch.arange(n), (torch.arange(n) + 1) % n]), y=torch.arange(n) % 3
+    )
     torch.save(data, tmp_path / "ok.pt")
     assert add_user_dataset(tmp_path / "ok.pt", "fine").num_nodes == n
 
@@ -97,11 +108,16 @@ def _mirror_with(tmp_path, monkeypatch, files: dict[str, bytes]):
 @pytest.mark.parametrize("verified", [False, True], ids=["unverified", "sha256-pinned"])
 def test_planetoid_raw_pickles_cannot_run_code(cache, tmp_path, monkeypatch, marker, verified):
     names = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
-    blobs = {f"{PLANETOID}/ind.evil.{n}": (b"0\n" if n == "test.index" else pickle.dumps(Exploit(marker), protocol=2)) for n in names}
+    blobs = {
+        f"{PLANETOID}/ind.evil.{n}": (b"0\n" if n == "test.index" else pickle.dumps(Exploit(marker), protocol=2))
+        for n in names
+    }
     root = _mirror_with(tmp_path, monkeypatch, blobs)
     files = [{"url": f"https://{rel}", "sha256": sha256_of(root / rel) if verified else "unverified"} for rel in blobs]
     entry = {"name": "evil", "loader": "planetoid", "args": {"name": "Evil"}, "files": files}
-    with pytest.raises(LoaderError, match=r"refusing to unpickle posix\.system|refusing to unpickle os\.system") as info:
+    with pytest.raises(
+        LoaderError, match=r"refusing to unpickle posix\.system|refusing to unpickle os\.system"
+    ) as info:
         run_loader(entry)
     assert "\n" not in str(info.value)
 
@@ -115,7 +131,10 @@ def test_hf_tag_tensor_files_cannot_run_code(cache, tmp_path, monkeypatch, marke
         "name": "evil-tag",
         "loader": "hf_tag",
         "args": {"graph": "Evil.pt", "features": "sbert_x.pt"},
-        "files": [{"url": f"https://{rel}/Evil.pt", "sha256": "unverified"}, {"url": f"https://{rel}/sbert_x.pt", "sha256": "unverified"}],
+        "files": [
+            {"url": f"https://{rel}/Evil.pt", "sha256": "unverified"},
+            {"url": f"https://{rel}/sbert_x.pt", "sha256": "unverified"},
+        ],
     }
     with pytest.raises(LoaderError, match="cannot be read as data without running code") as info:
         run_loader(entry)
@@ -128,7 +147,12 @@ def test_pyg_numpy_object_arrays_cannot_run_code(cache, tmp_path, monkeypatch, m
     _npz_with_object_array(buffer, marker)
     rel = "graphmining.ai/datasets/ptg/facebook.npz"
     _mirror_with(tmp_path, monkeypatch, {rel: buffer.getvalue()})
-    entry = {"name": "evil-fb", "loader": "pyg", "args": {"cls": "FacebookPagePage", "kwargs": {}}, "files": [{"url": f"https://{rel}", "sha256": "unverified", "path": "raw/facebook.npz"}]}
+    entry = {
+        "name": "evil-fb",
+        "loader": "pyg",
+        "args": {"cls": "FacebookPagePage", "kwargs": {}},
+        "files": [{"url": f"https://{rel}", "sha256": "unverified", "path": "raw/facebook.npz"}],
+    }
     with pytest.raises(LoaderError, match="refusing to unpickle"):
         run_loader(entry)
 

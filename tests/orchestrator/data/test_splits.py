@@ -55,7 +55,11 @@ def test_public_regime_errors_are_clear():
     graph = load_synthetic("synthetic-homophilous")
     with pytest.raises(SplitError, match="no published split"):
         graph_split(graph, "public", 0)
-    masks = (np.eye(1, 6, 0, dtype=bool)[0] | np.eye(1, 6, 3, dtype=bool)[0], np.eye(1, 6, 1, dtype=bool)[0] | np.eye(1, 6, 4, dtype=bool)[0], np.eye(1, 6, 2, dtype=bool)[0] | np.eye(1, 6, 5, dtype=bool)[0])
+    masks = (
+        np.eye(1, 6, 0, dtype=bool)[0] | np.eye(1, 6, 3, dtype=bool)[0],
+        np.eye(1, 6, 1, dtype=bool)[0] | np.eye(1, 6, 4, dtype=bool)[0],
+        np.eye(1, 6, 2, dtype=bool)[0] | np.eye(1, 6, 5, dtype=bool)[0],
+    )
     small = canonicalize("s", np.ones((6, 2), np.float32), np.array([[0], [1]]), np.array([0, 0, 0, 1, 1, 1]), masks)
     assert graph_split(small, "public", 0).train.tolist() == [0, 3]
     with pytest.raises(SplitError, match="publishes 1 split"):
@@ -75,5 +79,7 @@ def test_cli_splits_export(cache, tmp_path):
     result = CliRunner().invoke(app, ["datasets", "splits", "synthetic-homophilous", "--out", str(tmp_path / "s")])
     assert result.exit_code == 0, result.output
     assert "wrote 10 splits" in result.output
-    bad = CliRunner().invoke(app, ["datasets", "splits", "synthetic-homophilous", "--out", str(tmp_path), "--regimes", "60/20/20"])
+    bad = CliRunner().invoke(
+        app, ["datasets", "splits", "synthetic-homophilous", "--out", str(tmp_path), "--regimes", "60/20/20"]
+    )
     assert bad.exit_code == 2 and "unknown regime" in bad.output

@@ -11,7 +11,15 @@ from orchestrator.data.graph import canonicalize
 from orchestrator.data.stats import SUBGROUPS, adjusted_homophily, dataset_stats, subgroups
 from orchestrator.data.synthetic import load_synthetic
 
-SUBGROUP_COLUMNS = ["num_nodes", "avg_degree", "adjusted_homophily", "feature_dim", "feature_nonzero_fraction", "num_classes", "class_imbalance"]
+SUBGROUP_COLUMNS = [
+    "num_nodes",
+    "avg_degree",
+    "adjusted_homophily",
+    "feature_dim",
+    "feature_nonzero_fraction",
+    "num_classes",
+    "class_imbalance",
+]
 
 
 def square():

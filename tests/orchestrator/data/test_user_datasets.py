@@ -45,7 +45,14 @@ def test_saved_pyg_data_with_masks(cache, tmp_path):
     train[:10] = True
     val = np.zeros(30, bool)
     val[10:20] = True
-    data = Data(x=torch.tensor(x), edge_index=torch.tensor(edges), y=torch.tensor(y), train_mask=torch.tensor(train), val_mask=torch.tensor(val), test_mask=torch.tensor(~(train | val)))
+    data = Data(
+        x=torch.tensor(x),
+        edge_index=torch.tensor(edges),
+        y=torch.tensor(y),
+        train_mask=torch.tensor(train),
+        val_mask=torch.tensor(val),
+        test_mask=torch.tensor(~(train | val)),
+    )
     torch.save(data, tmp_path / "g.pt")
     graph = add_user_dataset(tmp_path / "g.pt", "pyg-graph")
     assert graph_split(load_dataset("pyg-graph"), "public", 0).val.tolist() == list(range(10, 20))
@@ -54,14 +61,30 @@ def test_saved_pyg_data_with_masks(cache, tmp_path):
 @pytest.mark.parametrize(
     "mutate, message",
     [
-        (lambda x, e, y: (x, np.concatenate([e, [[0], [99]]], axis=1), y), r"edge endpoints range over \[0, 99\] but node ids are \[0, 30\)"),
+        (
+            lambda x, e, y: (x, np.concatenate([e, [[0], [99]]], axis=1), y),
+            r"edge endpoints range over \[0, 99\] but node ids are \[0, 30\)",
+        ),
         (lambda x, e, y: (x[:, :0], e, y), r"at least one node and one feature column\), got shape \(30, 0\)"),
-        (lambda x, e, y: (np.where(np.arange(30)[:, None] == 4, np.nan, x), e, y), r"features contain NaN or infinite values in 1 rows"),
+        (
+            lambda x, e, y: (np.where(np.arange(30)[:, None] == 4, np.nan, x), e, y),
+            r"features contain NaN or infinite values in 1 rows",
+        ),
         (lambda x, e, y: (x, e, np.zeros(30, int)), r"needs at least two classes among labeled nodes, found 1"),
         (lambda x, e, y: (x, e, y[:29]), r"30 feature rows but 29 labels"),
-        (lambda x, e, y: (x, e, np.where(np.arange(30) < 28, y % 2, 2)), r"class 2 .* has 2 labeled node\(s\); every class needs at least 3"),
+        (
+            lambda x, e, y: (x, e, np.where(np.arange(30) < 28, y % 2, 2)),
+            r"class 2 .* has 2 labeled node\(s\); every class needs at least 3",
+        ),
     ],
-    ids=["edge-out-of-range", "zero-feature-columns", "nan-features", "one-class", "mismatched-lengths", "class-too-small"],
+    ids=[
+        "edge-out-of-range",
+        "zero-feature-columns",
+        "nan-features",
+        "one-class",
+        "mismatched-lengths",
+        "class-too-small",
+    ],
 )
 def test_bad_datasets_are_refused_with_a_clear_message(cache, tmp_path, mutate, message):
     x, edges, y = mutate(*good_arrays())
@@ -83,9 +106,20 @@ def test_missing_arrays_and_reserved_names(cache, tmp_path):
 
 def test_cli_add_reports_one_line_and_nonzero_exit(cache, tmp_path):
     x, edges, y = good_arrays()
-    ok = CliRunner().invoke(app, ["datasets", "add", str(write_npz(tmp_path / "ok.npz", x=x, edge_index=edges, y=y)), "--name", "okgraph"])
+    ok = CliRunner().invoke(
+        app, ["datasets", "add", str(write_npz(tmp_path / "ok.npz", x=x, edge_index=edges, y=y)), "--name", "okgraph"]
+    )
     assert ok.exit_code == 0 and "registered okgraph: 30 nodes" in ok.output
-    bad = CliRunner().invoke(app, ["datasets", "add", str(write_npz(tmp_path / "b.npz", x=x, edge_index=edges, y=np.zeros(30, int))), "--name", "b"])
+    bad = CliRunner().invoke(
+        app,
+        [
+            "datasets",
+            "add",
+            str(write_npz(tmp_path / "b.npz", x=x, edge_index=edges, y=np.zeros(30, int))),
+            "--name",
+            "b",
+        ],
+    )
     assert bad.exit_code == 2
     assert bad.output.strip().count("\n") == 0 and bad.output.startswith("error: b: needs at least two classes")
 

@@ -75,7 +75,12 @@ def test_offline_error_names_url_and_mirror_path(cache, tmp_path, monkeypatch):
 
 def test_readers_cannot_download_unverified(cache):
     """A PyG reader whose files were not placed asks to download: the guard refuses."""
-    entry = {"name": "amazon-photo", "loader": "pyg", "args": {"cls": "Amazon", "kwargs": {"name": "Photo"}}, "files": []}
+    entry = {
+        "name": "amazon-photo",
+        "loader": "pyg",
+        "args": {"cls": "Amazon", "kwargs": {"name": "Photo"}},
+        "files": [],
+    }
     with pytest.raises(FetchError, match="refusing an unverified download"):
         load_pyg(entry)
     import torch_geometric.datasets.amazon as module

@@ -73,8 +73,7 @@ def test_skips_unlabelled_stopped_and_unpublished_containers():
         [
             FakeContainer("other", {"app": "x"}, {"50051/tcp": [{"HostIp": "127.0.0.1", "HostPort": "1"}]}),
             _gnn("exited", 40000, status="exited"),
-            FakeContainer("unpublished", {"nodeground.family": "gnn", "nodeground.port": "50051"},
-                          {"50051/tcp": None}),
+            FakeContainer("unpublished", {"nodeground.family": "gnn", "nodeground.port": "50051"}, {"50051/tcp": None}),
             FakeContainer("noports", {"nodeground.family": "gnn"}, {}),
             _gnn("ok", 40001),
         ]
@@ -84,7 +83,9 @@ def test_skips_unlabelled_stopped_and_unpublished_containers():
 
 def test_sandboxed_method_containers_are_passed_over_without_a_word(caplog):
     """`validate` runs an image with its family label but no published port: not a service to use."""
-    sandboxed = FakeContainer("nodeground-sandbox-1", {"nodeground.family": "gnn", "nodeground.port": "50051", ct.SANDBOX_LABEL: "method"}, {})
+    sandboxed = FakeContainer(
+        "nodeground-sandbox-1", {"nodeground.family": "gnn", "nodeground.port": "50051", ct.SANDBOX_LABEL: "method"}, {}
+    )
     client = FakeClient([sandboxed, _gnn("ok", 40001)])
     with caplog.at_level("WARNING"):
         assert ct.discover_endpoints(client_factory=lambda: client) == {"gnn": ["127.0.0.1:40001"]}

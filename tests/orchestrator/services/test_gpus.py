@@ -16,9 +16,13 @@ def test_one_replica_per_gpu_each_pinned_to_its_device_with_the_family_labels():
     for name, base in COMPOSE["services"].items():
         first, copy = services[name], services[f"{name}-gpu3"]
         assert first["image"] == copy["image"] == base["image"].replace(":latest", ":cuda")
-        assert first["deploy"]["resources"]["reservations"]["devices"] == [{"driver": "nvidia", "device_ids": ["0"], "capabilities": ["gpu"]}]
+        assert first["deploy"]["resources"]["reservations"]["devices"] == [
+            {"driver": "nvidia", "device_ids": ["0"], "capabilities": ["gpu"]}
+        ]
         assert copy["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"] == ["3"]
-        assert copy["labels"] == base["labels"] and copy["ports"] == base["ports"]  # discovered as replicas of the family
+        assert (
+            copy["labels"] == base["labels"] and copy["ports"] == base["ports"]
+        )  # discovered as replicas of the family
         assert copy.get("profiles") == base.get("profiles")
     assert len(services) == 2 * len(COMPOSE["services"])
 
@@ -34,12 +38,15 @@ def test_without_a_gpu_the_cuda_images_run_on_cpu(tmp_path, monkeypatch, capsys)
     assert all(s == {"image": cuda_image(COMPOSE["services"][n]["image"])} for n, s in services.items())
 
 
-@pytest.mark.parametrize(("image", "cuda"), [
-    ("nodeground/gnn:latest", "nodeground/gnn:cuda"),
-    ("nodeground/gnn", "nodeground/gnn:cuda"),
-    ("registry.local:5000/ng/gnn", "registry.local:5000/ng/gnn:cuda"),
-    ("registry.local:5000/ng/gnn:v2", "registry.local:5000/ng/gnn:cuda"),
-])
+@pytest.mark.parametrize(
+    ("image", "cuda"),
+    [
+        ("nodeground/gnn:latest", "nodeground/gnn:cuda"),
+        ("nodeground/gnn", "nodeground/gnn:cuda"),
+        ("registry.local:5000/ng/gnn", "registry.local:5000/ng/gnn:cuda"),
+        ("registry.local:5000/ng/gnn:v2", "registry.local:5000/ng/gnn:cuda"),
+    ],
+)
 def test_cuda_tag(image, cuda):
     assert cuda_image(image) == cuda
 
