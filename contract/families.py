@@ -15,9 +15,10 @@ from __future__ import annotations
 import ast
 import functools
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+
+import tomllib
 
 # The manifests are data beside the method code: read as files, never imported.
 ROOT = Path(__file__).resolve().parents[1] / "methods"

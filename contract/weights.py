@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
+
+import tomllib
 
 from contract.families import ROOT as METHODS_ROOT
 

@@ -20,6 +20,7 @@ import torch
 from contract.families import Family, load_families
 from contract.handshake import READY_PREFIX, SERVICE_PORT
 from contract.security import Security, SecurityError
+from contract.weights import load_weights_catalog
 from methods.families import method_classes
 from methods.sdk.health_file import HEALTH_FILE_ENV, loopback_address, start_health_file
 from methods.sdk.service import (
@@ -30,7 +31,6 @@ from methods.sdk.service import (
     MethodServicer,
     build_server,
 )
-from contract.weights import load_weights_catalog
 
 
 def check(family: Family) -> str:

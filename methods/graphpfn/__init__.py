@@ -28,6 +28,7 @@ import torch
 from sklearn.decomposition import PCA
 from sklearn.preprocessing import QuantileTransformer, StandardScaler
 
+from contract.wire import GraphBundle
 from methods.graphpfn.model import (
     DEFAULT_ARCH,
     GraphPFNNet,
@@ -43,7 +44,6 @@ from methods.sdk.memory import require_memory
 from methods.sdk.method import seed_everything
 from methods.sdk.pfn import attention_chunk, edge_array_without_self_loops, finish_probs, param_bytes
 from methods.sdk.weights import safe_torch_load
-from contract.wire import GraphBundle
 
 LIMIX_ID = "limix-16m"
 ADAPTERS_ID = "graphpfn-1.3-adapters"

@@ -310,7 +310,7 @@ class InEdges:
     num_nodes: int
 
     @classmethod
-    def from_edge_index(cls, edge_index: torch.Tensor, num_nodes: int) -> "InEdges":
+    def from_edge_index(cls, edge_index: torch.Tensor, num_nodes: int) -> InEdges:
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
         src, dst = edge_index
         order = torch.argsort(dst, stable=True)

@@ -1,3 +1,3 @@
 """The graph-Transformer family (Polynormer, SGFormer, NAGphormer, GraphGPS), served from one image."""
 
-from methods.graphtransformer.models import SGFormer, GraphGPS, NAGphormer, Polynormer
+from methods.graphtransformer.models import GraphGPS, NAGphormer, Polynormer, SGFormer

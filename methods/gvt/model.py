@@ -38,7 +38,7 @@ class GraphViewTransformation(nn.Module):
         self.mlp = ViewMLP(1 + 2 * max_hop, depth)
 
     @classmethod
-    def from_state_dict(cls, state: dict[str, torch.Tensor]) -> "GraphViewTransformation":
+    def from_state_dict(cls, state: dict[str, torch.Tensor]) -> GraphViewTransformation:
         lins = sorted({k.split(".")[2] for k in state if k.startswith("mlp.lins.")})
         views = state["mlp.lins.0.weight"].shape[1]
         if views % 2 != 1 or any(not k.startswith("mlp.lins.") for k in state):

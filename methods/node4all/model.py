@@ -21,7 +21,6 @@ the same for memory); results do not depend on the chunking.
 from __future__ import annotations
 
 import math
-
 import warnings
 
 import torch
@@ -137,7 +136,7 @@ class CGTEncoder(nn.Module):
         self.layerwise_summary = Summary(hops)
 
     @classmethod
-    def from_state_dict(cls, state: dict[str, torch.Tensor]) -> "CGTEncoder":
+    def from_state_dict(cls, state: dict[str, torch.Tensor]) -> CGTEncoder:
         layers = len({k.split(".")[1] for k in state if k.startswith("layers.")})
         hops = state["in_proj.net.lins.0.weight"].shape[0]
         module = cls(layers=layers, hops=hops)

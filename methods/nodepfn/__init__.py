@@ -27,6 +27,7 @@ import torch
 from sklearn.decomposition import TruncatedSVD
 from sklearn.preprocessing import PowerTransformer
 
+from contract.wire import GraphBundle
 from methods.nodepfn.model import DEFAULT_ARCH, NodePFNNet, arch_from_config
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, IntParam
 from methods.sdk.frozen import FrozenGFM, load_frozen
@@ -34,7 +35,6 @@ from methods.sdk.memory import memory_budget_bytes, require_memory
 from methods.sdk.method import seed_everything
 from methods.sdk.pfn import attention_chunk, edge_array_without_self_loops, finish_probs, param_bytes
 from methods.sdk.weights import safe_torch_load
-from contract.wire import GraphBundle
 
 WEIGHTS_ID = "nodepfn-epoch30"
 SOFTMAX_TEMPERATURE = 0.8  # upstream: logits / exp(log(0.8))

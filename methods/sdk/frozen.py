@@ -38,8 +38,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from methods.sdk.method import SELECTION_RULES, EpochSelection, FitContext, Method, make_optimizer, train_epochs
 from contract.space import ChoiceParam, Config
+from methods.sdk.method import SELECTION_RULES, EpochSelection, FitContext, Method, make_optimizer, train_epochs
 from methods.sdk.weights import (
     ResolvedWeights,
     WeightsError,

@@ -24,8 +24,8 @@ import torch
 from torch import nn
 
 from contract.space import ChoiceParam, Config, FloatParam, IntParam, Param, validate_config
-from methods.sdk.weights import unverified_allowed, weights_problems
 from contract.wire import GraphBundle
+from methods.sdk.weights import unverified_allowed, weights_problems
 
 
 class FitInterrupted(Exception):

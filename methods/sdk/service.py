@@ -45,6 +45,7 @@ import torch
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from contract.handshake import HEALTH_SERVICES
+from contract.security import Security
 from contract.space import ConfigError, config_from_proto, config_to_proto, param_to_proto, value_to_proto
 from contract.v1 import method_service_pb2 as pb
 from contract.v1 import method_service_pb2_grpc as pb_grpc
@@ -58,7 +59,6 @@ from contract.wire import (
     encode_probabilities,
     held_bytes,
 )
-from contract.security import Security
 from methods.sdk.lifeline import watch_parent
 from methods.sdk.memory import ResourceError, available_ram_bytes
 from methods.sdk.method import FitContext, FitInterrupted, Method, pick_device

@@ -15,7 +15,6 @@ import pandas as pd
 
 from orchestrator.data.stats import SUBGROUPS as STATS_SUBGROUPS
 
-
 PROPERTY_COLUMNS = (
     "num_nodes",
     "avg_degree",

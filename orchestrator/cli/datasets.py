@@ -6,7 +6,7 @@ import csv
 import math
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -72,11 +72,11 @@ STATS_COLUMNS = (
 @user_errors
 def stats_command(
     names: Annotated[
-        Optional[list[str]], typer.Argument(help="Datasets (default: every catalog task already available locally).")
+        list[str] | None, typer.Argument(help="Datasets (default: every catalog task already available locally).")
     ] = None,
     all_tasks: Annotated[bool, typer.Option("--all", help="Every catalog task (downloads what is missing).")] = False,
     out_csv: Annotated[
-        Optional[Path], typer.Option("--out", help="Write every statistic and subgroup to this CSV.")
+        Path | None, typer.Option("--out", help="Write every statistic and subgroup to this CSV.")
     ] = None,
 ) -> None:
     """Print dataset statistics (and the 7 subgroup properties); optionally write them as CSV."""
@@ -114,7 +114,7 @@ def splits_command(
         Path, typer.Option("--out", help="Directory to write <regime>_<index>.npz files and manifest.json into.")
     ],
     regimes: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(help=f"Comma-separated regimes among {', '.join(ALL_REGIMES)} (default: all that apply)."),
     ] = None,
 ) -> None:

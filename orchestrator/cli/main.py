@@ -15,10 +15,10 @@ app = typer.Typer(
 from orchestrator.cli import datasets as datasets_cli  # noqa: E402
 from orchestrator.cli import export as export_cli  # noqa: E402
 from orchestrator.cli import merge as merge_cli  # noqa: E402
+from orchestrator.cli import methods as methods_cli  # noqa: E402
 from orchestrator.cli import report as report_cli  # noqa: E402
 from orchestrator.cli import run as run_cli  # noqa: E402
 from orchestrator.cli import slurm as slurm_cli  # noqa: E402
-from orchestrator.cli import methods as methods_cli  # noqa: E402
 from orchestrator.cli import submit as submit_cli  # noqa: E402
 from orchestrator.cli import validate as validate_cli  # noqa: E402
 from orchestrator.cli import weights as weights_cli  # noqa: E402

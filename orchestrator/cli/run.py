@@ -29,12 +29,12 @@ from orchestrator.results import (
     workflow_table,
 )
 from orchestrator.services.containers import discover_endpoints
-from orchestrator.services.discovery import DiscoveryError, is_dns_target, resolve_replicas, split_target
 from orchestrator.services.directory import ServiceDirectory, log_dir, resolve_methods
+from orchestrator.services.discovery import DiscoveryError, is_dns_target, resolve_replicas, split_target
 from orchestrator.services.embedded import EmbeddedServices
 from orchestrator.store import Store, read_services, read_trials
-from orchestrator.sweep import Progress as SweepProgress
 from orchestrator.sweep import DEFAULT_TIME_LIMIT_S, MAX_TIME_LIMIT_S, Sweep, SweepPlan, shard_of
+from orchestrator.sweep import Progress as SweepProgress
 
 console = Console(stderr=True)
 MAX_BUDGET = 10_000  # trials per cell; the protocol uses 201

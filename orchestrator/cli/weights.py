@@ -8,7 +8,7 @@ go through the same verified, mirror-aware fetch as datasets (NODEGROUND_MIRROR)
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -52,7 +52,7 @@ def list_command() -> None:
 @app.command("fetch")
 @user_errors
 def fetch_command(
-    ids: Annotated[Optional[list[str]], typer.Argument(help="Weights ids or model names (default: all).")] = None,
+    ids: Annotated[list[str] | None, typer.Argument(help="Weights ids or model names (default: all).")] = None,
 ) -> None:
     """Download (or copy from NODEGROUND_MIRROR) and verify weights into the weights directory."""
     catalog = _catalog()

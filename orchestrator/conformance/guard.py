@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from contract.wire import GraphBundle
 from contract.security import Security
+from contract.wire import GraphBundle
 from orchestrator.services.client import CallResult, MethodClient
 
 

@@ -25,7 +25,6 @@ from urllib.parse import urlparse
 
 import pooch
 
-
 UNVERIFIED = "unverified"
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import difflib
 import re
-import tomllib
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+import tomllib
 
 from orchestrator.data.cache import cache_path, entry_key, read_content_hash, read_graph, save_graph
 from orchestrator.data.fetch import is_local

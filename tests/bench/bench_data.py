@@ -31,12 +31,12 @@ def make_raw(seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def main() -> dict[str, float]:
+    import tempfile
+    from pathlib import Path
+
     from orchestrator.data.cache import read_graph, save_graph
     from orchestrator.data.graph import canonicalize
     from orchestrator.data.stats import dataset_stats
-
-    import tempfile
-    from pathlib import Path
 
     x, edges, y = make_raw()
     start = time.perf_counter()

@@ -163,8 +163,8 @@ def _nodepfn_state(work: Path) -> str:
     """NodePFN's released structure with the random parameters a random-init service would use."""
     import torch
 
-    from methods.sdk.frozen import RANDOM_INIT_SEED
     from methods.nodepfn.model import NodePFNNet
+    from methods.sdk.frozen import RANDOM_INIT_SEED
 
     torch.manual_seed(RANDOM_INIT_SEED)
     path = work / "nodepfn_random.pt"

@@ -49,8 +49,8 @@ def configs(job: dict) -> dict[str, tuple[type, dict]]:
 
 def nodepfn_network(arrays: dict, job: dict, out: Path) -> None:
     """NodePFN's network alone (random parameters, official structure): one in-context forward pass."""
-    from methods.sdk.pfn import attention_chunk
     from methods.nodepfn.model import NodePFNNet
+    from methods.sdk.pfn import attention_chunk
 
     x, y, edges = (torch.from_numpy(arrays[k]) for k in ("pfn_x", "pfn_y", "pfn_edge_index"))
     n_ctx = int(arrays["pfn_ctx"])
@@ -70,7 +70,7 @@ def nodepfn_network(arrays: dict, job: dict, out: Path) -> None:
 
 def g2tfm_network(arrays: dict, job: dict, out: Path) -> None:
     """G2T-FM's in-context inference alone (random parameters, official structure): ``G2TFM.predict`` on the table."""
-    from methods.g2tfm import MAX_QUERY_BATCH, G2TFM, G2TState
+    from methods.g2tfm import G2TFM, MAX_QUERY_BATCH, G2TState
     from methods.g2tfm.model import G2TNet
     from methods.sdk.pfn import attention_chunk
 

@@ -288,12 +288,11 @@ def run_gvt(arrays: dict, job: dict, out: Path) -> dict:
 
 def run_node4all(arrays: dict, job: dict, out: Path) -> dict:
     _stand_in_dgl()
-    from torch_geometric.data import Data
-
     from adaptation.node_level import PredictorTrainConfig, PredictorTrainer
     from channel_models.batch_inference import channel_inference_neighbor_sampling
     from channel_models.cgt import CGTEncoder
     from models.setup import setup_model
+    from torch_geometric.data import Data
 
     x = torch.from_numpy(arrays["x"])
     y = torch.from_numpy(arrays["y"])

@@ -137,6 +137,7 @@ def compose_up():
 
 def test_discovered_and_serving(compose_up):
     import grpc
+
     from contract.v1 import method_service_pb2 as pb
     from contract.v1 import method_service_pb2_grpc as pb_grpc
 

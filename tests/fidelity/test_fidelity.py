@@ -36,11 +36,11 @@ import time
 
 import numpy as np
 import pytest
-from tests.fidelity.fidelity_data import FidelityData, bundle_for, cora_public, heterophilous
 from sklearn.metrics import roc_auc_score
 
 from methods.gnn.models import APPNP, GAT, GCN, GCNII, GraphSAGE
 from methods.sdk.method import FitContext, pick_device
+from tests.fidelity.fidelity_data import FidelityData, bundle_for, cora_public, heterophilous
 
 # Several minutes per check on a CPU: above the suite-wide per-test timeout.
 pytestmark = [pytest.mark.fidelity, pytest.mark.timeout(7200)]

@@ -4,11 +4,11 @@ a service found through a DNS name (`--endpoint gnn=dns:///NAME:PORT`)."""
 from __future__ import annotations
 
 import pytest
-from tests.orchestrator.cli.test_cli import runner
 
 from orchestrator.cli.main import app
 from orchestrator.services.embedded import EmbeddedServices
 from orchestrator.store import read_trials
+from tests.orchestrator.cli.test_cli import runner
 
 SWEEP = ["--methods", "mlp,gcn", "--datasets", "synthetic-tiny", "--splits", "0,1,2", "--budget", "1"]
 

@@ -26,8 +26,10 @@ from orchestrator.services.embedded import EmbeddedService, EmbeddedServices
 from orchestrator.store import Store
 from orchestrator.sweep import Progress, Sweep, SweepPlan
 from tests.orchestrator.test_sweep_engine import FAMILY as ENGINE_FAMILY
-from tests.orchestrator.test_sweep_engine import Sleepy
-from tests.orchestrator.test_sweep_engine import one_torch_thread  # noqa: F401  (autouse: in-process services, one thread)
+from tests.orchestrator.test_sweep_engine import (
+    Sleepy,
+    one_torch_thread,  # noqa: F401  (autouse: in-process services, one thread)
+)
 
 MALFORMED = ("short", "classes", "huge-classes", "info", "stats")
 

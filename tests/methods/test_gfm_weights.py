@@ -101,8 +101,8 @@ class _Exploit:
 
 def _weights_loaders():
     from methods.graphany.checkpoint import CheckpointError, load_checkpoint
-    from methods.sdk.weights import safe_torch_load
     from methods.sdk.frozen import load_state_dict
+    from methods.sdk.weights import safe_torch_load
 
     return {
         "gvt-node4all-state-dict": (load_state_dict, WeightsError),

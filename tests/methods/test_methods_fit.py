@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.methods.helpers import cpu_context, homophilous_bundle, tiny_bundle
-from tests.methods.test_methods_catalog import all_methods
 
 from orchestrator.sampling import config_sequence, sequence_key
+from tests.methods.helpers import cpu_context, homophilous_bundle, tiny_bundle
+from tests.methods.test_methods_catalog import all_methods
 
 SAMPLES = 10  # configs per method and task type beyond the default
 

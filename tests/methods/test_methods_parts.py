@@ -5,15 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from contract.families import load_families
-from contract.v1 import method_service_pb2 as pb
-from contract.wire import make_bundle
-from tests.methods.helpers import cpu_context
-from tests.methods.test_methods_catalog import all_methods
 
 import methods.graphtransformer.models as gt
 import methods.sdk.memory as sdk_memory
-from methods.gnn.models import FAGCN, GAT, GIN, GPRGNN, GCNII, GATv2, GraphSAGE, JKNet
+from contract.families import load_families
+from contract.v1 import method_service_pb2 as pb
+from contract.wire import make_bundle
+from methods.families import method_classes
+from methods.gnn.models import FAGCN, GAT, GCNII, GIN, GPRGNN, GATv2, GraphSAGE, JKNet
 from methods.graphtransformer.models import (
     GraphGPS,
     NAGphormer,
@@ -21,10 +20,11 @@ from methods.graphtransformer.models import (
     PolynormerGlobalAttention,
     SGFormerAttention,
 )
-from methods.families import method_classes
 from methods.sdk import ResourceError
 from methods.sdk.graph_ops import hop_features, laplacian_eigenvectors
 from methods.sdk.service import MethodServicer
+from tests.methods.helpers import cpu_context
+from tests.methods.test_methods_catalog import all_methods
 
 
 def _dense_adjacency(bundle) -> np.ndarray:

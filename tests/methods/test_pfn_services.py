@@ -8,9 +8,9 @@ import grpc
 import numpy as np
 import pytest
 
-from methods.sdk.frozen import state_sha256
 from contract.space import value_from_proto
 from contract.wire import make_bundle
+from methods.sdk.frozen import state_sha256
 from tests.methods.helpers import ring_graph
 
 METHODS = ("graphpfn", "nodepfn", "g2tfm")

@@ -20,8 +20,6 @@ from functools import lru_cache
 
 import numpy as np
 import pytest
-from tests.methods.helpers import cpu_context
-from tests.methods.test_methods_catalog import all_methods
 
 from contract.wire import GraphBundle
 from methods.sdk import ResourceError
@@ -29,6 +27,8 @@ from orchestrator.data.registry import load_dataset
 from orchestrator.data.splits import Split, graph_split
 from orchestrator.sampling import config_sequence, sequence_key
 from orchestrator.sweep import hidden_label_bundle
+from tests.methods.helpers import cpu_context
+from tests.methods.test_methods_catalog import all_methods
 
 # The mirror's ten node-classification datasets, smallest first.
 MIRROR_DATASETS = [

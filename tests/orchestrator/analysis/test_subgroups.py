@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import pandas as pd
-import pytest
 
 from orchestrator.analysis import subgroups as sg
 from orchestrator.analysis.synthetic import synthetic_dataset_stats

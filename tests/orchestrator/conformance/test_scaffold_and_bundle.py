@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-import tomllib
 
 import pandas as pd
 import pytest
+import tomllib
 from typer.testing import CliRunner
 
 from contract.families import load_families

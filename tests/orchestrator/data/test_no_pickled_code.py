@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 from orchestrator.cli.main import app
 from orchestrator.data.fetch import sha256_of
 from orchestrator.data.loaders import LoaderError, run_loader
-from orchestrator.data.safe_pickle import RestrictedUnpickler, no_pickled_code
 from orchestrator.data.registry import add_user_dataset
+from orchestrator.data.safe_pickle import RestrictedUnpickler, no_pickled_code
 from orchestrator.data.user import UserDatasetError
 
 PLANETOID = "github.com/kimiyoung/planetoid/raw/master/data"
