@@ -146,7 +146,7 @@ def real_store(tmp_path_factory):
         "NODEGROUND_MIRROR": str(MIRROR),
         "NODEGROUND_WEIGHTS": str(MIRROR),
     }  # the mirror holds the weights too
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     with sqlite3.connect(store) as db:
         n = db.execute(
