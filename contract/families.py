@@ -90,7 +90,8 @@ def _class_name_literal(node: ast.ClassDef) -> str | None:
             continue
         target, value = statement.targets[0], statement.value
         pairs = (
-            zip(target.elts, value.elts)
+            # a file we only read may unpack unevenly; scanning it must not raise
+            zip(target.elts, value.elts, strict=False)
             if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple)
             else [(target, value)]
         )

@@ -71,7 +71,7 @@ def make_bundle(features: np.ndarray, edge_index: np.ndarray, labels: np.ndarray
 
 def _specs(bundle: GraphBundle) -> list[pb.TensorSpec]:
     specs, offset = [], 0
-    for (name, dtype, _), array in zip(TENSOR_ORDER, bundle.tensors()):
+    for (name, dtype, _), array in zip(TENSOR_ORDER, bundle.tensors(), strict=True):
         specs.append(pb.TensorSpec(name=name, dtype=dtype, shape=list(array.shape), offset=offset, nbytes=array.nbytes))
         offset += array.nbytes
     return specs
@@ -159,7 +159,7 @@ def decode(chunks: Iterator[pb.GraphChunk], admit: Callable[[pb.GraphHeader], No
     if names != [name for name, _, _ in TENSOR_ORDER]:
         raise BundleError(f"tensors must be {[n for n, _, _ in TENSOR_ORDER]} in that order, got {names}")
     expected = 0
-    for spec, (name, dtype, ndim) in zip(header.tensors, TENSOR_ORDER):
+    for spec, (name, dtype, ndim) in zip(header.tensors, TENSOR_ORDER, strict=True):
         if spec.dtype != dtype or len(spec.shape) != ndim or any(d < 0 for d in spec.shape):
             raise BundleError(f"tensor {name}: expected {dtype} with {ndim} dims, got {spec.dtype} {list(spec.shape)}")
         size = math.prod(int(d) for d in spec.shape) * _DTYPES[dtype].itemsize  # exact: np.prod wraps around

@@ -296,7 +296,7 @@ class Sweep:
         index, count = self.plan.shard
         if count == 1:
             return every
-        return [trial for trial, shard in zip(every, shard_of(every, count)) if shard == index]
+        return [trial for trial, shard in zip(every, shard_of(every, count), strict=True) if shard == index]
 
     def all_planned_trials(self) -> list[PlannedTrial]:
         """Every trial of the plan (all shards) in execution order."""

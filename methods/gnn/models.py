@@ -21,6 +21,7 @@ transform and a propagation scheme) and keep the knobs of their papers.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 from typing import Any
 
 import torch
@@ -119,7 +120,7 @@ class LayerStack(nn.Module):
             dims[-1] = out_dim
         num_hidden = layers - 1 if classic else layers
         self.layers = nn.ModuleList(
-            make_layer(a, b, classic and i == layers - 1) for i, (a, b) in enumerate(zip(dims[:-1], dims[1:]))
+            make_layer(a, b, classic and i == layers - 1) for i, (a, b) in enumerate(pairwise(dims))
         )
         self.norms = nn.ModuleList(_norm(str(config["norm"]), hidden) for _ in range(num_hidden))
         self.skips = nn.ModuleList()
@@ -373,7 +374,7 @@ class _Encoder(nn.Module):
     ) -> None:
         super().__init__()
         dims = [in_dim] + [hidden] * (layers - 1) + [out_dim]
-        self.lins = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
+        self.lins = nn.ModuleList(nn.Linear(a, b) for a, b in pairwise(dims))
         self.norms = nn.ModuleList(_norm(norm, hidden) for _ in range(layers - 1))
         self.dropout, self.input_dropout = dropout, input_dropout
 
@@ -459,7 +460,7 @@ class GCNIINet(nn.Module):
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
         h = F.dropout(x, self.dropout, self.training)
         h = x0 = F.relu(self.lin_in(h))
-        for conv, norm in zip(self.convs, self.norms):
+        for conv, norm in zip(self.convs, self.norms, strict=True):
             h = F.dropout(h, self.dropout, self.training)
             h = F.relu(norm(conv(h, x0, edge_index)))
         h = F.dropout(h, self.dropout, self.training)
@@ -630,7 +631,7 @@ class FAGCNNet(nn.Module):
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
         h = F.dropout(x, self.dropout, self.training)
         h = x0 = F.dropout(F.relu(self.lin_in(h)), self.dropout, self.training)
-        for conv, norm in zip(self.convs, self.norms):
+        for conv, norm in zip(self.convs, self.norms, strict=True):
             h = norm(conv(h, x0, edge_index))
         return self.lin_out(h)
 

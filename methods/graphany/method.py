@@ -73,7 +73,7 @@ class GraphAny(Method):
             features_cached=cached,
             adapt_seconds=time.perf_counter() - started,
             **{
-                f"attention_{c}": float(w) for c, w in zip(ckpt.pred_channels, weights.mean(0).tolist())
+                f"attention_{c}": float(w) for c, w in zip(ckpt.pred_channels, weights.mean(0).tolist(), strict=True)
             },  # over validation nodes
         )
         return state

@@ -16,6 +16,7 @@ with cross-entropy); the service returns its softmax.
 from __future__ import annotations
 
 import warnings
+from itertools import pairwise
 
 import numpy as np
 import torch
@@ -38,11 +39,12 @@ class AttentionMLP(nn.Module):
             self.bns = nn.ModuleList([nn.BatchNorm1d(out_dim)])  # present in the checkpoint, unused
         else:
             dims = [in_dim] + [hidden] * (layers - 1) + [out_dim]
-            self.lins = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
+            self.lins = nn.ModuleList(nn.Linear(a, b) for a, b in pairwise(dims))
             self.bns = nn.ModuleList(nn.BatchNorm1d(hidden) for _ in range(layers - 1))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for lin, bn in zip(self.lins[:-1], self.bns):
+        # one layer: no hidden layer, and its checkpoint's BatchNorm is left over
+        for lin, bn in zip(self.lins[:-1], self.bns, strict=False):
             x = torch.relu(lin(x))
             if x.shape[0] > 1:
                 x = bn(x)

@@ -147,7 +147,7 @@ class LimiXLayer(nn.Module):
             lambda z: self._sequence_attention(z, eval_pos),
             self.mlp[2],
         ]
-        for step, norm in zip(steps, self.layer_norms):
+        for step, norm in zip(steps, self.layer_norms, strict=True):
             if self.arch["pre_norm"]:
                 x = x + step(norm(x))
             else:

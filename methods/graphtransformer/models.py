@@ -134,7 +134,7 @@ class PolynormerNet(nn.Module):
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
         x = F.dropout(x, self.in_dropout, self.training)
         x_local = 0
-        for h_lin, conv, lin, ln, bn in zip(self.h_lins, self.convs, self.lins, self.lns, self.bns):
+        for h_lin, conv, lin, ln, bn in zip(self.h_lins, self.convs, self.lins, self.lns, self.bns, strict=True):
             h = F.relu(h_lin(x))
             x = F.relu(bn(conv(x, edge_index) + lin(x)))
             x = F.dropout(x, self.dropout, self.training)

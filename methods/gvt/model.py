@@ -12,6 +12,7 @@ so columns are processed in chunks without changing the result.
 from __future__ import annotations
 
 import warnings
+from itertools import pairwise
 
 import torch
 from torch import nn
@@ -23,7 +24,7 @@ class ViewMLP(nn.Module):
     def __init__(self, views: int = 5, depth: int = 2) -> None:
         super().__init__()
         dims = [views] * depth + [1]
-        self.lins = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
+        self.lins = nn.ModuleList(nn.Linear(a, b) for a, b in pairwise(dims))
 
     def forward(self, v: torch.Tensor) -> torch.Tensor:
         for lin in self.lins[:-1]:

@@ -116,7 +116,7 @@ class Summary(nn.Module):
         for start in range(0, seq.shape[0], block):
             chunk = seq[start : start + block]
             y = torch.cat([self.cls_token.expand(chunk.shape[0], 1, -1), chunk], dim=1)
-            for i, (attn, ffn) in enumerate(zip(self.attn, self.ffn)):
+            for i, (attn, ffn) in enumerate(zip(self.attn, self.ffn, strict=True)):
                 if i == last:
                     y = y[:, :1] + torch.tanh(attn(y, queries=1))
                 else:

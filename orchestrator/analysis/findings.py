@@ -180,7 +180,7 @@ def findings(tables: dict[str, pd.DataFrame], regimes: list[str], figure: Callab
     for regime in regimes:
         o = ov[ov["regime"] == regime]
         if len(o):
-            pairs = sorted({f"{v} on {d}" for v, d in zip(o["view"], o["dataset"])})
+            pairs = sorted({f"{v} on {d}" for v, d in zip(o["view"], o["dataset"], strict=True)})
             replaced = int(o["replaced"].astype(bool).sum())
             fate = (
                 f"replaced by {REPLACEMENT}"
@@ -195,7 +195,7 @@ def findings(tables: dict[str, pd.DataFrame], regimes: list[str], figure: Callab
             )
     bc = tables["below_chance"]
     if len(bc):
-        pairs = sorted({f"{v} on {d}" for v, d in zip(bc["view"], bc["dataset"])})
+        pairs = sorted({f"{v} on {d}" for v, d in zip(bc["view"], bc["dataset"], strict=True)})
         rows.append(
             {
                 "regime": "",

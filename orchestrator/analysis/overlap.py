@@ -48,7 +48,7 @@ def overlapping(results: pd.DataFrame, declared: dict[str, tuple[str, ...]] | No
     ident = {d: graph_identity(d) for d in results["dataset"].astype(str).unique()}
     names = results["method_name"].astype(str)
     ds = results["dataset"].astype(str).map(ident)
-    hit = [ds_i in graphs.get(m, ()) for m, ds_i in zip(names, ds)]
+    hit = [ds_i in graphs.get(m, ()) for m, ds_i in zip(names, ds, strict=True)]
     return pd.Series(hit, index=results.index, dtype=bool) & (results["origin"].astype(str) == "builtin")
 
 

@@ -66,7 +66,8 @@ def cohort_elo(df: pd.DataFrame, path: Path, title: str) -> None:
     piv = piv.sort_values(piv.columns[0]) if "all" not in piv.columns else piv.sort_values("all")
     fig, ax = plt.subplots(figsize=(7, 0.22 * len(piv) + 1.2))
     y = np.arange(len(piv))
-    for col, marker in zip(piv.columns, "osD^"):
+    # more markers than there are cohorts (three): the extra ones go unused
+    for col, marker in zip(piv.columns, "osD^", strict=False):
         ax.plot(piv[col], y, marker, label=col, ms=4, alpha=0.85)
     ax.set_yticks(y, piv.index, fontsize=7)
     ax.set_xlabel("Elo")
@@ -166,7 +167,7 @@ def elo_panels(df: pd.DataFrame, path: Path, title: str, panel: str) -> None:
     rows = max((len(g) for _, g in groups), default=1)
     fig, axes = plt.subplots(1, n, figsize=(5.2 * n, 0.22 * rows + 1.4), squeeze=False)
     labels = []
-    for ax, (name, g) in zip(axes[0], groups):
+    for ax, (name, g) in zip(axes[0], groups, strict=True):
         labels += list(_elo_axis(ax, g, str(name), 8))
     fig.suptitle(title, fontsize=9)
     fig.subplots_adjust(wspace=0.45)

@@ -74,7 +74,7 @@ def synthetic_trials(
     binary = num_classes == 2
 
     parts = []
-    for mi, (m, kind, origin, nt) in enumerate(zip(methods, kinds, origins, trials_per)):
+    for mi, (m, kind, origin, nt) in enumerate(zip(methods, kinds, origins, trials_per, strict=True)):
         ds = np.arange(n_datasets)
         if kind == "gfm" and gfm_max_classes is not None:
             ds = ds[num_classes[ds] <= gfm_max_classes]
@@ -200,7 +200,7 @@ def write_store(df: pd.DataFrame, path, chunk_rows: int = 200_000) -> None:
                     arrays.append(s.tolist())
                 else:
                     arrays.append([None if x != x else x for x in s.tolist()])
-            con.executemany(sql, zip(*arrays))
+            con.executemany(sql, zip(*arrays, strict=True))
         con.commit()
     finally:
         con.close()

@@ -195,7 +195,7 @@ def build_results(
         lo, hi = bud[f"{col}__1"].to_numpy(), bud[f"{col}__{FULL}"].to_numpy()
         bud[f"{col}_measured"] = bud[col]
         bud[col] = lo + frac * (hi - lo)
-    bud["view"] = [budget_view(m, k) for m, k in zip(bud["method"].astype(str), bud["k"])]
+    bud["view"] = [budget_view(m, k) for m, k in zip(bud["method"].astype(str), bud["k"], strict=True)]
     bud = bud.drop(columns=[c for c in bud.columns if "__" in c])
     bud["imputed"] = False
     # The full search is the last point of every trajectory.

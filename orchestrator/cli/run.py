@@ -278,7 +278,7 @@ def plan(
         table.add_column(column, justify="left" if column == "datasets" else "right")
     assigned = shard_of(trials, shards)
     for index in range(shards):
-        mine = [t for t, s in zip(trials, assigned) if s == index]
+        mine = [t for t, s in zip(trials, assigned, strict=True) if s == index]
         cells = {(t.dataset, t.regime, t.split, t.method) for t in mine}
         names = ", ".join(dict.fromkeys(t.dataset for t in mine))
         table.add_row(

@@ -136,7 +136,7 @@ def public_partitions(
 def _check_partition(name: str, index: int, triple: list[np.ndarray]) -> None:
     """A supplied partition must give labeled nodes to each part, and no node to two parts."""
     parts = ("train", "val", "test")
-    for part, ids in zip(parts, triple):
+    for part, ids in zip(parts, triple, strict=True):
         if not ids.size:
             raise GraphError(f"{name}: supplied split {index}: the {part} mask holds no labeled node")
     for a in range(3):

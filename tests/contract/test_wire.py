@@ -52,7 +52,7 @@ def test_large_graph_streams_in_messages_under_the_limit():
 def test_corrupted_or_truncated_uploads_are_refused():
     chunks = list(encode(bundle(), chunk_bytes=64))
     flipped = [pb.GraphChunk() for _ in chunks]
-    for src, dst in zip(chunks, flipped):
+    for src, dst in zip(chunks, flipped, strict=True):
         dst.CopyFrom(src)
     flipped[1].data = bytes([flipped[1].data[0] ^ 1]) + flipped[1].data[1:]
     with pytest.raises(BundleError, match="hash mismatch"):

@@ -62,7 +62,7 @@ def specs(draw) -> pb.TensorSpec:
 def streams(draw) -> list[pb.GraphChunk]:
     """A valid upload with its header fields or payload tampered with, or a header made up whole."""
     chunks = [pb.GraphChunk() for _ in VALID]
-    for mine, original in zip(chunks, VALID):
+    for mine, original in zip(chunks, VALID, strict=True):
         mine.CopyFrom(original)
     header = chunks[0].header
     kind = draw(st.sampled_from(["field", "spec", "payload", "truncate", "extra", "arbitrary", "no-header"]))

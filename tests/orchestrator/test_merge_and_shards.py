@@ -115,7 +115,7 @@ def test_shards_partition_the_plan_into_whole_contiguous_cells(count):
     shards = shard_of(trials, count)
     assert len(shards) == len(trials) and set(shards) <= set(range(count))
     cell_shards: dict[tuple, set[int]] = {}
-    for trial, shard in zip(trials, shards):
+    for trial, shard in zip(trials, shards, strict=True):
         cell_shards.setdefault((trial.dataset, trial.regime, trial.split, trial.method), set()).add(shard)
     assert all(len(s) == 1 for s in cell_shards.values())  # cells stay whole
     assert shards == sorted(shards)  # contiguous runs of the plan order

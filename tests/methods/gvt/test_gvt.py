@@ -40,5 +40,5 @@ def test_gvt_column_chunks_do_not_change_representations(weights, graph):
     x, e = torch.from_numpy(bundle.features), torch.from_numpy(bundle.edge_index)
     whole = recurrent_representations(gvt, x, e, 2)
     chunked = recurrent_representations(gvt, x, e, 2, chunk_elements=48 * 5)  # one column at a time
-    for a, b in zip(whole, chunked):
+    for a, b in zip(whole, chunked, strict=True):
         torch.testing.assert_close(a, b)

@@ -32,7 +32,7 @@ def test_node4all_feature_chunks_do_not_change_embeddings(weights, graph):
 def _full_readout(summary, seq):
     """The readout as upstream writes it: every token through both blocks, attention as softmax(QK^T / sqrt(d)) V."""
     y = torch.cat([summary.cls_token.expand(seq.shape[0], 1, -1), seq], dim=1)
-    for attn, ffn in zip(summary.attn, summary.ffn):
+    for attn, ffn in zip(summary.attn, summary.ffn, strict=True):
         b, s, _ = y.shape
         q, k, v = (
             p(y).view(b, s, attn.heads, attn.head_dim).transpose(1, 2) for p in (attn.q_proj, attn.k_proj, attn.v_proj)

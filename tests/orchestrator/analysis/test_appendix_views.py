@@ -128,7 +128,7 @@ def test_below_chance_flags_native_binary_results_under_half():
         }
     )
     flagged = below_chance(res)
-    assert list(zip(flagged["view"], flagged["split"])) == [("gvt", 0), ("gcn", 0)]
+    assert list(zip(flagged["view"], flagged["split"], strict=True)) == [("gvt", 0), ("gcn", 0)]
 
 
 def test_reference_view_is_found_by_identity_not_by_spelling():

@@ -29,7 +29,7 @@ def test_imputation_uses_matched_gcn_default_flags_it_and_never_touches_user_sub
     pfn = out[out["view"] == "graphpfn"]
     assert len(pfn) == 15
     imp = pfn[pfn["imputed"]]
-    assert set(zip(imp["dataset"], imp["split"])) == {("d1", 2)} | {("d2", s) for s in range(5)}
+    assert set(zip(imp["dataset"], imp["split"], strict=True)) == {("d1", 2)} | {("d2", s) for s in range(5)}
     assert (imp[imp["dataset"] == "d2"]["score"] == 0.7).all()  # gcn-Default on d2
     assert imp[imp["dataset"] == "d1"]["score"].item() == 0.6
     user = out[out["view"] == "mynet"]

@@ -64,17 +64,23 @@ def test_pair_totals_are_bencheval_battles_with_ties_half_and_each_partition_one
         method_col="view", task_col="dataset", error_col="error", split_col="split"
     ).convert_results_to_battles(pe)
     assert len(b) == 3 * 10 and np.allclose(b["weight"], 1 / 5)
-    for p, (i, j) in enumerate(zip(totals.first, totals.second)):
+    for p, (i, j) in enumerate(zip(totals.first, totals.second, strict=True)):
         x, y = totals.views[i], totals.views[j]
         pair = b[((b["view_1"] == x) & (b["view_2"] == y)) | ((b["view_1"] == y) & (b["view_2"] == x))]
         won = sum(
             w * (0.5 if win == "tie" else float((win == "1") == (v1 == x)))
-            for v1, win, w in zip(pair["view_1"], pair["winner"], pair["weight"])
+            for v1, win, w in zip(pair["view_1"], pair["winner"], pair["weight"], strict=True)
         )
         assert totals.won_first[:, p].sum() == pytest.approx(won)
         assert totals.won_second[:, p].sum() == pytest.approx(pair["weight"].sum() - won)
     # in whole partitions: A beats B 7.5 of 10, B beats C 7.5, A beats C 9
-    whole = dict(zip(zip(totals.views[totals.first], totals.views[totals.second]), 5 * totals.won_first.sum(0)))
+    whole = dict(
+        zip(
+            zip(totals.views[totals.first], totals.views[totals.second], strict=True),
+            5 * totals.won_first.sum(0),
+            strict=True,
+        )
+    )
     assert whole == pytest.approx({("A", "B"): 7.5, ("A", "C"): 9.0, ("B", "C"): 7.5})
 
 

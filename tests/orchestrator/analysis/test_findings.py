@@ -97,7 +97,7 @@ def tables(**over: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 def sentences(t: dict[str, pd.DataFrame]) -> dict[str, str]:
     f = findings(t, [R], lambda fig, regime: f"figures/{fig}.png")
-    return dict(zip(f["topic"], f["sentence"]))
+    return dict(zip(f["topic"], f["sentence"], strict=True))
 
 
 def test_a_tie_for_the_lead_names_every_leader():

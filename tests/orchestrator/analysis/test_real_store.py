@@ -42,7 +42,11 @@ def test_real_store_anchors_gcn_default_at_1000_and_imputes_the_removed_cell(rea
     native |= {(m, d, r, s) for m, d, r, s, _ in ok.itertuples(index=False)}
     rest = res[~cell & res["imputed"] & ~res["overlap"]]
     assert (
-        not {(v, d, r, s) for v, d, r, s in zip(rest["view"], rest["dataset"], rest["regime"], rest["split"])} & native
+        not {
+            (v, d, r, s)
+            for v, d, r, s in zip(rest["view"], rest["dataset"], rest["regime"], rest["split"], strict=True)
+        }
+        & native
     )
     with sqlite3.connect(real_store) as db:  # the store itself is untouched
         assert db.execute(
@@ -96,7 +100,7 @@ def test_real_store_report_has_the_appendix_views_and_findings(real_report):
 def test_real_store_graphany_on_its_pretraining_graph_is_replaced_by_gcn_default(real_report):
     _, out = real_report
     audit = pd.read_csv(out / "tables" / "pretraining_overlap.csv")
-    assert set(zip(audit["view"], audit["dataset"])) == {("graphany", "wisconsin")}
+    assert set(zip(audit["view"], audit["dataset"], strict=True)) == {("graphany", "wisconsin")}
     assert len(audit) == 4 and audit["replaced"].all()  # 2 regimes x 2 splits
     res = pd.read_csv(out / "tables" / "results.csv")
     ga = res[(res["view"] == "graphany") & (res["dataset"] == "wisconsin")].set_index(["regime", "split"])

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pandas as pd
 
 from orchestrator.analysis import subgroups as sg
@@ -15,7 +17,7 @@ def test_twenty_two_subgroups_over_seven_properties_without_gaps():
     for p in props:
         bins = sorted((s for s in sg.SUBGROUPS if s.property == p), key=lambda s: s.low)
         assert bins[0].low <= {"num_classes": 2}.get(p, 0) and bins[-1].high == float("inf")
-        assert all(a.high == b.low for a, b in zip(bins, bins[1:]))
+        assert all(a.high == b.low for a, b in pairwise(bins))
 
 
 def test_each_dataset_falls_in_exactly_one_subgroup_per_property():

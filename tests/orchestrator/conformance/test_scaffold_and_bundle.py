@@ -119,7 +119,7 @@ def test_bundle_refuses_builtin_rows_and_merges(tmp_path):
     builtin = pd.DataFrame([_record(0, "builtin", method="gcn").as_row()])
     merged = merge_trials(builtin, [tmp_path / "b"])
     assert sorted(merged["method"].astype(str).unique()) == ["demo", "gcn"]
-    assert dict(zip(merged["method"].astype(str), merged["origin"].astype(str))) == {
+    assert dict(zip(merged["method"].astype(str), merged["origin"].astype(str), strict=True)) == {
         "gcn": "builtin",
         "demo": "user:abc",
     }

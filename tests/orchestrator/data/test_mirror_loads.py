@@ -169,7 +169,7 @@ def test_facebook100_matches_the_linkx_reference_loader(mirror_cache, name):
     assert np.array_equal(graph.x, x)
     assert np.array_equal(graph.y, y)  # the missing gender stays -1: unlabeled
     assert tuple(np.bincount(graph.y[graph.y >= 0])) == per_class
-    upper = {(min(u, v), max(u, v)) for u, v in zip(*adjacency.nonzero()) if u != v}
+    upper = {(min(u, v), max(u, v)) for u, v in zip(*adjacency.nonzero(), strict=True) if u != v}
     assert dataset_stats(graph)["num_edges"] == len(upper) == edges
     for regime in ("10/10/80", "50/25/25"):
         split = graph_split(graph, regime, 0)

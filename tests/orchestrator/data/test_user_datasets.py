@@ -130,7 +130,7 @@ def _masks(train, val, test, n=30):
         mask = np.zeros(n, bool)
         mask[list(ids)] = True
         out.append(mask)
-    return dict(zip(("train_mask", "val_mask", "test_mask"), out))
+    return dict(zip(("train_mask", "val_mask", "test_mask"), out, strict=True))
 
 
 @pytest.mark.parametrize(
