@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from contract.v1 import method_service_pb2 as pb
 
-ConfigValue = Union[int, float, str, bool]
+ConfigValue = int | float | str | bool
 Config = dict[str, ConfigValue]
 
 
@@ -74,7 +74,7 @@ class ChoiceParam:
         raise ConfigError(f"{self.name}={value!r} is not one of {list(self.values)}")
 
 
-Param = Union[FloatParam, IntParam, ChoiceParam]
+Param = FloatParam | IntParam | ChoiceParam
 
 
 def validate_config(config: dict[str, Any], defaults: Config, space: tuple[Param, ...]) -> Config:

@@ -113,9 +113,9 @@ class Store:
             ("superseded_trials", TrialRecord.__annotations__),
             ("services", ServiceRecord.__annotations__),
         )
-        for table, annotations in tables:
+        for table, fields in tables:
             present = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
-            for name, annotation in annotations.items():
+            for name, annotation in fields.items():
                 if name not in present:
                     self._db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {_sql_type(str(annotation))}")
 

@@ -150,7 +150,7 @@ def load_trials(path: str | Path) -> pd.DataFrame:
 
         try:
             present = pq.read_schema(path).names
-        except Exception as exc:  # noqa: BLE001 - any pyarrow failure means an unreadable file
+        except Exception as exc:  # any pyarrow failure means an unreadable file
             raise AnalysisInputError(f"cannot read Parquet store {path}: {exc}") from None
         _check_required(present, path)
         wanted = [c for c in (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS) if c in present]

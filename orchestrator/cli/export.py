@@ -48,7 +48,7 @@ def write_tables(tables: dict[str, pd.DataFrame], out: Path, fmt: str) -> list[P
 @user_errors
 def export(
     store: Annotated[Path, typer.Option(help="SQLite run store written by `orchestrator run`.")] = Path("runs.sqlite"),
-    format: Annotated[str, typer.Option("--format", help="parquet or csv.")] = "parquet",  # noqa: A002
+    format: Annotated[str, typer.Option("--format", help="parquet or csv.")] = "parquet",
     out: Annotated[Path, typer.Option(help="Directory for trials, selected, workflow and services files.")] = Path(
         "export"
     ),

@@ -4,6 +4,17 @@ from __future__ import annotations
 
 import typer
 
+from orchestrator.cli import datasets as datasets_cli
+from orchestrator.cli import export as export_cli
+from orchestrator.cli import merge as merge_cli
+from orchestrator.cli import methods as methods_cli
+from orchestrator.cli import report as report_cli
+from orchestrator.cli import run as run_cli
+from orchestrator.cli import slurm as slurm_cli
+from orchestrator.cli import submit as submit_cli
+from orchestrator.cli import validate as validate_cli
+from orchestrator.cli import weights as weights_cli
+
 app = typer.Typer(
     name="orchestrator",
     help="NodeGround: benchmark graph foundation models against tuned supervised methods.",
@@ -11,17 +22,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-
-from orchestrator.cli import datasets as datasets_cli  # noqa: E402
-from orchestrator.cli import export as export_cli  # noqa: E402
-from orchestrator.cli import merge as merge_cli  # noqa: E402
-from orchestrator.cli import methods as methods_cli  # noqa: E402
-from orchestrator.cli import report as report_cli  # noqa: E402
-from orchestrator.cli import run as run_cli  # noqa: E402
-from orchestrator.cli import slurm as slurm_cli  # noqa: E402
-from orchestrator.cli import submit as submit_cli  # noqa: E402
-from orchestrator.cli import validate as validate_cli  # noqa: E402
-from orchestrator.cli import weights as weights_cli  # noqa: E402
 
 app.command("run")(run_cli.run)
 app.command("show")(run_cli.show)

@@ -91,7 +91,10 @@ def standard_cases(
     chunked upload, costs every method seconds, not a full training on 20k nodes.
     """
     many = 40 if not max_classes else max(2, min(40, max_classes))
-    cap = lambda f: f if not max_features else min(f, max_features)
+
+    def cap(f: int) -> int:
+        return f if not max_features else min(f, max_features)
+
     large_f = cap(1024)
     large_n = int(large_bytes // (4 * large_f)) + 1
     return [

@@ -132,7 +132,7 @@ def _stand_in_dgl() -> None:
     everything else runs upstream's own code.
     """
     try:
-        import dgl  # noqa: F401
+        import dgl
 
         return
     except (ImportError, OSError) as exc:
@@ -161,7 +161,7 @@ def _stand_in_dgl() -> None:
             return self
 
         def update_all(self, message, reduce):
-            (_, source), (_, target, out) = message, reduce
+            (_, source), (_, _, out) = message, reduce
             self.ndata[out] = scatter(self.ndata[source][self.src], self.dst, 0, self.n, reduce="mean")
 
     class StandIn(types.ModuleType):
@@ -232,7 +232,10 @@ def _stand_in_dgl() -> None:
     dgl.graph = lambda edges, num_nodes=None, idtype=None: DGLGraph(
         edges[0], edges[1], num_nodes if num_nodes is not None else int(max(edges[0].max(), edges[1].max())) + 1
     )
-    keep = lambda g, mask: DGLGraph(g.src[mask], g.dst[mask], g.n)  # noqa: E731
+
+    def keep(g: DGLGraph, mask: torch.Tensor) -> DGLGraph:
+        return DGLGraph(g.src[mask], g.dst[mask], g.n)
+
     dgl.remove_self_loop = lambda g: keep(g, g.src != g.dst)
     dgl.to_simple = lambda g: DGLGraph(*coalesce(torch.stack([g.src, g.dst]), num_nodes=g.n), g.n)
 

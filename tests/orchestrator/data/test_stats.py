@@ -60,7 +60,7 @@ def test_subgroup_columns_and_22_subgroups():
     assert groups["num_nodes"] == "nodes 1k-10k" and groups["num_classes"] == "3-10 classes"
     for prop, bins in SUBGROUPS.items():  # bins tile the line: every value lands in exactly one
         for value in (0, 1, 2, 5, 10, 0.1, -0.5, 1e9):
-            assert sum(low <= value < high for _, low, high in bins) <= 1
+            assert sum(low <= value < high for _, low, high in bins) <= 1, (prop, value)
 
 
 def test_stats_are_deterministic():

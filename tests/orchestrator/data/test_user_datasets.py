@@ -54,7 +54,7 @@ def test_saved_pyg_data_with_masks(cache, tmp_path):
         test_mask=torch.tensor(~(train | val)),
     )
     torch.save(data, tmp_path / "g.pt")
-    graph = add_user_dataset(tmp_path / "g.pt", "pyg-graph")
+    add_user_dataset(tmp_path / "g.pt", "pyg-graph")
     assert graph_split(load_dataset("pyg-graph"), "public", 0).val.tolist() == list(range(10, 20))
 
 
