@@ -45,7 +45,8 @@ def load_families(root: Path = ROOT) -> dict[str, Family]:
         name = manifest.parent.name
         if data.get("family") != name or not FAMILY_NAME.fullmatch(name):
             raise ValueError(
-                f"{manifest}: family {data.get('family')!r} must be its folder's name, 2-40 lowercase letters and digits"
+                f"{manifest}: family {data.get('family')!r} must be its folder's name, 2-40 lowercase letters and "
+                "digits"
             )
         graphs = data.get("pretraining_graphs")
         family = Family(

@@ -74,11 +74,13 @@ class Security:
         token = token_bytes.decode("utf-8", "replace").strip() if token_bytes is not None else None
         if token_bytes is not None and not _TOKEN.fullmatch(token or ""):
             raise SecurityError(
-                f"{TOKEN_FILE_ENV}={env[TOKEN_FILE_ENV]}: a token is one line of printable ASCII without spaces (e.g. `openssl rand -hex 32`)"
+                f"{TOKEN_FILE_ENV}={env[TOKEN_FILE_ENV]}: a token is one line of printable ASCII without spaces (e.g. "
+                "`openssl rand -hex 32`)"
             )
         if token and not (cert or ca):
             raise SecurityError(
-                f"{TOKEN_FILE_ENV} needs TLS (gRPC sends a token only over TLS): set {CA_ENV} (client) or {CERT_ENV}/{KEY_ENV} (service)"
+                f"{TOKEN_FILE_ENV} needs TLS (gRPC sends a token only over TLS): set {CA_ENV} (client) or "
+                f"{CERT_ENV}/{KEY_ENV} (service)"
             )
         return cls(cert=cert, key=key, ca=ca, server_name=env.get(NAME_ENV) or None, token=token)
 
@@ -112,7 +114,10 @@ class Security:
         return [TokenCheck(self.token)] if self.token else []
 
     def loopback_client(self) -> Security:
-        """How the service's own probe dials it on loopback: trusting its own certificate, no token (health needs none)."""
+        """How the service's own probe dials it on loopback: trusting its own certificate, no token.
+
+        Health needs no token.
+        """
         return Security(ca=self.cert, server_name=self.server_name) if self.cert else Security()
 
 

@@ -95,7 +95,8 @@ def family_services(only: list[str] | None = None) -> list[FamilyService]:
     unknown = sorted(set(only or ()) - set(families))
     if unknown:
         raise SystemExit(
-            f"error: unknown famil{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)}; known: {', '.join(sorted(families))}"
+            f"error: unknown famil{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)}; known: "
+            f"{', '.join(sorted(families))}"
         )
     return [
         FamilyService(name, (ROOT / name / "weights.toml").exists())

@@ -28,7 +28,8 @@ def method_classes(family: Family) -> list[type[Method]]:
                     found.setdefault(cls.name, cls)
     if set(found) != set(family.methods):
         raise RuntimeError(
-            f"family {family.name}: its source declares {family.methods} but {family.module} defines {tuple(sorted(found))}"
+            f"family {family.name}: its source declares {family.methods} but {family.module} defines "
+            f"{tuple(sorted(found))}"
         )
     classes = [found[name] for name in family.methods]
     kinds = {m.name: m.kind for m in classes if m.kind != family.kind}

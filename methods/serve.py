@@ -112,8 +112,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if not security.serves_tls and not is_loopback(args.host):
         logging.getLogger("nodeground.serve").warning(
-            "serving plaintext without a token on %s: anyone who reaches this port can call it; on a shared network set "
-            "NODEGROUND_TLS_CERT, NODEGROUND_TLS_KEY and NODEGROUND_TOKEN_FILE (README, 'Services beyond loopback')",
+            "serving plaintext without a token on %s: anyone who reaches this port can call it; on a shared network "
+            "set NODEGROUND_TLS_CERT, NODEGROUND_TLS_KEY and NODEGROUND_TOKEN_FILE (README, 'Services beyond "
+            "loopback')",
             args.host,
         )
     server.start()

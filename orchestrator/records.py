@@ -48,7 +48,10 @@ def trial_key(
 
 
 def current_key(key: str, dataset_hash: str | None) -> str:
-    """A stored key in today's form: one written before keys carried the content hash gains the hash its row recorded."""
+    """A stored key in today's form.
+
+    One written before keys carried the content hash gains the hash its row recorded.
+    """
     return f"{key}|{dataset_hash}" if dataset_hash and key.count("|") == 4 else key
 
 

@@ -100,7 +100,10 @@ def failures(records: list[TrialRecord]) -> pd.DataFrame:
 def failures_table(grouped: pd.DataFrame) -> Table:
     total = int(grouped["count"].sum())
     table = Table(
-        title=f"{total} trial(s) of this run did not succeed (unavailable ones are retried by a rerun; the others are stored outcomes)"
+        title=(
+            f"{total} trial(s) of this run did not succeed (unavailable ones are retried by a rerun; the others are "
+            "stored outcomes)"
+        )
     )
     for column in ("method", "dataset", "status", "count", "first error line"):
         table.add_column(column, justify="right" if column == "count" else "left", overflow="fold")
@@ -121,7 +124,8 @@ SELECTED_COLUMNS = (
     "n_trials", "n_ok", "n_failed",
     "selected_trial_index", "selected_trial_key", "selected_is_default", "selected_config_json",
     "val_loss", "val_accuracy", "val_auroc",
-    "primary_metric", "test_primary", "test_accuracy", "test_macro_f1", "test_cross_entropy", "test_auroc", "test_precision",
+    "primary_metric", "test_primary", "test_accuracy", "test_macro_f1", "test_cross_entropy", "test_auroc",
+    "test_precision",
     "training_tuning_s", "prediction_s", "workflow_s",
     "fit_peak_bytes", "predict_peak_bytes", "workflow_peak_bytes", "memory_kind",
 )  # fmt: skip

@@ -127,7 +127,8 @@ class Store:
         """
         self._db.create_function("current_key", 2, current_key, deterministic=True)
         self._db.execute(
-            "UPDATE OR IGNORE trials SET trial_key = current_key(trial_key, dataset_hash) WHERE trial_key != current_key(trial_key, dataset_hash)"
+            "UPDATE OR IGNORE trials SET trial_key = current_key(trial_key, dataset_hash) WHERE trial_key != "
+            "current_key(trial_key, dataset_hash)"
         )
 
     def claim(self) -> None:

@@ -77,7 +77,8 @@ _STATUS_BY_CODE = {
     grpc.StatusCode.RESOURCE_EXHAUSTED: STATUS_OOM,
     grpc.StatusCode.UNAVAILABLE: STATUS_UNAVAILABLE,
     grpc.StatusCode.CANCELLED: STATUS_UNAVAILABLE,
-    grpc.StatusCode.FAILED_PRECONDITION: STATUS_UNAVAILABLE,  # the service is not ready (weights): fixed outside the method
+    # the service is not ready (weights): fixed outside the method
+    grpc.StatusCode.FAILED_PRECONDITION: STATUS_UNAVAILABLE,
 }
 UNAVAILABLE_RETRIES = 1  # a trial whose replica went down is run again this many times (on it, recovered, or another)
 DEFAULT_TIME_LIMIT_S = 3600.0  # per fit and per predict, unless the plan says otherwise
@@ -164,7 +165,10 @@ def shard_of(trials: list[PlannedTrial], count: int) -> list[int]:
 
 
 def host_info() -> str:
-    """This host, for the trial record; torch's version is read from its metadata (the orchestrator never imports it)."""
+    """This host, for the trial record.
+
+    torch's version is read from its metadata (the orchestrator never imports it).
+    """
     return json.dumps(
         {
             "hostname": socket.gethostname(),
@@ -291,7 +295,10 @@ class Sweep:
     # ---- the plan ----------------------------------------------------------
 
     def planned_trials(self) -> list[PlannedTrial]:
-        """This shard's trials of the plan in execution order: dataset, regime, split, method, then sequence position."""
+        """This shard's trials of the plan in execution order.
+
+        Ordered by dataset, regime, split, method, then sequence position.
+        """
         every = self.all_planned_trials()
         index, count = self.plan.shard
         if count == 1:
@@ -431,7 +438,10 @@ class Sweep:
             elif _client_deadline(exc):
                 if not replica.client.responsive():  # not the method: the service went silent
                     record.status = STATUS_UNAVAILABLE
-                    record.error = f"the service at {replica.endpoint} stopped answering (no reply within the time limit, no health answer)"
+                    record.error = (
+                        f"the service at {replica.endpoint} stopped answering (no reply within the time limit, "
+                        "no health answer)"
+                    )
                     self.directory.recover(replica)
                     lost = True
                 elif replica.source == "embedded":
@@ -619,7 +629,8 @@ def _check_stats(stats: pb.CallStats, call: str) -> None:
         np.isfinite(stats.seconds) and stats.seconds >= 0 and stats.peak_rss_bytes >= 0 and stats.peak_gpu_bytes >= 0
     ):
         raise ReplyError(
-            f"{call} stats are not a finite, non-negative time and memory: {stats.seconds!r} s, {stats.peak_rss_bytes} / {stats.peak_gpu_bytes} bytes"
+            f"{call} stats are not a finite, non-negative time and memory: {stats.seconds!r} s, "
+            f"{stats.peak_rss_bytes} / {stats.peak_gpu_bytes} bytes"
         )
 
 

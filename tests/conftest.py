@@ -88,7 +88,8 @@ def served(family: str, *flags: str, **env: str) -> Iterator[tuple[psutil.Proces
 
     proc = subprocess.Popen(
         [sys.executable, "-m", "methods.serve", "--family", family, "--port", "0", *flags],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env={**os.environ, "NODEGROUND_THREADS": "1", **env},
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        env={**os.environ, "NODEGROUND_THREADS": "1", **env},
     )  # fmt: skip
     try:
         line = proc.stdout.readline()

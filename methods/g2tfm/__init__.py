@@ -69,7 +69,10 @@ class G2TFM(FrozenGFM):
     name = "g2tfm"
     version = "2026-06-01"
     kind = "gfm"
-    description = "G2T-FM: graph-to-table features (NFA, degree, PageRank, Laplacian PE, random-GNN embeddings) + TabPFNv2 in context; ≤10 classes"
+    description = (
+        "G2T-FM: graph-to-table features (NFA, degree, PageRank, Laplacian PE, random-GNN embeddings) + TabPFNv2 in "
+        "context; ≤10 classes"
+    )
     capabilities = Capabilities(max_classes=10, uses_gpu=True)
     default_config: Config = {"pca_dim": 64, "nfa": True, "pearl": True}
     search_space = (
@@ -88,7 +91,8 @@ class G2TFM(FrozenGFM):
         arch = frozen.config
         if graph.num_classes > arch["n_out"]:
             raise ValueError(
-                f"g2tfm supports at most {arch['n_out']} classes (TabPFN-v2's decoder, no output coding); the graph has {graph.num_classes}"
+                f"g2tfm supports at most {arch['n_out']} classes (TabPFN-v2's decoder, no output coding); the graph "
+                f"has {graph.num_classes}"
             )
         n = graph.num_nodes
         edges = edge_array_without_self_loops(graph.edge_index)

@@ -225,7 +225,10 @@ class GraphSAGE(StackMethod):
 
 
 class _AttentionStack(StackMethod):
-    """GAT-style: ``hidden`` is the concatenated width, split over ``heads``; the output layer averages ``out_heads``."""
+    """GAT-style: ``hidden`` is the concatenated width, split over ``heads``.
+
+    The output layer averages ``out_heads``.
+    """
 
     conv_cls: type = GATConv
     floats_per_edge_unit = 1.25  # messages autograd keeps per edge, layer and unit of width (measured 1.1)
@@ -665,7 +668,10 @@ class FAGCN(TorchNodeClassifier):
         return FAGCNNet(config, in_dim, out_dim)
 
     def check_resources(self, graph: GraphBundle, config: Config, device: torch.device) -> None:
-        """Each layer's signed gate weights every edge's full-width message, which autograd keeps: refuse what cannot fit."""
+        """Refuse what cannot fit: each layer's signed gate weights every edge's full-width message.
+
+        Autograd keeps those messages for the backward.
+        """
         hidden, layers = int(config["hidden"]), int(config["num_layers"])
         estimate = edge_message_bytes(graph, hidden, layers)
         require_memory(

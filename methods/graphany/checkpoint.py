@@ -126,7 +126,8 @@ class _RestrictedUnpickler(pickle.Unpickler):
         found = ALLOWED.get(f"{module}.{name}")
         if found is None:
             raise CheckpointError(
-                f"refused global {module}.{name} (only tensors, plain containers and inert config stand-ins are allowed)"
+                f"refused global {module}.{name} (only tensors, plain containers and inert config stand-ins are "
+                "allowed)"
             )
         return found
 

@@ -100,7 +100,10 @@ def channel_features(x: torch.Tensor, edge_index: torch.Tensor, needed: set[str]
 def least_squares(
     feats: dict[str, torch.Tensor], train: torch.Tensor, y_train: torch.Tensor, num_classes: int
 ) -> dict[str, torch.Tensor]:
-    """Per channel, the minimum-norm least-squares solution on the training nodes (on CPU: gelss): the LinearGNN weights."""
+    """The LinearGNN weights: per channel, the minimum-norm least-squares solution on the training nodes.
+
+    Solved on CPU (gelss).
+    """
     target = torch.nn.functional.one_hot(y_train.cpu(), num_classes).float()
     return {
         name: torch.linalg.lstsq(f.float().cpu()[train.cpu()], target, driver="gelss").solution

@@ -112,8 +112,8 @@ class GraphPFN(FrozenGFM):
             need = min_ecoc_members(n_classes, alphabet)
             if members_n < need:
                 raise ValueError(
-                    f"graphpfn: {n_classes} classes exceed the decoder's {alphabet} outputs; its ECOC output code needs "
-                    f"ensemble_size >= {need} (got {members_n})"
+                    f"graphpfn: {n_classes} classes exceed the decoder's {alphabet} outputs; its ECOC output code "
+                    f"needs ensemble_size >= {need} (got {members_n})"
                 )
         features = _prepare_features(graph.features, train, config, ctx.seed)
         edges = edge_array_without_self_loops(graph.edge_index)

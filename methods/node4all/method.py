@@ -60,7 +60,8 @@ class Node4All(Method):
         "weight_decay": 0.0,
         "max_epochs": 2500,
         "patience": 200,
-        "selection": "val_loss",  # or "val_accuracy": upstream's rule, which keeps an untrained head on imbalanced binary tasks
+        # or "val_accuracy": upstream's rule, which keeps an untrained head on imbalanced binary tasks
+        "selection": "val_loss",
         "weights_file": "",
     }
     search_space = (

@@ -74,7 +74,10 @@ class NodePFN(FrozenGFM):
     name = "nodepfn"
     version = "2026-06-01"
     kind = "gfm"
-    description = "NodePFN: PFN transformer with GCN message passing, in-context on the training nodes; ≤20 classes, SVD to ≤100 features"
+    description = (
+        "NodePFN: PFN transformer with GCN message passing, in-context on the training nodes; ≤20 classes, SVD to "
+        "≤100 features"
+    )
     capabilities = Capabilities(max_classes=20, uses_gpu=True)
     default_config: Config = {"smoothing_steps": 0, "n_components": 50, "n_ensemble": 32}
     search_space = (
@@ -93,7 +96,8 @@ class NodePFN(FrozenGFM):
         arch = frozen.config
         if graph.num_classes > arch["max_num_classes"]:
             raise ValueError(
-                f"nodepfn supports at most {arch['max_num_classes']} classes (its decoder's width, no output coding); the graph has {graph.num_classes}"
+                f"nodepfn supports at most {arch['max_num_classes']} classes (its decoder's width, no output coding); "
+                f"the graph has {graph.num_classes}"
             )
         if int(config["n_components"]) > arch["num_features"]:
             raise ValueError(
@@ -149,7 +153,8 @@ class NodePFN(FrozenGFM):
         k_cls = len(classes)
         xs = torch.from_numpy(x[order])
 
-        # ensemble configurations, as upstream: (class rotation, feature rotation) pairs shuffled, x ('none', 'power_all')
+        # ensemble configurations, as upstream: (class rotation, feature rotation) pairs shuffled,
+        # x ('none', 'power_all')
         torch.manual_seed(ctx.seed)
         feature_shifts = torch.randperm(xs.shape[1]).tolist()
         class_shifts = torch.randperm(k_cls).tolist()

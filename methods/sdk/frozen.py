@@ -199,7 +199,8 @@ def load_frozen(
     if present and len(present) != len(located):
         missing = sorted(set(located) - set(present))
         raise WeightsError(
-            f"{key}: weights {', '.join(missing)} missing while {', '.join(sorted(present))} are present; fetch all of them"
+            f"{key}: weights {', '.join(missing)} missing while {', '.join(sorted(present))} are present; fetch all "
+            "of them"
         )
     cache_key = (
         key,
@@ -222,8 +223,8 @@ def load_frozen(
         missing_keys = [k for k in missing_keys if not any(k.startswith(p) or k.endswith(p) for p in allowed_missing)]
         if missing_keys or unexpected:
             raise WeightsError(
-                f"{key}: checkpoint does not match the model structure: missing {missing_keys[:5]} (of {len(missing_keys)}), "
-                f"unexpected {list(unexpected)[:5]} (of {len(unexpected)})"
+                f"{key}: checkpoint does not match the model structure: missing {missing_keys[:5]} (of "
+                f"{len(missing_keys)}), unexpected {list(unexpected)[:5]} (of {len(unexpected)})"
             )
         provenance = Provenance(
             "+".join(present),

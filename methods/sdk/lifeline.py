@@ -1,7 +1,7 @@
 """Exit with the launcher: a service started by a parent that may be killed must not outlive it.
 
-A launcher that starts a service as a child sets ``NODEGROUND_PARENT_PID`` (``contract.handshake``) to its own pid in the
-child's environment. ``watch_parent`` then polls the service's parent pid; once it changes (the
+A launcher that starts a service as a child sets ``NODEGROUND_PARENT_PID`` (``contract.handshake``) to its own
+pid in the child's environment. ``watch_parent`` then polls the service's parent pid; once it changes (the
 launcher died, even by SIGKILL, and the child was re-parented) it calls ``on_orphaned``, which by
 default sends the service SIGTERM so it shuts down the way it does on ``docker stop``.
 Polling is used rather than PR_SET_PDEATHSIG because that signal fires when the *thread* that

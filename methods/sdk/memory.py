@@ -93,7 +93,10 @@ def available_memory_bytes(device: torch.device) -> int:
 
 
 def memory_budget_bytes(device: torch.device) -> int:
-    """What a fit may plan on: ``NODEGROUND_MEMORY_BUDGET_BYTES`` when set, else ``BUDGET_FRACTION`` of the available memory."""
+    """What a fit may plan on: ``NODEGROUND_MEMORY_BUDGET_BYTES`` when set.
+
+    Else ``BUDGET_FRACTION`` of the available memory.
+    """
     explicit = os.environ.get(BUDGET_ENV)
     if explicit:
         try:
@@ -142,5 +145,6 @@ def require_memory(
     )
     raise ResourceError(
         f"{method}: {what} needs about {fmt_bytes(total)} on {device.type} (estimated{parts}), over the memory "
-        f"budget of {fmt_bytes(budget)} ({source}); refused before running: choose a smaller configuration or a larger device"
+        f"budget of {fmt_bytes(budget)} ({source}); refused before running: choose a smaller configuration or a "
+        "larger device"
     )

@@ -119,7 +119,10 @@ class GraphCache:
 
 
 class ModelCache:
-    """Fitted models by handle; past ``max_models`` the least recently used is dropped (a client that never Releases)."""
+    """Fitted models by handle; past ``max_models`` the least recently used is dropped.
+
+    So a client that never Releases cannot fill the memory.
+    """
 
     def __init__(self, max_models: int) -> None:
         self._max = max(1, max_models)
@@ -179,8 +182,9 @@ class UploadGate:
                 room = min(self.max_bytes, available_ram_bytes() - self._reserved)
                 if need > room:
                     raise BundleTooLarge(
-                        f"the graph needs {need / 2**20:.1f} MiB (tensors plus an N x C prediction); this service can take "
-                        f"{max(0, room) / 2**20:.1f} MiB now (limit {self.max_bytes / 2**20:.0f} MiB, less memory available and uploads in flight)"
+                        f"the graph needs {need / 2**20:.1f} MiB (tensors plus an N x C prediction); this service can "
+                        f"take {max(0, room) / 2**20:.1f} MiB now (limit {self.max_bytes / 2**20:.0f} MiB, less memory "
+                        "available and uploads in flight)"
                     )
                 self._reserved += need
                 reserved = need
@@ -423,7 +427,8 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         if model is None:
             context.abort(
                 grpc.StatusCode.NOT_FOUND,
-                f"no model with handle {request.model_handle!r} (released, dropped past the held-model cap, or never fitted)",
+                f"no model with handle {request.model_handle!r} (released, dropped past the held-model cap, or never "
+                "fitted)",
             )
         with self._compute:
             try:
@@ -435,7 +440,8 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
                     shape = getattr(probs, "shape", None)
                     if shape is None or len(shape) != 2 or shape[0] != model.graph.num_nodes or shape[1] < 1:
                         raise ValueError(
-                            f"the method returned probabilities of shape {shape}; expected ({model.graph.num_nodes}, classes)"
+                            f"the method returned probabilities of shape {shape}; expected ({model.graph.num_nodes}, "
+                            "classes)"
                         )
                     chunks = list(encode_probabilities(probs, pb.CallStats()))
             except (ResourceError, torch.cuda.OutOfMemoryError, MemoryError) as exc:

@@ -141,10 +141,9 @@ def findings(tables: dict[str, pd.DataFrame], regimes: list[str], figure: Callab
             say(
                 regime,
                 "validation_test_gap",
-                f"In {regime}, a full search improves validation by "
-                f"{gap['val_gain'].mean():.1f} points and test by {gap['test_gain'].mean():.1f} points over the default, "
-                f"averaged over {len(gap)} methods: {verdict} (largest overstatement: {worst['method']}, "
-                f"{worst['overstatement']:+.1f}).",
+                f"In {regime}, a full search improves validation by {gap['val_gain'].mean():.1f} points and test by "
+                f"{gap['test_gain'].mean():.1f} points over the default, averaged over {len(gap)} methods: {verdict} "
+                f"(largest overstatement: {worst['method']}, {worst['overstatement']:+.1f}).",
                 "validation_test_gap",
             )
         tt = tables["task_type_leaderboards"]
@@ -173,7 +172,8 @@ def findings(tables: dict[str, pd.DataFrame], regimes: list[str], figure: Callab
                 "metric_sensitivity",
                 f"In {regime}, the ordering departs most from the primary metric under "
                 f"{w['metric']} on {w['task_type']} tasks (Spearman {w['spearman']:.2f}, {w['changed_positions']} of "
-                f"{w['views']} methods change position; {w['largest_move_view']} moves {_places(int(w['largest_move']))}).",
+                f"{w['views']} methods change position; {w['largest_move_view']} moves "
+                f"{_places(int(w['largest_move']))}).",
                 "metric_sensitivity",
             )
     ov = tables["pretraining_overlap"]

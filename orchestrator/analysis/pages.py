@@ -24,7 +24,8 @@ th,td{border:1px solid #d0d7de;padding:3px 7px;text-align:right;white-space:nowr
 th{background:#f0f3f6;cursor:pointer;position:sticky;top:0}td.l,th.l{text-align:left}
 tr.gfm td.l{color:#b3203a;font-weight:600}tr.default td.l{color:#57606a}
 .imp{color:#b35900}.note{background:#fff8c5;border:1px solid #d4a72c;padding:6px 10px;font-size:13px}
-figure{display:inline-block;margin:10px 12px 10px 0;vertical-align:top;background:#fff;border:1px solid #d0d7de;padding:6px}
+figure{display:inline-block;margin:10px 12px 10px 0;vertical-align:top;background:#fff;border:1px solid #d0d7de;
+  padding:6px}
 figcaption{font-size:12px;color:#57606a;max-width:760px}figure img{max-width:760px;height:auto;display:block}
 .small{font-size:12px;color:#57606a}.wrap{overflow-x:auto}
 """
@@ -33,8 +34,10 @@ _JS = """
 document.querySelectorAll('table.sortable').forEach(function(t){
   t.querySelectorAll('th').forEach(function(th,i){th.addEventListener('click',function(){
     var b=t.tBodies[0],rows=Array.from(b.rows),asc=th.dataset.asc!=='1';th.dataset.asc=asc?'1':'0';
-    rows.sort(function(x,y){var a=x.cells[i].dataset.v||x.cells[i].textContent,c=y.cells[i].dataset.v||y.cells[i].textContent;
-      var na=parseFloat(a),nc=parseFloat(c);if(!isNaN(na)&&!isNaN(nc))return asc?na-nc:nc-na;return asc?a.localeCompare(c):c.localeCompare(a)});
+    rows.sort(function(x,y){var a=x.cells[i].dataset.v||x.cells[i].textContent,
+        c=y.cells[i].dataset.v||y.cells[i].textContent;
+      var na=parseFloat(a),nc=parseFloat(c);if(!isNaN(na)&&!isNaN(nc))return asc?na-nc:nc-na;
+      return asc?a.localeCompare(c):c.localeCompare(a)});
     rows.forEach(function(r){b.appendChild(r)})})})});
 document.querySelectorAll('img').forEach(function(img){
   function mark(){img.setAttribute('data-loaded', img.naturalWidth>0?'1':'0')}
@@ -85,7 +88,10 @@ def html_table(
             cells.append(f'<td class="{"l" if d < 0 else ""}" data-v="{html.escape(sv)}">{_fmt(v, max(d, 0))}</td>')
         body.append(f'<tr class="{cls}">{"".join(cells)}</tr>')
     tid = f' id="{table_id}"' if table_id else ""
-    return f'<div class="wrap"><table class="sortable"{tid}><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+    return (
+        f'<div class="wrap"><table class="sortable"{tid}><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
 
 
 def figure(rel: str, caption: str) -> str:
@@ -100,7 +106,8 @@ def figure(rel: str, caption: str) -> str:
 def page(title: str, body: str, subtitle: str) -> str:
     """A whole page: header, navigation, ``body``."""
     nav = (
-        '<nav><a href="index.html">Leaderboard</a><a href="findings.html">Findings</a><a href="index.html#pareto">Pareto</a>'
+        '<nav><a href="index.html">Leaderboard</a><a href="findings.html">Findings</a>'
+        '<a href="index.html#pareto">Pareto</a>'
         '<a href="index.html#budgets">Tuning budgets</a><a href="index.html#tuning">Tuning requirements</a>'
         '<a href="index.html#metrics">Task types and metrics</a><a href="index.html#subgroups">Subgroups</a>'
         '<a href="index.html#robustness">Robustness</a><a href="index.html#overlap">Pretraining overlap</a>'

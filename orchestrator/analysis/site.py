@@ -198,7 +198,8 @@ def _robustness_tables(an: Analysis, regime: str) -> list[str]:
         "<p>Aggregation-rule sensitivity (Spearman correlation between rankings):</p>",
         html_table(rs, [("rule", "rule", -1)] + [(c, c, 3) for c in rs.columns if c != "rule"]),
         f'<p class="small">{len(pt[pt["significant"]])} significant pairs after Holm correction (Wilcoxon '
-        'signed-rank on per-dataset means); full table: <a href="tables/pairwise_tests.csv">pairwise_tests.csv</a>.</p>',
+        "signed-rank on per-dataset means); full table: "
+        '<a href="tables/pairwise_tests.csv">pairwise_tests.csv</a>.</p>',
     ]
 
 
@@ -272,9 +273,9 @@ SECTIONS: tuple[Section, ...] = (
         "budgets",
         "Tuning budgets",
         intro=(
-            '<p class="small">Budget k selects among the first k trials by validation loss only; its cost is interpolated '
-            "linearly between the measured default (k=1) and full-search costs (measured cumulative costs are in the CSV "
-            "as mean_overhead_measured).</p>"
+            '<p class="small">Budget k selects among the first k trials by validation loss only; its cost is '
+            "interpolated linearly between the measured default (k=1) and full-search costs (measured cumulative "
+            "costs are in the CSV as mean_overhead_measured).</p>"
         ),
         figures=(
             Figure(
@@ -307,10 +308,10 @@ SECTIONS: tuple[Section, ...] = (
         "tuning",
         "Tuning requirements",
         intro=(
-            '<p class="small">Per supervised method: the test gain of the full search over the default configuration, the '
-            "smallest budget k whose selection comes within one point of the full search on average, the gain from k = 50 "
-            "to the full search (blank: searches of 50 trials or fewer), and how much of the validation improvement shows "
-            "up on test. Points = x100 on the primary metric.</p>"
+            '<p class="small">Per supervised method: the test gain of the full search over the default configuration, '
+            "the smallest budget k whose selection comes within one point of the full search on average, the gain "
+            "from k = 50 to the full search (blank: searches of 50 trials or fewer), and how much of the validation "
+            "improvement shows up on test. Points = x100 on the primary metric.</p>"
         ),
         after=_tuning_table,
         empty='<p class="small">No supervised method has a search to analyse.</p>',
@@ -382,8 +383,8 @@ SECTIONS: tuple[Section, ...] = (
         "overlap",
         "Pretraining overlap",
         intro=(
-            '<p class="small">A GFM result on a graph its pretraining used (declared in its family manifest, matched by '
-            "canonical graph identity) is omitted from the common-universe analyses and replaced by the matched "
+            '<p class="small">A GFM result on a graph its pretraining used (declared in its family manifest, matched '
+            "by canonical graph identity) is omitted from the common-universe analyses and replaced by the matched "
             "gcn-Default result.</p>"
         ),
         after=_overlap_table,

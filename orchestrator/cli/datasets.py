@@ -129,7 +129,8 @@ def splits_command(
     manifest = export_splits(graph, out_dir, chosen)
     for item in manifest:
         out.print(
-            f"{item['regime']:>9} {item['index']}  train {item['train']:>7,}  val {item['val']:>7,}  test {item['test']:>7,}  {item['digest'][:16]}"
+            f"{item['regime']:>9} {item['index']}  train {item['train']:>7,}  val {item['val']:>7,}  test "
+            f"{item['test']:>7,}  {item['digest'][:16]}"
         )
     out.print(f"wrote {len(manifest)} splits of {graph.name} to {out_dir}")
 
@@ -146,13 +147,18 @@ def add_command(
         bool,
         typer.Option(
             "--replace",
-            help="Register under a name already in use (stored results of the old graph stay apart: trials are keyed by content).",
+            help=(
+                "Register under a name already in use (stored results of the old graph stay apart: trials are keyed "
+                "by content)."
+            ),
         ),
     ] = False,
 ) -> None:
     """Validate and register your own graph."""
     graph = add_user_dataset(file, name, replace=replace)
     out.print(
-        f"registered {graph.name}: {graph.num_nodes:,} nodes, {int((graph.edge_index[0] < graph.edge_index[1]).sum()):,} edges, "
-        f"{graph.x.shape[1]} features, {graph.num_classes} classes ({graph.task_type}); content hash {graph.content_hash[:16]}"
+        f"registered {graph.name}: {graph.num_nodes:,} nodes, "
+        f"{int((graph.edge_index[0] < graph.edge_index[1]).sum()):,} edges, "
+        f"{graph.x.shape[1]} features, {graph.num_classes} classes ({graph.task_type}); content hash "
+        f"{graph.content_hash[:16]}"
     )

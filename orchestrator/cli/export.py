@@ -17,7 +17,10 @@ FORMATS = ("parquet", "csv")
 
 
 def export_tables(trials: pd.DataFrame, services: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The exported tables by file stem: trials (long), selected (+ workflow, full search), workflow (per budget), services."""
+    """The exported tables by file stem.
+
+    trials (long), selected (+ workflow, full search), workflow (per budget), services.
+    """
     workflow = workflow_costs(trials)
     for column in ("budget", "memory_kind"):
         if column in workflow.columns:
@@ -53,7 +56,8 @@ def export(
         "export"
     ),
 ) -> None:
-    """Write the long trials table, the selected results with workflow cost, per-budget workflow figures and service warm-up."""
+    """Write the long trials table, the selected results with workflow cost, per-budget workflow figures and
+    service warm-up."""
     if format not in FORMATS:
         raise UserError(f"--format must be parquet or csv, got {format!r}")
     if out.exists() and not out.is_dir():

@@ -23,6 +23,6 @@ def merge(
     report = merge_stores(into, stores, on_conflict)
     resolved = f", {len(report.conflicts)} conflicting resolved by {on_conflict}" if report.conflicts else ""
     typer.echo(
-        f"merged {len(stores)} store(s) into {into}: {report.added} trials added, {report.identical} identical duplicates skipped, "
-        f"{report.replaced} replaced{resolved}, {report.services_added} service rows added"
+        f"merged {len(stores)} store(s) into {into}: {report.added} trials added, {report.identical} identical "
+        f"duplicates skipped, {report.replaced} replaced{resolved}, {report.services_added} service rows added"
     )

@@ -44,7 +44,8 @@ def scaffold(name: str, root: Path = REPO, date: str | None = None) -> list[Path
     if not FAMILY_NAME.fullmatch(name) or keyword.iskeyword(name) or name in _RESERVED:
         raise UserError(
             f"method name {name!r} must be 2-40 lowercase letters and digits, starting with a letter, "
-            f"and not be one of {', '.join(sorted(_RESERVED))} (it becomes a Python module, an image and a service name)"
+            f"and not be one of {', '.join(sorted(_RESERVED))} (it becomes a Python module, an image and a service "
+            "name)"
         )
     targets = {tmpl: root / dest.format(name=name) for tmpl, dest in FILES.items()}
     existing = [p for p in (root / "methods" / name, *targets.values()) if p.exists()]
@@ -90,7 +91,8 @@ def new(
     ],
     root: Annotated[Path, typer.Option(help="Repository root to write into.")] = REPO,
 ) -> None:
-    """Scaffold methods/NAME/: an SDK subclass with its default config and search space, the family manifest, a README."""
+    """Scaffold methods/NAME/: an SDK subclass with its default config and search space, the family manifest,
+    a README."""
     for path in scaffold(name, root):
         typer.echo(f"created {path.relative_to(root) if path.is_relative_to(root) else path}")
     typer.echo(

@@ -31,7 +31,11 @@ def report(
         Path | None,
         typer.Option(
             "--dataset-stats",
-            help="CSV of dataset properties (dataset, num_nodes, avg_degree, adjusted_homophily, feature_dim, feature_nonzero_fraction, num_classes, class_imbalance), overriding those the report computes for the datasets it can load offline.",
+            help=(
+                "CSV of dataset properties (dataset, num_nodes, avg_degree, adjusted_homophily, feature_dim, "
+                "feature_nonzero_fraction, num_classes, class_imbalance), overriding those the report computes for "
+                "the datasets it can load offline."
+            ),
         ),
     ] = None,
     anchor: Annotated[
@@ -61,7 +65,8 @@ def report(
         ),
     ] = [],  # noqa: B006
 ) -> None:
-    """Write the leaderboard site: Elo, ranks, Pareto frontiers, tuning budgets, subgroups, and the data behind every figure."""
+    """Write the leaderboard site: Elo, ranks, Pareto frontiers, tuning budgets, subgroups, and the data behind
+    every figure."""
     import pandas as pd
 
     from orchestrator.analysis.load import load_trials

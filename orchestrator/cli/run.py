@@ -95,7 +95,8 @@ def parse_endpoints(values: list[str]) -> dict[str, list[str]]:
         host, colon, port = address.rpartition(":")
         if not sep or not name or not colon or not host or not port.isdigit():
             raise UserError(
-                f"--endpoint must look like NAME=HOST:PORT or NAME=dns:///HOST:PORT (NAME a method or family), got {value!r}"
+                "--endpoint must look like NAME=HOST:PORT or NAME=dns:///HOST:PORT (NAME a method or family), got "
+                f"{value!r}"
             )
         if is_dns_target(address):
             try:
@@ -185,9 +186,18 @@ def open_sweep(
             directory.close()
 
 
-ENDPOINT_HELP = "Use a running service: METHOD_OR_FAMILY=HOST:PORT, or =dns:///NAME:PORT for every replica behind a DNS name (repeatable; several addresses give several replicas)."
-SERVICES_HELP = "Where services come from when no --endpoint names them: auto (containers if running, else local processes), embedded, docker."
-SHARD_HELP = "Run only shard I of N (I/N, 0-based): whole cells in contiguous runs of the plan order (`orchestrator plan` lists them)."
+ENDPOINT_HELP = (
+    "Use a running service: METHOD_OR_FAMILY=HOST:PORT, or =dns:///NAME:PORT for every replica behind a DNS name "
+    "(repeatable; several addresses give several replicas)."
+)
+SERVICES_HELP = (
+    "Where services come from when no --endpoint names them: auto (containers if running, else local processes), "
+    "embedded, docker."
+)
+SHARD_HELP = (
+    "Run only shard I of N (I/N, 0-based): whole cells in contiguous runs of the plan order (`orchestrator plan` "
+    "lists them)."
+)
 
 
 @user_errors
@@ -216,13 +226,20 @@ def run(
     parallel: Annotated[
         int,
         typer.Option(
-            help="Trials in flight at once, each on its own service replica (embedded: up to N processes per family; remote: one per --endpoint given). 0: as many as the most replicas found for one of the sweep's families (containers, --endpoint), else 1."
+            help=(
+                "Trials in flight at once, each on its own service replica (embedded: up to N processes per family; "
+                "remote: one per --endpoint given). 0: as many as the most replicas found for one of the sweep's "
+                "families (containers, --endpoint), else 1."
+            )
         ),
     ] = 0,
     warmup: Annotated[
         bool,
         typer.Option(
-            help="Warm every service up with one tiny fit+predict per method before its first trial (recorded apart in the store's services table)."
+            help=(
+                "Warm every service up with one tiny fit+predict per method before its first trial (recorded apart in "
+                "the store's services table)."
+            )
         ),
     ] = True,
     shard: Annotated[str, typer.Option(help=SHARD_HELP)] = "0/1",
@@ -342,7 +359,10 @@ def show(
         bool,
         typer.Option(
             "--workflow",
-            help="Show each cell's workflow cost (tuning, prediction, workflow time, peak memory) and service warm-up instead.",
+            help=(
+                "Show each cell's workflow cost (tuning, prediction, workflow time, peak memory) and service warm-up "
+                "instead."
+            ),
         ),
     ] = False,
 ) -> None:

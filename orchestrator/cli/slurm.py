@@ -59,12 +59,14 @@ def submit_command(
     if cpus_per_task < 1 or parallel < 1:
         raise UserError("--cpus-per-task and --parallel must be at least 1")
     build_plan(methods, datasets, regimes, splits, budget, time_limit)  # every flag checked before anything is queued
-    run_args = ["--methods", methods, "--datasets", datasets, "--regimes", regimes, "--splits", splits, "--budget", str(budget),
-                "--time-limit", str(time_limit), "--services", services, "--parallel", str(parallel)]  # fmt: skip
+    run_args = ["--methods", methods, "--datasets", datasets, "--regimes", regimes, "--splits", splits,
+                "--budget", str(budget), "--time-limit", str(time_limit), "--services", services,
+                "--parallel", str(parallel)]  # fmt: skip
     directory = directory.resolve()
     if (directory / "job.json").exists():
         raise UserError(
-            f"{directory} already holds a submitted sweep: resume it with `orchestrator slurm resubmit --dir {directory}`"
+            f"{directory} already holds a submitted sweep: resume it with `orchestrator slurm resubmit --dir "
+            f"{directory}`"
         )
     directory.mkdir(parents=True, exist_ok=True)
     job = SlurmJob(
@@ -84,7 +86,8 @@ def resubmit_command(
         ),
     ] = None,
 ) -> None:
-    """Resubmit shards of a sweep (after a cancel or a failure): each resumes from its own store, then the merge reruns."""
+    """Resubmit shards of a sweep (after a cancel or a failure): each resumes from its own store, then the merge
+    reruns."""
     job = SlurmJob.load(directory.resolve())
     try:
         indices = [int(i) for i in only.split(",")] if only else None

@@ -168,5 +168,6 @@ def submit(
     (out / SUBMISSION).write_text(json.dumps(submission, indent=2, sort_keys=True, default=str) + "\n")
     checksum = seal(out)
     typer.echo(
-        f"bundle {out}: {submission['trials']['total']} trials ({submission['trials']['ok']} ok), origin user:{ident}, checksum {checksum}"
+        f"bundle {out}: {submission['trials']['total']} trials ({submission['trials']['ok']} ok), origin "
+        f"user:{ident}, checksum {checksum}"
     )

@@ -101,7 +101,8 @@ def validate(
         try:
             with Sandbox(target, SandboxLimits(memory=memory, cpus=cpus), weights=weights, env=environment) as sandbox:
                 console.print(
-                    f"started {target} ({sandbox.info['id'][:19]}) in the sandbox: no network, read-only root, caps dropped"
+                    f"started {target} ({sandbox.info['id'][:19]}) in the sandbox: no network, read-only root, caps "
+                    "dropped"
                 )
                 results = run_checks(sandbox.endpoint, options)
                 sandbox_info = {"image": sandbox.info, "limits": sandbox.applied()}

@@ -86,7 +86,8 @@ def load_bundle(bundle: Path) -> pd.DataFrame:
     origins = set(trials["origin"].astype(str))
     if not all(o.startswith("user:") for o in origins):
         raise BundleError(
-            f"{bundle}: rows with origin {sorted(o for o in origins if not o.startswith('user:'))}; a bundle holds user rows only"
+            f"{bundle}: rows with origin {sorted(o for o in origins if not o.startswith('user:'))}; a bundle holds "
+            "user rows only"
         )
     return trials
 

@@ -466,7 +466,8 @@ def read_probabilities(chunks: Iterator[pb.PredictChunk], case: GraphCase) -> np
         block = np.frombuffer(chunk.probabilities, dtype="<f4")
         if chunk.num_classes <= 0 or block.size != chunk.num_rows * chunk.num_classes:
             raise CheckFailed(
-                f"prediction chunk at row {chunk.row_offset} holds {block.size} values, not {chunk.num_rows} x {chunk.num_classes}"
+                f"prediction chunk at row {chunk.row_offset} holds {block.size} values, not {chunk.num_rows} x "
+                f"{chunk.num_classes}"
             )
         blocks.append(block.reshape(chunk.num_rows, chunk.num_classes))
         rows += chunk.num_rows

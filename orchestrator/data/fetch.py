@@ -59,7 +59,8 @@ def record_lock(url: str, sha256: str, path: Path | None = None) -> None:
         if path.exists()
         else (
             "# sha256 recorded at the first download of catalog files marked unverified.\n"
-            "# Format: <sha256>  <url>. Later downloads must match; to pin one for everyone, write it into datasets/catalog.toml.\n"
+            "# Format: <sha256>  <url>. Later downloads must match; to pin one for everyone, write it into "
+            "datasets/catalog.toml.\n"
         )
     )
     with path.open("a") as f:

@@ -66,7 +66,8 @@ def canonicalize(
     y = np.asarray(y)
     if x.ndim != 2 or x.shape[0] == 0 or x.shape[1] == 0:
         raise GraphError(
-            f"{name}: features must be a non-empty N x F matrix (at least one node and one feature column), got shape {x.shape}"
+            f"{name}: features must be a non-empty N x F matrix (at least one node and one feature column), got shape "
+            f"{x.shape}"
         )
     n = x.shape[0]
     if y.shape != (n,):
@@ -144,7 +145,8 @@ def _check_partition(name: str, index: int, triple: list[np.ndarray]) -> None:
             shared = np.intersect1d(triple[a], triple[b]).size
             if shared:
                 raise GraphError(
-                    f"{name}: supplied split {index}: {parts[a]} and {parts[b]} masks share {shared} node(s); they must be disjoint"
+                    f"{name}: supplied split {index}: {parts[a]} and {parts[b]} masks share {shared} node(s); they "
+                    "must be disjoint"
                 )
 
 

@@ -101,7 +101,8 @@ def no_unverified_downloads(*modules: Any) -> Iterator[None]:
         if os.path.exists(path):
             return path
         raise FetchError(
-            f"the reader asked to download {url} into {path}, which the catalog does not provide; refusing an unverified download"
+            f"the reader asked to download {url} into {path}, which the catalog does not provide; refusing an "
+            "unverified download"
         )
 
     def guarded_google(id: str, folder: str, filename: str, log: bool = True) -> str:

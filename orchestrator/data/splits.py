@@ -99,7 +99,8 @@ def graph_split(graph: Graph, regime: str, index: int) -> Split:
         raise SplitError(f"{graph.name} has no published split; use a regime from {', '.join(REGIMES)}")
     if index >= len(published):
         raise SplitError(
-            f"{graph.name} publishes {len(published)} split(s); public index {index} does not exist (use 0..{len(published) - 1})"
+            f"{graph.name} publishes {len(published)} split(s); public index {index} does not exist (use "
+            f"0..{len(published) - 1})"
         )
     train, val, test = (np.asarray(part, dtype=np.int64) for part in published[index])
     return Split(PUBLIC, index, train, val, test)

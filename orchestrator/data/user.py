@@ -101,7 +101,8 @@ def read_user_file(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, tupl
         y = y[:, 0]
     if y.ndim != 1:
         raise UserDatasetError(
-            f"{path.name}: labels must be one integer per node (shape (N,)), got shape {y.shape}; multilabel tasks are out of scope"
+            f"{path.name}: labels must be one integer per node (shape (N,)), got shape {y.shape}; multilabel tasks "
+            "are out of scope"
         )
     if np.issubdtype(y.dtype, np.floating):
         if np.any(np.isfinite(y) & (y != np.round(y))):
@@ -149,12 +150,14 @@ def store_user_dataset(path: Path | str, name: str, replace: bool = False) -> Gr
     path = Path(path)
     if not _NAME.match(name):
         raise UserDatasetError(
-            f"dataset name {name!r} must be 1-64 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit"
+            f"dataset name {name!r} must be 1-64 lower-case letters, digits, '.', '_' or '-', starting with a letter "
+            "or digit"
         )
     existing = user_registry().get(name)
     if existing is not None and not replace:
         raise UserDatasetError(
-            f"a dataset named {name!r} is already registered (content hash {existing.get('content_hash', '?')[:16]}, from {existing.get('source')}); "
+            f"a dataset named {name!r} is already registered (content hash {existing.get('content_hash', '?')[:16]}, "
+            f"from {existing.get('source')}); "
             "pass --replace to register this file under that name instead"
         )
     x, edges, y, masks = read_user_file(path)
@@ -176,6 +179,7 @@ def load_user_dataset(name: str) -> Graph:
     graph = read_graph(user_dir() / info["file"], verify=True)
     if graph is None:
         raise UserDatasetError(
-            f"user dataset {name!r}: {user_dir() / info['file']} is missing or damaged; add it again with `orchestrator datasets add`"
+            f"user dataset {name!r}: {user_dir() / info['file']} is missing or damaged; add it again with "
+            "`orchestrator datasets add`"
         )
     return graph

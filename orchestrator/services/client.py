@@ -198,14 +198,18 @@ class MethodClient:
         except (grpc.RpcError, grpc.FutureCancelledError):  # a cancelled future raises the latter
             if fired:
                 raise ServiceHung(
-                    f"the service at {self.endpoint} stopped answering health checks for {fired[0]:.0f} s during {what}; the call was cancelled"
+                    f"the service at {self.endpoint} stopped answering health checks for {fired[0]:.0f} s during "
+                    f"{what}; the call was cancelled"
                 ) from None
             raise
         finally:
             done.set()
 
     def describe(self, timeout: float = 30.0) -> list[MethodSpec]:
-        """The methods the service hosts; ServiceUnavailable (one line) when it will not say (e.g. refused: no token)."""
+        """The methods the service hosts.
+
+        ServiceUnavailable (one line) when it will not say (e.g. refused: no token).
+        """
         try:
             reply = self._stub.Describe(pb.DescribeRequest(), timeout=timeout)
         except grpc.RpcError as exc:
@@ -276,7 +280,10 @@ class MethodClient:
     def predict(
         self, handle: str, num_nodes: int, num_classes: int | None = None, timeout: float | None = None
     ) -> CallResult:
-        """All nodes' probabilities; BundleError when the reply does not cover ``num_nodes`` x ``num_classes`` (if given)."""
+        """All nodes' probabilities.
+
+        BundleError when the reply does not cover ``num_nodes`` x ``num_classes`` (if given).
+        """
         start = time.perf_counter()
         call = self._stub.Predict(pb.PredictRequest(model_handle=handle), timeout=timeout)
         chunks = call if num_classes is None else _of_classes(call, num_classes)

@@ -353,7 +353,10 @@ class ServiceDirectory(Directory):
         return f"the embedded {pool.family} service could not be started; skipping its trials"
 
     def check_remote(self) -> None:
-        """Fail fast, before any work, when a given endpoint does not answer or is not ready (every replica is dialled)."""
+        """Fail fast, before any work, when a given endpoint does not answer or is not ready.
+
+        Every replica is dialled.
+        """
         not_ready = []
         for method in self.methods:
             remote = self._remote(method)

@@ -65,7 +65,10 @@ def _pinned(gpu: str) -> dict[str, Any]:
 
 
 def gpu_override(compose: dict[str, Any], gpus: list[str]) -> dict[str, Any]:
-    """The override for ``compose`` (a loaded compose file): :cuda images, and one service per GPU when there are GPUs."""
+    """The override for ``compose`` (a loaded compose file).
+
+    :cuda images, and one service per GPU when there are GPUs.
+    """
     services: dict[str, Any] = {}
     for name, service in compose.get("services", {}).items():
         image = cuda_image(service["image"])
@@ -84,7 +87,10 @@ def render(compose: dict[str, Any], gpus: list[str]) -> str:
 def summary(gpus: list[str]) -> str:
     if not gpus:
         return f"no NVIDIA GPU visible (nvidia-smi lists none): the services run their :{CUDA_TAG} images on CPU"
-    return f"{len(gpus)} GPU(s) ({','.join(gpus)}): one replica of each service per GPU, each pinned to its GPU (device_ids)"
+    return (
+        f"{len(gpus)} GPU(s) ({','.join(gpus)}): one replica of each service per GPU, each pinned to its GPU "
+        "(device_ids)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

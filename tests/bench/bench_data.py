@@ -62,7 +62,8 @@ def main() -> dict[str, float]:
     print(f"data bench: {NODES:,} nodes, {EDGES:,} raw edges -> {stats['num_edges']:,} undirected, {FEATURES} features")
     print(f"  load + canonicalize (+ content hash): {t_canon:6.2f} s  (limit {LIMIT_S:.0f} s)")
     print(
-        f"  statistics (all, incl. adjusted homophily {stats['adjusted_homophily']:.3f}): {t_stats:6.2f} s  (limit {LIMIT_S:.0f} s)"
+        f"  statistics (all, incl. adjusted homophily {stats['adjusted_homophily']:.3f}): {t_stats:6.2f} s  (limit "
+        f"{LIMIT_S:.0f} s)"
     )
     print(f"  canonical cache write / read: {t_save:6.2f} s / {t_load:6.2f} s")
     slow = [k for k in ("canonicalize_s", "stats_s") if timings[k] > LIMIT_S]

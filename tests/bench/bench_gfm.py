@@ -401,8 +401,8 @@ def main() -> None:
                 **(_table_inputs(g, train) if "g2tfm" in selected else {}),
             )
             print(
-                f"\n{label}: {g.num_nodes} nodes, {g.edge_index.shape[1]} edges (with self-loops), {g.x.shape[1]} features, "
-                f"{g.num_classes} classes, {len(train)}/{len(val)}/{len(test)} split"
+                f"\n{label}: {g.num_nodes} nodes, {g.edge_index.shape[1]} edges (with self-loops), {g.x.shape[1]} "
+                f"features, {g.num_classes} classes, {len(train)}/{len(val)}/{len(test)} split"
             )
             for method in selected:
                 runs: dict[str, list[dict]] = {"ours": [], "upstream": []}

@@ -55,7 +55,8 @@ def main() -> None:
         sweep_once(embedded, 2)  # starts and warms both replicas
         ratios = []
         print(
-            f"{'pair':>4} {'1 replica trials/s':>19} {'2 replicas trials/s':>20} {'ratio':>6} {'fit share (1 replica)':>22}"
+            f"{'pair':>4} {'1 replica trials/s':>19} {'2 replicas trials/s':>20} {'ratio':>6} "
+            f"{'fit share (1 replica)':>22}"
         )
         for pair in range(args.pairs):
             one, fit_one, ok_one = sweep_once(embedded, 1)
@@ -64,7 +65,8 @@ def main() -> None:
             ratios.append(one / two)
             print(f"{pair:>4} {trials / one:>19.3f} {trials / two:>20.3f} {one / two:>6.2f} {fit_one / one:>22.1%}")
     print(
-        f"median ratio (2 replicas / 1 replica, trials per second): {statistics.median(ratios):.2f}  (target >= 1.6 on two idle cores)"
+        f"median ratio (2 replicas / 1 replica, trials per second): {statistics.median(ratios):.2f}  (target >= 1.6 "
+        "on two idle cores)"
     )
 
 

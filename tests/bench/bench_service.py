@@ -53,8 +53,8 @@ def bench_upload(client: MethodClient) -> None:
         upload_times.append(time.perf_counter() - start)
     upload_s = statistics.median(upload_times)
     print(
-        f"upload {mb:.0f} MiB over loopback gRPC: {mb / upload_s:8.1f} MiB/s   in-memory copy: {mb / copy_s:8.1f} MiB/s   "
-        f"ratio {upload_s / copy_s:.1f}x slower (includes sha256 verification on receipt)"
+        f"upload {mb:.0f} MiB over loopback gRPC: {mb / upload_s:8.1f} MiB/s   in-memory copy: {mb / copy_s:8.1f} "
+        f"MiB/s   ratio {upload_s / copy_s:.1f}x slower (includes sha256 verification on receipt)"
     )
 
 
@@ -109,7 +109,8 @@ def bench_gcn_fit(client: MethodClient) -> None:
         remote.append(_median(through_service, 1))
     lo, re = statistics.median(local), statistics.median(remote)
     print(
-        f"GCN fit, 50k nodes, 60 epochs: service {re:6.2f} s   in-process {lo:6.2f} s   ratio {re / lo:.3f}x (target <= 1.10x)"
+        f"GCN fit, 50k nodes, 60 epochs: service {re:6.2f} s   in-process {lo:6.2f} s   ratio {re / lo:.3f}x (target "
+        "<= 1.10x)"
     )
 
 

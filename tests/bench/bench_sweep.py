@@ -120,7 +120,8 @@ def run_sweep(endpoints: list[str], parallel: int, store_path: Path):
 
 
 def in_process(trials) -> tuple[float, float]:
-    """Seconds per trial for fit+predict in-process, and for fit+predict+scoring (the sweep's own work minus transport and store)."""
+    """Seconds per trial for fit+predict in-process, and for fit+predict+scoring (the sweep's own work minus transport
+    and store)."""
     import torch
 
     from orchestrator.data.registry import load_dataset
@@ -145,8 +146,9 @@ def in_process(trials) -> tuple[float, float]:
                 method.fit(bundle, split.train, split.val, Constant.resolve_config(t.config), ctx), bundle
             )
             if score:
-                record = TrialRecord(t.key, "const", "bench", "bench", "supervised", graph.name, "", graph.task_type, graph.num_classes,
-                                     t.regime, t.split, t.index, t.index == 0, "{}", "", t.split, "ok")  # fmt: skip
+                record = TrialRecord(t.key, "const", "bench", "bench", "supervised", graph.name, "", graph.task_type,
+                                     graph.num_classes, t.regime, t.split, t.index, t.index == 0, "{}", "", t.split,
+                                     "ok")  # fmt: skip
                 Sweep._score(probs, graph, split, record)
         return (time.perf_counter() - start) / len(trials)
 
@@ -186,12 +188,14 @@ def main() -> None:
             trials = _planned(endpoints[0], tmp_path)
             local_fit, local_scored = in_process(trials)
             print(
-                f"trivial method `const` on synthetic-tiny (300 nodes): {n} trials per sweep (2 regimes x 5 splits x {TRIALS_PER_CELL} configs), "
+                f"trivial method `const` on synthetic-tiny (300 nodes): {n} trials per sweep (2 regimes x 5 splits x "
+                f"{TRIALS_PER_CELL} configs), "
                 f"one service process per replica, {os.cpu_count()} CPU(s)"
             )
             print(
-                f"in-process, the same {n} fit+predict calls: {1 / local_fit:9.0f} trials/s ({local_fit * 1e3:.3f} ms/trial); "
-                f"plus the orchestrator's scoring (val+test metrics): {1 / local_scored:6.0f} trials/s ({local_scored * 1e3:.2f} ms/trial)"
+                f"in-process, the same {n} fit+predict calls: {1 / local_fit:9.0f} trials/s ({local_fit * 1e3:.3f} "
+                f"ms/trial); plus the orchestrator's scoring (val+test metrics): {1 / local_scored:6.0f} trials/s "
+                f"({local_scored * 1e3:.2f} ms/trial)"
             )
             for parallel, (records, wall, _) in rows.items():
                 print(
@@ -204,15 +208,15 @@ def main() -> None:
             job, score, write = timing.job_s / n, timing.score_s / n, timing.write_s / n
             scheduling = (timing.wall_s - timing.job_s - timing.write_s) / n
             print(
-                f"serial sweep, per trial (measured inside the run): wall {timing.wall_s / n * 1e3:.2f} ms = "
-                f"trial worker {job * 1e3:.2f} ms [RPCs HasGraph+Fit+Predict {rpc * 1e3:.2f}, Release ~{release * 1e3:.2f}, "
-                f"scoring {score * 1e3:.2f}, rest {(job - rpc - release - score) * 1e3:.2f}] "
-                f"+ store write {write * 1e3:.2f} ms + scheduling (planning, dataset, hand-off, progress) {scheduling * 1e3:.2f} ms"
+                f"serial sweep, per trial (measured inside the run): wall {timing.wall_s / n * 1e3:.2f} ms = trial "
+                f"worker {job * 1e3:.2f} ms [RPCs HasGraph+Fit+Predict {rpc * 1e3:.2f}, Release ~{release * 1e3:.2f}, "
+                f"scoring {score * 1e3:.2f}, rest {(job - rpc - release - score) * 1e3:.2f}] + store write "
+                f"{write * 1e3:.2f} ms + scheduling (planning, dataset, hand-off, progress) {scheduling * 1e3:.2f} ms"
             )
             print(f"store write cost: {write * 1e3:.2f} ms per trial record (own transaction, WAL, synchronous=FULL)")
             print(
-                f"orchestrator overhead per trial (scheduling + record write): {(scheduling + write) * 1e3:.2f} ms (target < 5 ms); "
-                f"scoring, reported apart: {score * 1e3:.2f} ms"
+                f"orchestrator overhead per trial (scheduling + record write): {(scheduling + write) * 1e3:.2f} ms "
+                f"(target < 5 ms); scoring, reported apart: {score * 1e3:.2f} ms"
             )
     finally:
         for proc in procs:

@@ -29,7 +29,8 @@ from methods.sdk.method import FitContext  # noqa: E402
 
 
 def configs(job: dict) -> dict[str, tuple[type, dict]]:
-    """Upstream's defaults and selection rule (validation accuracy), with head training fixed to ``epochs`` on both sides (patience = epochs)."""
+    """Upstream's defaults and selection rule (validation accuracy), with head training fixed to ``epochs`` on both
+    sides (patience = epochs)."""
     epochs = {"max_epochs": int(job["epochs"]), "patience": int(job["epochs"]), "selection": "val_accuracy"}
     return {
         "graphany": (GraphAny, {"checkpoint": job["graphany_checkpoint"], "weights_file": job["graphany_weights"]}),

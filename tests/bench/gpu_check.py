@@ -86,7 +86,8 @@ def bootstrap(wheels: Path | None) -> None:
             )
             if pip.returncode != 0:
                 sys.exit(
-                    f"error: pip could not install the wheels of {wheels} for this Python ({sys.version.split()[0]}): see above"
+                    f"error: pip could not install the wheels of {wheels} for this Python ({sys.version.split()[0]}): "
+                    "see above"
                 )
             stamp.write_text(wanted)
         paths.insert(0, str(SITE))
@@ -118,7 +119,8 @@ def host_check(device: str) -> dict[str, str]:
 
 
 def big_graph(small: bool):
-    """ogbn-arxiv's size: 169,343 nodes and about 2.3M directed edges (plus one self-loop each), 128 features, 40 classes."""
+    """ogbn-arxiv's size: 169,343 nodes and about 2.3M directed edges (plus one self-loop each), 128 features, 40
+    classes."""
     from orchestrator.data.synthetic import sbm_graph
 
     if small:
@@ -137,7 +139,8 @@ def big_graph(small: bool):
 
 
 def plain_loop(method_cls: Any, config: dict, bundle: Any, train: Any, val: Any, device: Any) -> tuple[float, int, int]:
-    """The method's own network (``build_model``) and inputs, trained by a plain full-batch loop: seconds, epochs, peak bytes."""
+    """The method's own network (``build_model``) and inputs, trained by a plain full-batch loop: seconds, epochs, peak
+    bytes."""
     import torch
 
     from methods.sdk.method import graph_tensors
@@ -173,8 +176,8 @@ def plain_loop(method_cls: Any, config: dict, bundle: Any, train: Any, val: Any,
 def _epoch_line(row: dict[str, Any]) -> str:
     memory = (
         (
-            f"peak GPU: record {row['service_peak'] / 2**20:9.1f} MiB   in-process {row['local_peak'] / 2**20:9.1f} MiB   "
-            f"ratio {row['memory_ratio']:.3f}"
+            f"peak GPU: record {row['service_peak'] / 2**20:9.1f} MiB   in-process {row['local_peak'] / 2**20:9.1f} "
+            f"MiB   ratio {row['memory_ratio']:.3f}"
         )
         if row["memory_ratio"] is not None
         else "peak GPU: n/a on CPU"
@@ -282,14 +285,15 @@ def run_sweep(
         }
     )
     print(
-        f"sweep: {len(frame)} trials ({len(methods)} methods x {len(datasets)} datasets x split 0 x 10/10/80 x budget {budget}) "
-        f"in {wall:.1f} s, {parallel} in flight; statuses {statuses}"
+        f"sweep: {len(frame)} trials ({len(methods)} methods x {len(datasets)} datasets x split 0 x 10/10/80 x budget "
+        f"{budget}) in {wall:.1f} s, {parallel} in flight; statuses {statuses}"
     )
     for method, counts in by_method.items():
         print(f"  {method:11s} {counts}")
     for _, row in bad.iterrows():
         print(
-            f"  not ok: {row['method']} on {row['dataset']} trial {row['trial_index']}: {row['status']}: {str(row['error'])[:200]}"
+            f"  not ok: {row['method']} on {row['dataset']} trial {row['trial_index']}: {row['status']}: "
+            f"{str(row['error'])[:200]}"
         )
     print("  the records name the device: " + "; ".join(devices))
     return {

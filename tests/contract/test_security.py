@@ -128,10 +128,12 @@ def test_a_sweep_reaches_a_secured_service_with_the_environment_and_embedded_one
                               cwd=REPO, env=client_env, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert embedded.returncode == 0, embedded.stderr[-2000:]
     wrong = subprocess.run([*base, "--endpoint", f"gnn={secured}", "--store", str(tmp_path / "wrong.sqlite")],
-                           cwd=REPO, env={**client_env, TOKEN_FILE_ENV: str(pki["wrong"])}, capture_output=True, text=True, timeout=300)  # fmt: skip
+                           cwd=REPO, env={**client_env, TOKEN_FILE_ENV: str(pki["wrong"])}, capture_output=True,
+                           text=True, timeout=300)  # fmt: skip
     assert wrong.returncode == 2 and "Traceback" not in wrong.stderr
     assert [line for line in wrong.stderr.splitlines() if line.startswith("error:")] == [
-        f"error: the service at {secured} refused Describe: UNAUTHENTICATED: this service requires its token (NODEGROUND_TOKEN_FILE on the client)"
+        f"error: the service at {secured} refused Describe: UNAUTHENTICATED: this service requires its token "
+        "(NODEGROUND_TOKEN_FILE on the client)"
     ]
 
 

@@ -51,8 +51,9 @@ def test_a_sweep_uses_every_swarm_replica_and_survives_a_killed_one(docker_engin
     try:
         assert up.returncode == 0, up.stdout + up.stderr
         plaintext = subprocess.run(
-            ["docker", "run", "--rm", "--network", f"{STACK}_nodeground", "nodeground/orchestrator:latest", "run", "--methods", "mlp",
-             "--datasets", "synthetic-tiny", "--budget", "1", "--endpoint", "gnn=dns:///gnn:50051", "--store", "/tmp/plain.sqlite"],
+            ["docker", "run", "--rm", "--network", f"{STACK}_nodeground", "nodeground/orchestrator:latest",
+             "run", "--methods", "mlp", "--datasets", "synthetic-tiny", "--budget", "1",
+             "--endpoint", "gnn=dns:///gnn:50051", "--store", "/tmp/plain.sqlite"],
             capture_output=True, text=True, timeout=300,
         )  # fmt: skip
         assert plaintext.returncode == 2 and "if it serves TLS, set NODEGROUND_TLS_CA" in plaintext.stderr, (
@@ -85,8 +86,9 @@ def test_a_sweep_uses_every_swarm_replica_and_survives_a_killed_one(docker_engin
         ]
         reference = tmp_path / "reference.sqlite"
         env = {**os.environ, "NODEGROUND_THREADS": "1"}
-        ref = subprocess.run([str(REPO / ".venv/bin/orchestrator"), "run", *SWEEP.split(), "--services", "embedded", "--store", str(reference)],
-                             env=env, capture_output=True, text=True, timeout=900)  # fmt: skip
+        ref = subprocess.run([str(REPO / ".venv/bin/orchestrator"), "run", *SWEEP.split(), "--services", "embedded",
+                              "--store", str(reference)], env=env, capture_output=True, text=True,
+                             timeout=900)  # fmt: skip
         assert ref.returncode == 0, ref.stderr
         expected = read_trials(reference)
         assert set(trials["trial_key"]) == set(expected["trial_key"])

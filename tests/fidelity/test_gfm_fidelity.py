@@ -197,11 +197,13 @@ def _report(model: str, rows: list[tuple[str, float, float | None, str]]) -> Non
         if gap is not None:
             gaps.append(gap)
         print(
-            f"  {name:20s} {ours:6.2f} {'' if published is None else f'{published:6.2f}':>6} {'' if gap is None else f'{gap:+6.2f}':>6}  {detail}"
+            f"  {name:20s} {ours:6.2f} {'' if published is None else f'{published:6.2f}':>6} "
+            f"{'' if gap is None else f'{gap:+6.2f}':>6}  {detail}"
         )
     if gaps:
         print(
-            f"  mean |gap| {np.mean(np.abs(gaps)):.2f} over {len(gaps)} datasets (mean signed gap {np.mean(gaps):+.2f}); tolerance {TOLERANCE}"
+            f"  mean |gap| {np.mean(np.abs(gaps)):.2f} over {len(gaps)} datasets (mean signed gap "
+            f"{np.mean(gaps):+.2f}); tolerance {TOLERANCE}"
         )
         assert np.mean(np.abs(gaps)) <= TOLERANCE
 

@@ -88,7 +88,8 @@ def streams(draw) -> list[pb.GraphChunk]:
         chunks.append(pb.GraphChunk(data=draw(st.binary(min_size=1, max_size=64))))
     elif kind == "arbitrary":
         header.CopyFrom(pb.GraphHeader(
-            graph_hash=draw(st.text(max_size=8)), num_nodes=draw(INT64), num_classes=draw(st.integers(-(2**31), 2**31 - 1)),
+            graph_hash=draw(st.text(max_size=8)), num_nodes=draw(INT64),
+            num_classes=draw(st.integers(-(2**31), 2**31 - 1)),
             tensors=draw(st.lists(specs(), max_size=4)), total_bytes=draw(INT64),
         ))  # fmt: skip
         chunks = [chunks[0]] + [pb.GraphChunk(data=b) for b in draw(st.lists(st.binary(max_size=64), max_size=3))]

@@ -175,7 +175,8 @@ def record(mirror: Path, work: Path) -> None:
     for table in sorted(write_report_tables(GOLDEN / "trials.csv", mirror, work).glob("*.csv")):
         shutil.copy(table, GOLDEN / "report" / table.name)
     print(
-        f"recorded {GOLDEN}: {len(pd.read_csv(trials))} trials, {len(list((GOLDEN / 'report').glob('*.csv')))} report tables"
+        f"recorded {GOLDEN}: {len(pd.read_csv(trials))} trials, {len(list((GOLDEN / 'report').glob('*.csv')))} report "
+        "tables"
     )
 
 

@@ -22,7 +22,8 @@ def test_the_gpu_check_runs_on_cpu_and_reports_every_figure(tmp_path, mirror):
             "gpu-check",
             f"GPU_CHECK_PYTHON={sys.executable}",
             "GPU_CHECK_WHEELS=",
-            f"GPU_CHECK_ARGS=--device cpu --small --methods mlp,gcn --datasets texas --budget 1 --repeats 1 --out {out}",
+            "GPU_CHECK_ARGS=--device cpu --small --methods mlp,gcn --datasets texas --budget 1 --repeats 1 --out "
+            f"{out}",
         ],
         cwd=ROOT,
         capture_output=True,

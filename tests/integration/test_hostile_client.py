@@ -143,7 +143,8 @@ def test_a_thousand_fits_without_release_keep_memory_bounded(service, stubs):
             )
     peak = max(peak, proc.memory_info().rss)
     print(
-        f"\n1,000 fits without Release: RSS {before / 2**20:.0f} MiB after 50 -> peak {peak / 2**20:.0f} MiB after 1,000 (bound +{RSS_BOUND_BYTES >> 20} MiB)"
+        f"\n1,000 fits without Release: RSS {before / 2**20:.0f} MiB after 50 -> peak {peak / 2**20:.0f} MiB after "
+        f"1,000 (bound +{RSS_BOUND_BYTES >> 20} MiB)"
     )
     assert peak - before < RSS_BOUND_BYTES
     with pytest.raises(grpc.RpcError) as info:

@@ -60,7 +60,8 @@ def run_args(store: Path, parallel: int) -> list[str]:
 
 
 def kill_when(store: Path, should_kill, timeout: float = 240) -> tuple[int, list[int]]:
-    """Start a sweep, SIGKILL it once ``should_kill(elapsed, new_rows)``; return its exit code and its services' pids."""
+    """Start a sweep, SIGKILL it once ``should_kill(elapsed, new_rows)``; return its exit code and its services'
+    pids."""
     before = rows(store)
     proc = subprocess.Popen(
         run_args(store, parallel=1), cwd=REPO, env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL

@@ -1,4 +1,5 @@
-"""Tiny graphs, a CPU fit context, the in-context GFMs' tiny architecture and frozen-encoder checks for the method tests."""
+"""Tiny graphs, a CPU fit context, the in-context GFMs' tiny architecture and frozen-encoder checks for the method
+tests."""
 
 from __future__ import annotations
 

@@ -213,7 +213,8 @@ EDGE_ATTENTION = [  # method, a config wider than the budget, what makes it narr
 
 @pytest.mark.parametrize(("method", "wide", "narrow", "named"), EDGE_ATTENTION)
 def test_edge_attention_refuses_what_cannot_fit(method, wide, narrow, named, multiclass, monkeypatch) -> None:
-    """Layers that weight every edge's full-width message by a learned coefficient keep those messages for the backward."""
+    """Layers that weight every edge's full-width message by a learned coefficient keep those messages for the
+    backward."""
     bundle, train, val = multiclass
     config = method.resolve_config({**wide, "max_epochs": 2})
     monkeypatch.setattr(sdk_memory, "available_memory_bytes", lambda device: 2 * 2**20)

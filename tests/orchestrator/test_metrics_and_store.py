@@ -124,7 +124,8 @@ def test_services_table_round_trip_and_old_stores(tmp_path):
     old = tmp_path / "old.sqlite"  # a store from before the services table: empty, not an error
     with sqlite3.connect(old) as db:
         db.execute(
-            "CREATE TABLE trials (trial_key TEXT PRIMARY KEY, method TEXT, dataset TEXT, regime TEXT, split INTEGER, trial_index INTEGER)"
+            "CREATE TABLE trials (trial_key TEXT PRIMARY KEY, method TEXT, dataset TEXT, regime TEXT, split INTEGER, "
+            "trial_index INTEGER)"
         )
     assert read_services(old).empty
     with Store(old) as store:  # opening it for writing adds what is missing

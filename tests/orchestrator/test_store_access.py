@@ -59,7 +59,10 @@ def test_show_export_and_report_read_a_read_only_store(read_only_store, tmp_path
 
 
 def _holder(path: Path) -> subprocess.Popen:
-    code = "import sys, time; from orchestrator.store import Store; s = Store(sys.argv[1]); s.claim(); print('held', flush=True); time.sleep(120)"
+    code = (
+        "import sys, time; from orchestrator.store import Store; s = Store(sys.argv[1]); s.claim(); print('held', "
+        "flush=True); time.sleep(120)"
+    )
     proc = subprocess.Popen(
         [sys.executable, "-c", code, str(path)],
         cwd=REPO,

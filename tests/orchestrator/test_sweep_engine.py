@@ -232,7 +232,8 @@ def test_a_dead_remote_endpoint_is_dropped_and_the_sweep_goes_on(tmp_path, serve
 
 
 def test_a_trial_whose_replica_dies_runs_again_on_another_replica(tmp_path, servers):
-    """As a killed Swarm task's trial must: the replica is dropped, its trial goes to a sibling, nothing is stored unavailable."""
+    """As a killed Swarm task's trial must: the replica is dropped, its trial goes to a sibling, nothing is stored
+    unavailable."""
     a, server_a, _ = servers()
     b, _, _ = servers()
     plan = SweepPlan(("qmlp",), ("synthetic-tiny",), ("10/10/80",), (0,), budget=3)
@@ -315,7 +316,8 @@ def test_a_directory_with_only_client_and_recover_still_runs_sweeps(tmp_path, se
 
 
 def test_a_dataset_registered_anew_is_run_again_and_never_served_stale(tmp_path, servers, monkeypatch):
-    """`datasets add --replace` with other content: the rerun executes its trials and results show only the new graph."""
+    """`datasets add --replace` with other content: the rerun executes its trials and results show only the new
+    graph."""
     from orchestrator.data.registry import add_user_dataset
     from tests.conftest import tiny_graph
 

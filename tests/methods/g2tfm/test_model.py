@@ -1,4 +1,5 @@
-"""G2T-FM: the official structure (parameter names and shapes the upstream checkpoints carry), TabPFN-v2 keys mapped onto it."""
+"""G2T-FM: the official structure (parameter names and shapes the upstream checkpoints carry), TabPFN-v2 keys mapped
+onto it."""
 
 from __future__ import annotations
 

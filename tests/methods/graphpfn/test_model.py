@@ -1,4 +1,5 @@
-"""GraphPFN: the official structure (parameter names and shapes the upstream checkpoints carry), LimiX keys mapped onto it."""
+"""GraphPFN: the official structure (parameter names and shapes the upstream checkpoints carry), LimiX keys mapped onto
+it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""RGVT on tiny graphs: a frozen encoder, heads trained, depth chosen on validation, chunking-invariant representations."""
+"""RGVT on tiny graphs: a frozen encoder, heads trained, depth chosen on validation, chunking-invariant
+representations."""
 
 from __future__ import annotations
 

@@ -54,7 +54,8 @@ def test_the_scan_sees_a_sibling_import(tmp_path):
     module = tmp_path / "gvt" / "method.py"
     module.parent.mkdir()
     module.write_text(
-        "from methods.sdk import Method\n\ndef f():\n    from methods.graphpfn.common import x\n    import methods.gnn.models\n"
+        "from methods.sdk import Method\n\ndef f():\n"
+        "    from methods.graphpfn.common import x\n    import methods.gnn.models\n"
     )
     assert [m for _, m in imported_methods_modules(module) if not allowed(m, "gvt")] == [
         "methods.graphpfn.common",

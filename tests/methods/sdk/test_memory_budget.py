@@ -23,7 +23,10 @@ def test_the_budget_is_a_fraction_of_the_available_memory(monkeypatch):
     require_memory("m", 0.75 * (8 << 30), CPU, "all of it")  # at the budget: allowed
     with pytest.raises(
         ResourceError,
-        match=r"m: a bit more needs about 6\.0 GiB on cpu \(estimated\), over the memory budget of 6\.0 GiB \(75% of the 8\.0 GiB free\)",
+        match=(
+            r"m: a bit more needs about 6\.0 GiB on cpu \(estimated\), over the memory budget of 6\.0 GiB \(75% of "
+            r"the 8\.0 GiB free\)"
+        ),
     ):
         require_memory("m", 0.75 * (8 << 30) + 1, CPU, "a bit more")
 
@@ -48,7 +51,10 @@ def test_named_parts_are_summed_listed_and_reported(monkeypatch):
     assert info == {"memory_estimate_bytes": 2048, "memory_budget_bytes": 3000}
     with pytest.raises(
         ResourceError,
-        match=r"pfn: in-context inference needs about 4\.0 KiB on cpu \(estimated: weights 2\.0 KiB, attention 2\.0 KiB\)",
+        match=(
+            r"pfn: in-context inference needs about 4\.0 KiB on cpu \(estimated: weights 2\.0 KiB, attention 2\.0 "
+            r"KiB\)"
+        ),
     ):
         require_memory("pfn", {"weights": 2048, "attention": 2048}, CPU, "in-context inference", info)
     assert info["memory_estimate_bytes"] == 4096

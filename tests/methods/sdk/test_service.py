@@ -90,7 +90,8 @@ def test_describe_and_health(service):
     ("text", "version"),
     [
         (
-            "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\nGCC version:  gcc 12\n",
+            "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\n"
+            "GCC version:  gcc 12\n",
             "535.104.05",
         ),
         (

@@ -41,7 +41,8 @@ def _store(path) -> None:
                         config_json=f'{{"i": {index}}}', config_hash=str(index), seed=split, status=status,
                         val_loss=val_loss, val_accuracy=0.5 if scored else None,
                         test_accuracy=0.5 + index / 10 if scored else None,
-                        test_primary=0.5 + index / 10 if scored else None, primary_metric="accuracy" if scored else None,
+                        test_primary=0.5 + index / 10 if scored else None,
+                        primary_metric="accuracy" if scored else None,
                         fit_service_s=1.0, predict_service_s=0.1, fit_peak_rss_bytes=100, predict_peak_rss_bytes=50,
                     ))  # fmt: skip
 

@@ -161,7 +161,8 @@ def test_parallel_defaults_to_the_replicas_found_for_the_sweep(monkeypatch):
 
 @pytest.mark.slow  # two orchestrator runs and a fetch through real processes: about a minute
 def test_missing_gfm_weights_stop_the_run_before_any_trial_and_name_the_fetch_command(tmp_path, mirror):
-    """The README path: `orchestrator run` without the weights says which and how to fetch them; after the fetch, it runs."""
+    """The README path: `orchestrator run` without the weights says which and how to fetch them; after the fetch, it
+    runs."""
     env = {**ENV, "NODEGROUND_CACHE": str(tmp_path / "cache"), "NODEGROUND_MIRROR": str(mirror)}
     env.pop("NODEGROUND_WEIGHTS", None)  # the default place, as for a new user
     store = tmp_path / "runs.sqlite"
@@ -278,12 +279,15 @@ def _fake_store(path):
         for split in (0, 1):
             for index, (status, val_loss) in enumerate([("ok", 0.9), ("ok", 0.4), ("timeout", None), ("ok", 0.4)]):
                 store.write(TrialRecord(
-                    trial_key=f"gcn@v|d|10/10/80|{split}|{index}", method="gcn", method_version="v", family="gnn", kind="supervised",
-                    dataset="d", dataset_hash="h", task_type="multiclass", num_classes=3, regime="10/10/80", split=split,
-                    trial_index=index, is_default=index == 0, config_json=f'{{"i": {index}}}', config_hash=str(index), seed=split,
+                    trial_key=f"gcn@v|d|10/10/80|{split}|{index}", method="gcn", method_version="v", family="gnn",
+                    kind="supervised", dataset="d", dataset_hash="h", task_type="multiclass", num_classes=3,
+                    regime="10/10/80", split=split, trial_index=index, is_default=index == 0,
+                    config_json=f'{{"i": {index}}}', config_hash=str(index), seed=split,
                     status=status, val_loss=val_loss, test_accuracy=0.5 + index / 10 if val_loss else None,
-                    test_primary=0.5 + index / 10 if val_loss else None, primary_metric="accuracy" if val_loss else None,
-                    fit_service_s=1.0 + index, predict_service_s=0.25, fit_peak_rss_bytes=100 + index, predict_peak_rss_bytes=50,
+                    test_primary=0.5 + index / 10 if val_loss else None,
+                    primary_metric="accuracy" if val_loss else None,
+                    fit_service_s=1.0 + index, predict_service_s=0.25, fit_peak_rss_bytes=100 + index,
+                    predict_peak_rss_bytes=50,
                 ))  # fmt: skip
         store.write_service(
             ServiceRecord("127.0.0.1:1", "gnn", "embedded", "gnn", "2026-01-01T00:00:00", 3.5, 0.25, "gcn")
