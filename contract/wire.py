@@ -22,7 +22,7 @@ from contract.v1 import method_service_pb2 as pb
 CHUNK_BYTES = 2 << 20  # 2 MiB of payload per message: well under gRPC's 4 MiB default
 MAX_MESSAGE_BYTES = 4 << 20
 TENSOR_ORDER = (("features", "float32", 2), ("edge_index", "int64", 2), ("labels", "int64", 1))
-_DTYPES = {"float32": np.dtype("<f4"), "int64": np.dtype("<i8")}
+_DTYPES: dict[str, np.dtype[Any]] = {"float32": np.dtype("<f4"), "int64": np.dtype("<i8")}
 
 
 class BundleError(ValueError):
@@ -126,7 +126,7 @@ def encode(bundle: GraphBundle, chunk_bytes: int = CHUNK_BYTES) -> Iterator[pb.G
     )
     first = True
     for array in bundle.tensors():
-        view = memoryview(array).cast("B")
+        view = array.data.cast("B")
         for start in range(0, len(view), chunk_bytes):
             data = bytes(view[start : start + chunk_bytes])
             yield pb.GraphChunk(header=header, data=data) if first else pb.GraphChunk(data=data)

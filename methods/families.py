@@ -19,13 +19,17 @@ def method_classes(family: Family) -> list[type[Method]]:
     for info in pkgutil.walk_packages(package.__path__, prefix=f"{family.module}."):
         importlib.import_module(info.name)
     found: dict[str, type[Method]] = {}
-    pending: list[type[Method]] = [Method]
-    while pending:
-        for cls in pending.pop().__subclasses__():
+    pending: list[type[Method]] = []
+    children = Method.__subclasses__()
+    while True:
+        for cls in children:
             pending.append(cls)
             if cls.__module__.startswith(f"{family.module}.") or cls.__module__ == family.module:
                 if "name" in vars(cls):
                     found.setdefault(cls.name, cls)
+        if not pending:
+            break
+        children = pending.pop().__subclasses__()
     if set(found) != set(family.methods):
         raise RuntimeError(
             f"family {family.name}: its source declares {family.methods} but {family.module} defines "

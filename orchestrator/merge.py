@@ -75,7 +75,7 @@ def _rows(path: Path, table: str, columns: tuple[str, ...]) -> list[dict[str, An
             return []
         db.row_factory = sqlite3.Row
         picked = [c for c in columns if c in present]
-        rows = [
+        rows: list[dict[str, Any]] = [
             {c: row[c] if c in present else None for c in columns}
             for row in db.execute(f"SELECT {', '.join(picked)} FROM {table}")
         ]

@@ -6,6 +6,8 @@ The rule (the lowest finite validation loss among ok trials, ties to the earlier
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 from rich.table import Table
 
@@ -168,11 +170,11 @@ def selected_with_workflow(trials: pd.DataFrame) -> pd.DataFrame:
     return out[list(SELECTED_COLUMNS)].sort_values(["method", "dataset", "regime", "split"]).reset_index(drop=True)
 
 
-def _seconds(value: object) -> str:
+def _seconds(value: Any) -> str:
     return "-" if value is None or pd.isna(value) else f"{float(value):.3f}"
 
 
-def _bytes(value: object) -> str:
+def _bytes(value: Any) -> str:
     return "-" if value is None or pd.isna(value) else f"{float(value) / 2**20:.1f} MiB"
 
 

@@ -156,7 +156,8 @@ def shard_of(trials: list[PlannedTrial], count: int) -> list[int]:
     mostly share a shard (so few shards upload each graph), and shards get about equal trial counts.
     The rule depends only on the plan, so every array task computes the same partition.
     """
-    shards, first_of_cell = [], {}
+    shards: list[int] = []
+    first_of_cell: dict[tuple[str, str, int, str], int] = {}
     for position, trial in enumerate(trials):
         cell = (trial.dataset, trial.regime, trial.split, trial.method)
         start = first_of_cell.setdefault(cell, position)
@@ -510,11 +511,11 @@ class Sweep:
                 method, bundle.graph_hash, split.train, split.val, config, split.index, self.plan.time_limit
             )
         reply = fit.value
-        _check_stats(reply.stats, "fit")
+        stats = _check_stats(reply.stats, "fit")
         record.fit_e2e_s = fit.e2e_seconds
-        record.fit_service_s = reply.stats.seconds
-        record.fit_peak_rss_bytes = reply.stats.peak_rss_bytes
-        record.fit_peak_gpu_bytes = reply.stats.peak_gpu_bytes
+        record.fit_service_s = stats.seconds
+        record.fit_peak_rss_bytes = stats.peak_rss_bytes
+        record.fit_peak_gpu_bytes = stats.peak_gpu_bytes
         info = _fit_info(reply)
         record.fit_info_json = json.dumps(info, sort_keys=True)
         provenance = {k: v for k, v in info.items() if k.startswith(PROVENANCE_PREFIX)}
@@ -537,11 +538,11 @@ class Sweep:
                 raise ReplyError(str(exc)) from None
             raise
         client.release(reply.model_handle)
-        _check_stats(predicted.stats, "predict")
+        stats = _check_stats(predicted.stats, "predict")
         record.predict_e2e_s = predicted.e2e_seconds
-        record.predict_service_s = predicted.stats.seconds
-        record.predict_peak_rss_bytes = predicted.stats.peak_rss_bytes
-        record.predict_peak_gpu_bytes = predicted.stats.peak_gpu_bytes
+        record.predict_service_s = stats.seconds
+        record.predict_peak_rss_bytes = stats.peak_rss_bytes
+        record.predict_peak_gpu_bytes = stats.peak_gpu_bytes
         scoring = time.perf_counter()
         self._score(predicted.value, graph, split, record)
         with self._timing_lock:
@@ -624,7 +625,10 @@ class Sweep:
         return time.perf_counter() - started, ",".join(methods), "; ".join(errors) or None
 
 
-def _check_stats(stats: pb.CallStats, call: str) -> None:
+def _check_stats(stats: pb.CallStats | None, call: str) -> pb.CallStats:
+    """The call's own measurements, refused (ReplyError) when missing or not a finite, non-negative time and memory."""
+    if stats is None:
+        raise ReplyError(f"{call} reply carries no stats")
     if not (
         np.isfinite(stats.seconds) and stats.seconds >= 0 and stats.peak_rss_bytes >= 0 and stats.peak_gpu_bytes >= 0
     ):
@@ -632,6 +636,7 @@ def _check_stats(stats: pb.CallStats, call: str) -> None:
             f"{call} stats are not a finite, non-negative time and memory: {stats.seconds!r} s, "
             f"{stats.peak_rss_bytes} / {stats.peak_gpu_bytes} bytes"
         )
+    return stats
 
 
 def _fit_info(reply: pb.FitResponse) -> dict[str, Any]:

@@ -74,7 +74,7 @@ class G2TFM(FrozenGFM):
         "context; ≤10 classes"
     )
     capabilities = Capabilities(max_classes=10, uses_gpu=True)
-    default_config: Config = {"pca_dim": 64, "nfa": True, "pearl": True}
+    default_config = {"pca_dim": 64, "nfa": True, "pearl": True}
     search_space = (
         ChoiceParam("pca_dim", (0, 32, 64, 128)),
         ChoiceParam("nfa", (True, False)),

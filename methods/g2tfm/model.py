@@ -17,7 +17,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -118,7 +118,7 @@ class TabICL(nn.Module):
             + self.y_embedding_bias
         )
         h = torch.cat([tokens, y_emb.unsqueeze(2).to(tokens.dtype)], dim=2)
-        for layer in self.transformer_encoder.layers:
+        for layer in cast(nn.ModuleList, self.transformer_encoder.layers):
             h = layer(h, n_ctx, chunk)
         return self.decoder(h[:, n_ctx:, -1])
 
@@ -161,7 +161,7 @@ class PEARL(nn.Module):
         for _ in range(self.arch["samples"]):
             x = torch.randn(n, 1, generator=generator).to(edge_index.device)
             x = self.input(x)
-            for layer in self.backbone.layers:
+            for layer in cast(nn.ModuleList, self.backbone.layers):
                 x = layer(x, src, dst, coef)
             outs.append(self.output(x))
         return torch.stack(outs, dim=-1).mean(-1)

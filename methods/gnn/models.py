@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import pairwise
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -135,7 +135,8 @@ class LayerStack(nn.Module):
         self.uses_graph = uses_graph
         self.num_hidden = num_hidden
         if classic:
-            self.jk, self.head = None, None
+            self.jk: JumpingKnowledge | None = None
+            self.head: nn.Linear | None = None
         else:
             self.jk = None if self.jk_mode in ("last", "sum") else JumpingKnowledge(self.jk_mode)
             self.head = nn.Linear(hidden * layers if self.jk_mode == "cat" else hidden, out_dim)
@@ -156,7 +157,7 @@ class LayerStack(nn.Module):
             return self._run(self.layers[-1], h, edge_index)
         if self.jk_mode == "last":
             return self.head(h)
-        if self.jk_mode == "sum":
+        if self.jk is None:  # "sum"
             return self.head(torch.stack(outs).sum(0))
         return self.head(self.jk(outs))
 
@@ -519,7 +520,7 @@ class GCNII(TorchNodeClassifier):
         require_memory(self.name, estimate, device, f"{layers} GCNII layers of {hidden} on {graph.num_nodes} nodes")
 
     def param_groups(self, model: nn.Module, config: Config) -> list[dict[str, Any]]:
-        convs = [p for p in model.convs.parameters()]
+        convs = [p for p in cast(nn.Module, model.convs).parameters()]
         others = [p for n, p in model.named_parameters() if not n.startswith("convs.")]
         return [{"params": convs, "weight_decay": float(config["conv_weight_decay"])}, {"params": others}]
 
@@ -607,8 +608,8 @@ class GPRGNN(TorchNodeClassifier):
 
     def param_groups(self, model: nn.Module, config: Config) -> list[dict[str, Any]]:
         return [
-            {"params": list(model.encoder.parameters())},
-            {"params": list(model.prop.parameters()), "weight_decay": 0.0},
+            {"params": list(cast(nn.Module, model.encoder).parameters())},
+            {"params": list(cast(nn.Module, model.prop).parameters()), "weight_decay": 0.0},
         ]
 
 

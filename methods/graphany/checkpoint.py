@@ -162,7 +162,7 @@ def _unpickle(path: Path) -> Any:
 
 
 # The graph_any_config keys the model needs, and their expected types after resolution.
-MODEL_KEYS = {
+MODEL_KEYS: dict[str, type | tuple[type, ...]] = {
     "n_hidden": int,
     "feat_channels": list,
     "pred_channels": list,
@@ -227,7 +227,7 @@ def _model_config(node: Any) -> dict[str, Any]:
     root_content = root.state.get("_content") if root is not None else None
     if not isinstance(content, dict) or not isinstance(root_content, dict):
         raise CheckpointError("graph_any_config has no content or no parent config to resolve against")
-    resolved = {}
+    resolved: dict[str, Any] = {}
     for key, kind in MODEL_KEYS.items():
         if key not in content:
             raise CheckpointError(f"graph_any_config lacks {key!r}")

@@ -11,6 +11,7 @@ import torch
 from contract.wire import GraphBundle
 from methods.graphany.checkpoint import GraphAnyCheckpoint, load_checkpoint
 from methods.graphany.model import (
+    AttentionMLP,
     build_attention,
     channel_features,
     distance_features,
@@ -29,7 +30,7 @@ CHECKPOINTS = ("arxiv", "cora", "product", "wisconsin")
 @dataclass
 class GraphAnyState:
     ckpt: GraphAnyCheckpoint
-    attention: torch.nn.Module  # the frozen pretrained scorer
+    attention: AttentionMLP  # the frozen pretrained scorer
     feats: dict[str, torch.Tensor]  # the channel features of the graph (shared with its cache)
     solutions: dict[str, torch.Tensor]  # per channel, the least-squares weights fitted on the training nodes
 
@@ -41,7 +42,7 @@ class GraphAny(Method):
         "nodes, fused per node by the frozen pretrained attention module (official checkpoints)."
     )
     capabilities = Capabilities(uses_gpu=False)
-    default_config: Config = {"checkpoint": "arxiv", "weights_file": ""}
+    default_config = {"checkpoint": "arxiv", "weights_file": ""}
     search_space = (ChoiceParam("checkpoint", CHECKPOINTS),)
     weights = tuple(f"graphany-{c}" for c in CHECKPOINTS)
 

@@ -89,7 +89,7 @@ class GraphPFN(FrozenGFM):
         "GraphPFN: LimiX-16M in-context backbone with graph-attention adapters; frozen weights, ECOC beyond 10 classes"
     )
     capabilities = Capabilities(uses_gpu=True)
-    default_config: Config = {"ensemble_size": 10, "d_pca": 64, "feature_transform": "standard", "n_random_features": 8}
+    default_config = {"ensemble_size": 10, "d_pca": 64, "feature_transform": "standard", "n_random_features": 8}
     search_space = (
         ChoiceParam("ensemble_size", (1, 2, 4, 8, 10, 16)),
         ChoiceParam("d_pca", (0, 16, 32, 64, 128)),

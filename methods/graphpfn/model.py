@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -122,11 +123,12 @@ class LimiXLayer(nn.Module):
 
     def _feature_attention(self, x: torch.Tensor, index: int) -> torch.Tensor:
         b, s, t, e = x.shape
-        return self.feature_attentions[index].self_attention(x.reshape(b * s, t, e)).reshape(b, s, t, e)
+        attn = cast(MHA, self.feature_attentions[index])
+        return attn.self_attention(x.reshape(b * s, t, e)).reshape(b, s, t, e)
 
     def _sequence_attention(self, x: torch.Tensor, eval_pos: int) -> torch.Tensor:
         b, s, t, e = x.shape
-        attn = self.sequence_attentions[0]
+        attn = cast(MHA, self.sequence_attentions[0])
         xt = x.transpose(1, 2).reshape(b * t, s, e)
         train = xt[:, :eval_pos]
         n_test = s - eval_pos
@@ -139,7 +141,7 @@ class LimiXLayer(nn.Module):
         return torch.cat([part.reshape(b, t, -1, e).transpose(1, 2) for part in parts], dim=1)
 
     def forward(self, x: torch.Tensor, eval_pos: int) -> torch.Tensor:
-        steps = [
+        steps: list[Callable[[torch.Tensor], torch.Tensor]] = [
             lambda z: self._feature_attention(z, 0),
             self.mlp[0],
             lambda z: self._feature_attention(z, 1),
@@ -281,7 +283,7 @@ class LimiXTransformer(nn.Module):
         nn.init.orthogonal_(codes)
         emb_x = emb_x + self.feature_positional_embedding(codes.to(emb_x.dtype))[None, None]
         # labels: rank among the context's distinct labels, orthogonal embedding (kept in float16 as upstream)
-        enc = self.cls_y_encoder[-1]
+        enc = cast(EmbYEncoder, self.cls_y_encoder[-1])
         uniq = torch.unique(y_train)
         ranks = (y_train.unsqueeze(-1) > uniq).sum(-1)
         y_ctx = enc.y_embedding(ranks).to(torch.float16).float()
@@ -358,8 +360,9 @@ class AdapterMLP(nn.Module):
     def __init__(self, d: int) -> None:
         super().__init__()
         self.layers = nn.Sequential(nn.Linear(d, 2 * d), nn.GELU(), nn.Linear(2 * d, d))
-        nn.init.zeros_(self.layers[-1].weight)
-        nn.init.zeros_(self.layers[-1].bias)
+        last = cast(nn.Linear, self.layers[-1])
+        nn.init.zeros_(last.weight)
+        nn.init.zeros_(last.bias)
 
     def forward(self, graph: InEdges, x: torch.Tensor) -> torch.Tensor:
         return self.layers(x)
@@ -394,10 +397,10 @@ class LimiXWrapper(nn.Module):
     def __init__(self, arch: dict[str, Any]) -> None:
         super().__init__()
         self.module = LimiXTransformer(arch)
-        layers = self.module.transformer_encoder.layers
+        layers = cast(nn.ModuleList, self.module.transformer_encoder.layers)
         for i in range(len(layers)):
             wrapped = GraphPFNLayer(arch)
-            wrapped.base = layers[i]
+            wrapped.base = cast(LimiXLayer, layers[i])
             layers[i] = wrapped
 
 
@@ -426,7 +429,7 @@ class GraphPFNNet(nn.Module):
         n_ctx = int(y_train.shape[0])
         limix = self.tfm.module
         h = limix.embed(x, y_train.unsqueeze(0))
-        for layer in limix.transformer_encoder.layers:
+        for layer in cast(nn.ModuleList, limix.transformer_encoder.layers):
             h = layer(h, n_ctx, graph)
         logits = limix.decode(h, n_ctx).float().squeeze(0)
         preds = torch.log_softmax(logits, dim=-1)

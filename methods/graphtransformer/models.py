@@ -14,7 +14,7 @@ fit fails as a clear resource error instead of an out-of-memory crash.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -133,7 +133,7 @@ class PolynormerNet(nn.Module):
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
         x = F.dropout(x, self.in_dropout, self.training)
-        x_local = 0
+        x_local: Tensor | int = 0
         for h_lin, conv, lin, ln, bn in zip(self.h_lins, self.convs, self.lins, self.lns, self.bns, strict=True):
             h = F.relu(h_lin(x))
             x = F.relu(bn(conv(x, edge_index) + lin(x)))
@@ -153,7 +153,7 @@ class Polynormer(_MemoryChecked):
     version = VERSION
     description = "Polynormer (Deng et al., ICLR 2024): polynomial-expressive local and linear global attention."
     # PyG / paper defaults: 7 local and 2 global layers, beta 0.9, dropouts 0.15 / 0.5 / 0.5, local warm-up.
-    default_config: Config = {
+    default_config = {
         "lr": 0.001,
         "weight_decay": 5e-4,
         "optimizer": "adam",
@@ -290,7 +290,7 @@ class SGFormer(_MemoryChecked):
     description = "SGFormer (Wu et al., NeurIPS 2023): one-layer simple linear global attention plus a GCN branch."
     # Official defaults for medium graphs: 64 hidden, 1 attention layer, 1 head, alpha 0.5,
     # graph weight 0.8, 2 GCN layers, normalization and residuals on.
-    default_config: Config = {
+    default_config = {
         "lr": 0.01,
         "weight_decay": 5e-4,
         "optimizer": "adam",
@@ -349,7 +349,7 @@ class NAGphormerNet(nn.Module):
             for _ in range(int(config["num_layers"]))
         )
         for layer in self.layers:  # the attention weights get their own dropout rate
-            layer.self_attn.dropout = float(config["attn_dropout"])
+            cast(nn.TransformerEncoderLayer, layer).self_attn.dropout = float(config["attn_dropout"])
         self.final_ln = nn.LayerNorm(hidden)
         self.readout = nn.Linear(2 * hidden, 1)
         self.head = nn.Sequential(nn.Linear(hidden, hidden // 2), nn.ReLU(), nn.Linear(hidden // 2, out_dim))
@@ -370,7 +370,7 @@ class NAGphormer(_MemoryChecked):
     version = VERSION
     description = "NAGphormer (Chen et al., ICLR 2023): hop tokens per node (Hop2Token), Transformer, hop readout."
     # Paper defaults: 7 hops, 15-dim Laplacian PE, 512 hidden, 8 heads, 1 layer, dropout 0.1, lr 0.005, wd 1e-5.
-    default_config: Config = {
+    default_config = {
         "lr": 0.005,
         "weight_decay": 1e-5,
         "optimizer": "adamw",
@@ -467,7 +467,7 @@ class GraphGPS(_MemoryChecked):
         "GraphGPS (Rampášek et al., NeurIPS 2022): local message passing plus global attention per layer "
         "(Performer by default for whole-graph node classification; full softmax attention is quadratic in N)."
     )
-    default_config: Config = {
+    default_config = {
         "lr": 0.001,
         "weight_decay": 1e-5,
         "optimizer": "adamw",

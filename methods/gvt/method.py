@@ -58,7 +58,7 @@ class RGVT(Method):
         "the node features; a linear or MLP head is trained on the result; the recurrent depth is chosen on validation."
     )
     capabilities = Capabilities(uses_gpu=True)
-    default_config: Config = {
+    default_config = {
         "depth": 0,  # 0: train a head at every depth 1..max_depth and keep the best under ``selection`` (upstream)
         "max_depth": 8,
         "head": "mlp",

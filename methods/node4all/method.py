@@ -30,6 +30,7 @@ class Head(nn.Module):
 
     def __init__(self, in_dim: int, out_dim: int, kind: str, hidden: int, dropout: float) -> None:
         super().__init__()
+        self.net: nn.Module
         if kind == "linear":
             self.net = nn.Linear(in_dim, out_dim)
         else:
@@ -52,7 +53,7 @@ class Node4All(Method):
         "embeds every feature channel; an MLP head is trained on the embeddings."
     )
     capabilities = Capabilities(uses_gpu=True)
-    default_config: Config = {
+    default_config = {
         "head": "mlp",
         "hidden": 512,
         "dropout": 0.5,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import cast
 
 import torch
 from torch import nn
@@ -163,7 +164,7 @@ class CGTEncoder(nn.Module):
         h = self.in_proj(x.reshape(n, fc, 1))
         states = [h]
         for layer in self.layers:
-            h = layer.ffn(self._aggregate(a, h))
+            h = cast(CGTLayer, layer).ffn(self._aggregate(a, h))
             states.append(h)
         seq = torch.stack(states, dim=2).reshape(n * fc, len(states), self.hops)
         return self.out_proj(self.layerwise_summary(seq)).reshape(n, fc)

@@ -79,7 +79,7 @@ class NodePFN(FrozenGFM):
         "≤100 features"
     )
     capabilities = Capabilities(max_classes=20, uses_gpu=True)
-    default_config: Config = {"smoothing_steps": 0, "n_components": 50, "n_ensemble": 32}
+    default_config = {"smoothing_steps": 0, "n_components": 50, "n_ensemble": 32}
     search_space = (
         IntParam("smoothing_steps", 0, 6),
         ChoiceParam("n_components", (5, 10, 15, 20, 30, 50, 75, 100)),
@@ -197,7 +197,7 @@ class NodePFN(FrozenGFM):
 
     def predict(self, state: NodePFNState, graph: GraphBundle) -> np.ndarray:
         k_cls = len(state.classes)
-        total = None
+        total: torch.Tensor | None = None
         m = state.inputs.shape[1]
         with torch.no_grad():
             for start in range(0, m, state.batch):
@@ -212,6 +212,7 @@ class NodePFN(FrozenGFM):
                     shift = state.class_shifts[start + j]
                     logits = torch.cat([out[:, j, shift:], out[:, j, :shift]], dim=-1)
                     total = logits if total is None else total + logits
+        assert total is not None, "an ensemble has at least one member"
         probs_q = torch.softmax(total / m, dim=-1).cpu().numpy()
         probs = np.full((graph.num_nodes, state.num_classes), 0.0, dtype=np.float64)
         query_nodes = state.order[state.n_ctx :]

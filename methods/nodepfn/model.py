@@ -23,7 +23,7 @@ of its peak memory).
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -111,7 +111,7 @@ class NodePFNNet(nn.Module):
         adj = normalized_adjacency(edge_index, x.shape[0], x.dtype)
         h = self.encoder(x)
         h = torch.cat([h[:n_ctx] + self.y_encoder(y_ctx.unsqueeze(-1)), h[n_ctx:]], dim=0)
-        for layer in self.transformer_encoder.layers:
+        for layer in cast(nn.ModuleList, self.transformer_encoder.layers):
             h = layer(h, n_ctx, adj, chunk)
         return self.decoder(h[n_ctx:])
 

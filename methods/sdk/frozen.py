@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import torch
@@ -130,11 +130,14 @@ def load_state_dict(path: Path) -> dict[str, torch.Tensor]:
 # ---- frozen modules built once per process (in-context GFMs) ----------------------
 
 
+M = TypeVar("M", bound=nn.Module)
+
+
 @dataclass
-class Frozen:
+class Frozen(Generic[M]):
     """A frozen module, where its parameters came from and how long building it took in this fit."""
 
-    module: nn.Module
+    module: M
     provenance: Provenance
     config: dict[str, Any]
     load_seconds: float
@@ -143,7 +146,7 @@ class Frozen:
         ctx.info.update(self.provenance.info(), weights_load_seconds=round(self.load_seconds, 4))
 
 
-_CACHE: dict[tuple[Any, ...], Frozen] = {}
+_CACHE: dict[tuple[Any, ...], Frozen[Any]] = {}
 
 
 def state_sha256(module: nn.Module) -> str:
@@ -182,11 +185,11 @@ class FrozenGFM(Method):
 def load_frozen(
     key: str,
     weights_ids: tuple[str, ...],
-    build: Callable[[dict[str, Any]], nn.Module],
+    build: Callable[[dict[str, Any]], M],
     default_config: dict[str, Any],
     load_state: Callable[[dict[str, ResolvedWeights]], dict[str, Any]],
     device: torch.device,
-) -> Frozen:
+) -> Frozen[M]:
     """Build (or reuse) the frozen model: official files when present, else seeded random init.
 
     ``load_state(files)`` reads the verified files and returns ``{"config": ...,

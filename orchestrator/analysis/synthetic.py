@@ -19,6 +19,7 @@ _FAMILIES = load_families().values()
 SUPERVISED = tuple(m for f in _FAMILIES if f.pretraining_graphs is None for m in f.methods)
 GFMS = tuple(m for f in _FAMILIES if f.pretraining_graphs is not None for m in f.methods)
 REGIMES = ("10/10/80", "50/25/25")
+_NONE = np.array(None, dtype=object)  # np.where's missing value in object columns
 
 
 def synthetic_dataset_stats(n_datasets: int = 51, seed: int = 0) -> pd.DataFrame:
@@ -127,7 +128,7 @@ def synthetic_trials(
     score = df.pop("score").to_numpy()
     ok = df["status"].to_numpy() == "ok"
     df["task_type"] = np.where(is_bin, "binary", "multiclass")
-    df["primary_metric"] = np.where(ok, np.where(is_bin, "auroc", "accuracy"), None)
+    df["primary_metric"] = np.where(ok, np.where(is_bin, "auroc", "accuracy"), _NONE)
     df["test_primary"] = score
     df["test_accuracy"] = np.where(is_bin, score - 0.05, score)
     df["test_auroc"] = np.where(is_bin, score, np.nan)
@@ -145,7 +146,7 @@ def synthetic_trials(
     df["config_hash"] = df["trial_index"].astype(str)
     df["config_json"] = "{}"
     df["seed"] = df["split"]
-    df["error"] = np.where(ok, None, "synthetic failure")
+    df["error"] = np.where(ok, _NONE, "synthetic failure")
     df["fit_e2e_s"] = df["fit_service_s"] * 1.1
     df["predict_e2e_s"] = df["predict_service_s"] * 1.1
     df["upload_e2e_s"] = 0.0

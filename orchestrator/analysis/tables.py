@@ -51,14 +51,14 @@ class Analysis:
     anchor: str | None = None  # the view fixed at 1000 Elo
     reference: str | None = None  # the view whose results fill missing built-in ones (GCN-Default)
 
+    def __post_init__(self) -> None:
+        self._tick: float = time.perf_counter()
+
     def lap(self, name: str) -> None:
         """Record the seconds since the previous lap under ``name``."""
         now = time.perf_counter()
         self.timings[name] = round(now - self._tick, 3)
         self._tick = now
-
-    def __post_init__(self) -> None:
-        self._tick = time.perf_counter()
 
 
 def compute_analysis(

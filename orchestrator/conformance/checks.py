@@ -30,6 +30,8 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
 
 import grpc
 import numpy as np
@@ -139,16 +141,12 @@ class Conformance:
         self.check("upload of a held graph is skipped", lambda: self.check_upload(cases[0]))
         for method in methods:
             for case in cases:
-                self.check(
-                    f"fit/predict {case.name} [{method.name}]", lambda m=method, c=case: self.check_fit_predict(m, c)
-                )
-            self.check(f"release frees the model [{method.name}]", lambda m=method: self.check_release(m, cases[0]))
-            self.check(
-                f"malformed input is refused [{method.name}]", lambda m=method: self.check_malformed(m, cases[2])
-            )
+                self.check(f"fit/predict {case.name} [{method.name}]", partial(self.check_fit_predict, method, case))
+            self.check(f"release frees the model [{method.name}]", partial(self.check_release, method, cases[0]))
+            self.check(f"malformed input is refused [{method.name}]", partial(self.check_malformed, method, cases[2]))
         self.check("no test label reaches the service", self.check_labels)
         for method in methods:
-            self.check(f"deadline honoured [{method.name}]", lambda m=method: self.check_deadline(m, cases[-1]))
+            self.check(f"deadline honoured [{method.name}]", partial(self.check_deadline, method, cases[-1]))
         return self.results
 
     # ---- checks -------------------------------------------------------------
@@ -367,11 +365,13 @@ class Conformance:
             fits.append(
                 (f"config {key} of the wrong type", {**good, "config": {key: wrong}}, grpc.StatusCode.INVALID_ARGUMENT)
             )
+
+        def fit(fields: dict[str, Any]) -> object:
+            return self.stub.Fit(pb.FitRequest(**fields), timeout=self.options.call_timeout)
+
         problems = []
         for label, fields, expected in fits:
-            problems += self._expect(
-                label, expected, lambda f=fields: self.stub.Fit(pb.FitRequest(**f), timeout=self.options.call_timeout)
-            )
+            problems += self._expect(label, expected, partial(fit, fields))
         problems += self._expect(
             "predict with an unknown handle",
             grpc.StatusCode.NOT_FOUND,

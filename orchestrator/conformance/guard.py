@@ -50,6 +50,6 @@ class GuardedClient(MethodClient):
             )
         self.fits_checked += 1
 
-    def fit(self, method, graph_hash, train, val, config, seed, time_limit):  # type: ignore[override]
+    def fit(self, method, graph_hash, train, val, config, seed, time_limit):
         self.check_fit(graph_hash, train, val)
         return super().fit(method, graph_hash, train, val, config, seed, time_limit)

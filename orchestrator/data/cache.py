@@ -53,7 +53,7 @@ def cache_path(key: str) -> Path:
 def save_graph(graph: Graph, path: Path) -> None:
     """Write a graph atomically (temporary file, then rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    arrays: dict[str, np.ndarray] = {
+    arrays: dict[str, Any] = {
         "x": graph.x,
         "edge_index": graph.edge_index,
         "y": graph.y,

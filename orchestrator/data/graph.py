@@ -46,7 +46,7 @@ class Graph:
             f"nodeground-canonical-v1 C={self.num_classes} {self.x.shape} {self.edge_index.shape}\n".encode()
         )
         for array in (self.x, self.edge_index, self.y):
-            h.update(memoryview(np.ascontiguousarray(array)).cast("B"))
+            h.update(np.ascontiguousarray(array).data.cast("B"))
         return h.hexdigest()
 
 
@@ -121,7 +121,7 @@ def public_partitions(
 
     rows = [as_rows(p) for p in masks]
     k = max(len(r) for r in rows)
-    partitions = []
+    partitions: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     for i in range(k):
         triple = []
         for r in rows:
@@ -130,7 +130,8 @@ def public_partitions(
         if strict:
             _check_partition(name, i, triple)
         if all(t.size for t in triple):
-            partitions.append(tuple(triple))
+            train, val, test = triple
+            partitions.append((train, val, test))
     return tuple(partitions)
 
 

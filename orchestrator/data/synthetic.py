@@ -7,6 +7,8 @@ expected fraction of edges that join nodes of the same class.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from orchestrator.data.graph import Graph, canonicalize
@@ -44,7 +46,7 @@ def sbm_graph(
     return canonicalize(name, x.astype(np.float32), np.stack([src, dst]), labels)
 
 
-SYNTHETIC = {
+SYNTHETIC: dict[str, dict[str, Any]] = {
     "synthetic-homophilous": dict(homophily=0.8, seed=1),
     "synthetic-heterophilous": dict(homophily=0.2, seed=2),
     # a few hundred nodes: for smoke runs and for measuring per-call overhead

@@ -22,6 +22,7 @@ import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import IO
 
 from contract.handshake import PARENT_PID_ENV, READY_PREFIX
 from contract.security import ENV_NAMES as SECURITY_ENV
@@ -52,7 +53,7 @@ class EmbeddedService:
     def start(self) -> str:
         started = time.perf_counter()
         self.started_at = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-        stderr = subprocess.DEVNULL
+        stderr: int | IO[bytes] = subprocess.DEVNULL
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             stderr = self.log_path.open("ab")
@@ -68,7 +69,7 @@ class EmbeddedService:
                 PARENT_PID_ENV: str(os.getpid()),
             },
         )
-        if stderr is not subprocess.DEVNULL:
+        if not isinstance(stderr, int):
             stderr.close()  # the child holds its own descriptor
         port = self._read_port()
         self.endpoint = f"127.0.0.1:{port}"
