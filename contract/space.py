@@ -77,6 +77,20 @@ class ChoiceParam:
 Param = FloatParam | IntParam | ChoiceParam
 
 
+# The default-config key a method reads as its training length in epochs (the SDK's
+# ``TorchNodeClassifier`` does). A harness that exercises a method rather than scoring it
+# (the sweep's warm-up, the conformance suite) shortens training through this key only.
+EPOCHS_KEY = "max_epochs"
+
+
+def capped_epochs(defaults: Config, cap: int) -> Config:
+    """The config override that trains at most ``cap`` epochs; empty when the method has no such key."""
+    value = defaults.get(EPOCHS_KEY)
+    if isinstance(value, int) and not isinstance(value, bool) and value > cap:
+        return {EPOCHS_KEY: cap}
+    return {}
+
+
 def validate_config(config: dict[str, Any], defaults: Config, space: tuple[Param, ...]) -> Config:
     """Merge ``config`` over ``defaults`` and check every value.
 

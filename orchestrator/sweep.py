@@ -47,6 +47,7 @@ from typing import Any
 import grpc
 import numpy as np
 
+from contract.space import capped_epochs
 from contract.v1 import method_service_pb2 as pb
 from contract.wire import BundleError, GraphBundle, make_bundle
 from orchestrator import __version__
@@ -89,7 +90,7 @@ class ReplyError(ValueError):
     """A service's reply cannot be used: malformed, or not the shape the trial asked for."""
 
 
-WARMUP_EPOCHS = 2  # a warm-up fit caps ``max_epochs`` (when the method has it) at this
+WARMUP_EPOCHS = 2  # a warm-up fit trains at most this many epochs (contract.space.capped_epochs)
 WARMUP_TIME_LIMIT_S = 120.0
 WARMUP_MODES = ("all", "embedded", "none")
 
@@ -605,9 +606,7 @@ class Sweep:
                 if spec is None:
                     errors.append(f"{method}: not hosted")
                     continue
-                config = dict(spec.default_config)
-                if isinstance(config.get("max_epochs"), int):
-                    config["max_epochs"] = min(config["max_epochs"], WARMUP_EPOCHS)
+                config = {**spec.default_config, **capped_epochs(spec.default_config, WARMUP_EPOCHS)}
                 try:
                     fit = client.fit(method, bundle.graph_hash, train, val, config, 0, WARMUP_TIME_LIMIT_S)
                     try:

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from contract.space import ChoiceParam, Config, FloatParam, IntParam, Param, validate_config
+from contract.space import EPOCHS_KEY, ChoiceParam, Config, FloatParam, IntParam, Param, validate_config
 from contract.wire import GraphBundle
 from methods.sdk.weights import unverified_allowed, weights_problems
 
@@ -237,7 +237,7 @@ def train_epochs(
     best = EpochSelection(-1, 0, float("inf"), -1.0)
     best_state: dict[str, torch.Tensor] | None = None
     waited = epochs = 0
-    for epoch in range(int(config["max_epochs"])):
+    for epoch in range(int(config[EPOCHS_KEY])):
         ctx.check()
         if set_epoch is not None and set_epoch(epoch):
             best, best_state, waited = EpochSelection(-1, 0, float("inf"), -1.0), None, 0

@@ -3,10 +3,12 @@
 import pytest
 
 from contract.space import (
+    EPOCHS_KEY,
     ChoiceParam,
     ConfigError,
     FloatParam,
     IntParam,
+    capped_epochs,
     param_from_proto,
     param_to_proto,
     validate_config,
@@ -54,3 +56,10 @@ def test_params_and_values_round_trip_through_proto():
     for v in (3, 2.5, "x", True, False):
         back = value_from_proto(value_to_proto(v))
         assert back == v and type(back) is type(v)
+
+
+def test_capped_epochs_shortens_only_a_longer_integer_training_length():
+    assert capped_epochs(DEFAULTS, 20) == {EPOCHS_KEY: 20}
+    assert capped_epochs(DEFAULTS, 200) == {}
+    assert capped_epochs({"lr": 0.1}, 20) == {}
+    assert capped_epochs({EPOCHS_KEY: True}, 0) == {}

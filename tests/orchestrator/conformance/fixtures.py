@@ -53,6 +53,17 @@ class Centroid(Method):
         return (p / p.sum(axis=1, keepdims=True)).astype(np.float32)
 
 
+class CountsEpochs(Centroid):
+    """Honest, with a training length in its defaults; records the ``max_epochs`` each fit was given."""
+
+    default_config = {"temperature": 1.0, "max_epochs": 500}
+    given: list[int] = []
+
+    def fit(self, graph: GraphBundle, train, val, config, ctx: FitContext):
+        type(self).given.append(int(config["max_epochs"]))
+        return super().fit(graph, train, val, config, ctx)
+
+
 def _chunked(x: np.ndarray, c: np.ndarray) -> np.ndarray:
     return (x**2).sum(1)[:, None] - 2 * x @ c.T + (c**2).sum(1)[None]
 

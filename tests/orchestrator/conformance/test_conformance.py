@@ -9,11 +9,13 @@ from typer.testing import CliRunner
 from orchestrator.cli.main import app
 from orchestrator.cli.validate import is_endpoint, parse_env
 from orchestrator.conformance import FAIL, REFUSED, Options, run_checks
+from orchestrator.conformance.checks import CHECK_EPOCHS
 from orchestrator.conformance.graphs import make_case
 from orchestrator.conformance.guard import GuardedClient, LabelLeak
 from tests.conftest import HANG_S
 from tests.orchestrator.conformance.fixtures import (
     Centroid,
+    CountsEpochs,
     CrashesOnIsolated,
     DropsLastRow,
     HangsPastDeadline,
@@ -49,6 +51,16 @@ def test_honest_service_passes_every_check():
         "deadline",
     ):
         assert item in names
+
+
+def test_checks_train_briefly_but_the_deadline_check_trains_the_defaults():
+    CountsEpochs.given.clear()
+    with serve(CountsEpochs) as endpoint:
+        results = run_checks(endpoint, FAST)
+    assert not _failures(results), _failures(results)
+    *checks, deadline = CountsEpochs.given
+    assert checks and set(checks) == {CHECK_EPOCHS}
+    assert deadline == 500
 
 
 def test_rows_not_summing_to_one_are_caught():
