@@ -1,5 +1,7 @@
-"""Contributed images through Docker: the scaffold and the Node.js method pass `orchestrator validate`,
-a broken image is caught, and a hostile image is contained by the sandbox while its results are recorded.
+"""Contributed images through Docker: the scaffold passes `orchestrator validate` unchanged, a broken
+image is caught, and a hostile image is contained by the sandbox while its results are recorded.
+(The Node.js method's image is validated with every built-in image by `make validate-images`, in the
+README's user path.)
 
 Run with:  make test-contrib   (needs the family images: make images)
 """
@@ -67,14 +69,6 @@ def test_scaffold_builds_and_validates_unchanged(tmp_path):
         assert code == 0, output
     finally:
         subprocess.run(["docker", "rmi", "-f", f"{IMAGE_PREFIX}/democi:latest"], capture_output=True)
-
-
-def test_node_method_validates():
-    if not _has_image(f"{IMAGE_PREFIX}/centroid:latest"):
-        _sh(["make", "image-centroid"], timeout=3600)
-    code, output = _validate(f"{IMAGE_PREFIX}/centroid")
-    assert code == 0, output
-    assert "centroid" in output
 
 
 def test_broken_image_is_caught():

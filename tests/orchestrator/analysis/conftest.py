@@ -138,14 +138,18 @@ def real_store(tmp_path_factory):
         "30",
         "--services",
         "embedded",
+        "--parallel",
+        "2",
         "--store",
         str(store),
     ]
     env = {
         **ENV,
         "NODEGROUND_MIRROR": str(MIRROR),
-        "NODEGROUND_WEIGHTS": str(MIRROR),
-    }  # the mirror holds the weights too
+        "NODEGROUND_WEIGHTS": str(MIRROR),  # the mirror holds the weights too
+        # two single-threaded replicas: graphs of a few hundred nodes keep one core busy, not two
+        "NODEGROUND_THREADS": "1",
+    }
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     with sqlite3.connect(store) as db:
