@@ -405,8 +405,8 @@ class Sweep:
 
     def _run_trial(self, job: _Job) -> TrialRecord:
         """Run one trial; one whose replica went down is run again, at most ``UNAVAILABLE_RETRIES`` times:
-        on that replica once it is back, else on another (a killed Swarm task's sibling), else the
-        directory says none is left and that is the record."""
+        on an idle sibling at once, else on whichever replica is free first (the restarted one once it
+        is back), else the directory says none is left and that is the record."""
         for _ in range(UNAVAILABLE_RETRIES):
             record, lost = self._attempt(job)
             if not lost:
@@ -416,11 +416,13 @@ class Sweep:
     def _attempt(self, job: _Job) -> tuple[TrialRecord, bool]:
         """One try of a trial: its record, and whether the replica it held went down (worth a retry).
 
-        A replica that went down is recovered (restarted, or waited for) or else marked down,
-        so the retry's ``acquire`` hands out it, another replica, or ServiceUnavailable.
+        A replica that went down goes to the directory to be recovered (restarted, or waited for) or
+        else marked down, in the background: the retry's ``acquire`` hands out whichever replica is
+        free first (an idle sibling at once, the recovered one once it is back), or ServiceUnavailable.
         """
         record = self._new_record(job)
-        lost = False
+        lost = False  # the replica went down during this try: the trial is worth another
+        handed = False  # the replica needs recovering: the directory has it (in the background) instead of a release
         try:
             replica = self.directory.acquire(job.trial.method)
         except ServiceUnavailable as exc:
@@ -435,8 +437,7 @@ class Sweep:
             record.status = _STATUS_BY_CODE.get(exc.code(), STATUS_FAILED)
             record.error = f"{exc.code().name}: {exc.details()}"
             if record.status == STATUS_UNAVAILABLE and exc.code() != grpc.StatusCode.FAILED_PRECONDITION:
-                self.directory.recover(replica)
-                lost = True
+                lost = handed = True
             elif _client_deadline(exc):
                 if not replica.client.responsive():  # not the method: the service went silent
                     record.status = STATUS_UNAVAILABLE
@@ -444,20 +445,21 @@ class Sweep:
                         f"the service at {replica.endpoint} stopped answering (no reply within the time limit, "
                         "no health answer)"
                     )
-                    self.directory.recover(replica)
-                    lost = True
+                    lost = handed = True
                 elif replica.source == "embedded":
                     # The service did not stop at its own limit (a method that never checks its deadline):
                     # it may still be computing, so start a fresh one rather than queue behind it.
-                    self.directory.recover(replica)
+                    handed = True
         except ServiceUnavailable as exc:
             record.status, record.error = STATUS_UNAVAILABLE, str(exc)
-            self.directory.recover(replica)
-            lost = True
+            lost = handed = True
         except ReplyError as exc:
             record.status, record.error = STATUS_FAILED, f"malformed reply: {exc}"
         finally:
-            self.directory.release(replica)
+            if handed:
+                self.directory.lost(replica)  # recovered (restarted, waited for) while the retry takes a free replica
+            else:
+                self.directory.release(replica)
         record.finished_at = _now()
         return record, lost
 
