@@ -30,6 +30,7 @@ trial.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -69,7 +70,7 @@ from orchestrator.records import (
 from orchestrator.sampling import config_sequence, sequence_key
 from orchestrator.services.client import MethodClient, MethodSpec, Replica, ServiceNotReady, ServiceUnavailable
 from orchestrator.services.directory import Directory
-from orchestrator.store import ServiceRecord, Store
+from orchestrator.store import ServiceRecord, ShardPlan, Store
 
 PROVENANCE_PREFIX = "weights_"  # fit info keys copied into extra_json (weights_id, weights_sha256, weights_official)
 
@@ -166,6 +167,24 @@ def shard_of(trials: list[PlannedTrial], count: int) -> list[int]:
     return shards
 
 
+def plan_id(trials: list[PlannedTrial]) -> str:
+    """A digest of a plan (every trial key, in plan order): shards of one sweep share it, any other plan differs."""
+    digest = hashlib.sha256()
+    for trial in trials:
+        digest.update(trial.key.encode())
+        digest.update(b"\n")
+    return digest.hexdigest()[:16]
+
+
+def shard_plan(trials: list[PlannedTrial], shards: list[int], index: int, count: int) -> ShardPlan:
+    """What shard ``index`` of ``count`` records in its store before its first trial (``Store.write_plan``)."""
+    counts = [0] * count
+    for shard in shards:
+        counts[shard] += 1
+    keys = tuple(t.key for t, s in zip(trials, shards, strict=True) if s == index)
+    return ShardPlan(plan_id(trials), count, index, tuple(counts), keys)
+
+
 def host_info() -> str:
     """This host, for the trial record.
 
@@ -221,6 +240,7 @@ class Sweep:
     progress: Progress = field(default_factory=Progress)
     parallel: int = 1  # trials in flight at once
     warmup: str = "embedded"  # which replicas get warm-up fits: all, embedded (processes this sweep started), none
+    record_plan: bool = False  # a shard run: record the plan in the store (a merge checks completeness against it)
     _specs: dict[str, MethodSpec] = field(default_factory=dict)
     _services: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)
     _warmup: tuple | None = None
@@ -301,11 +321,15 @@ class Sweep:
 
         Ordered by dataset, regime, split, method, then sequence position.
         """
+        return self._shard()[0]
+
+    def _shard(self) -> tuple[list[PlannedTrial], ShardPlan]:
+        """This shard's trials, and what its store records of the plan."""
         every = self.all_planned_trials()
         index, count = self.plan.shard
-        if count == 1:
-            return every
-        return [trial for trial, shard in zip(every, shard_of(every, count), strict=True) if shard == index]
+        shards = shard_of(every, count)
+        mine = every if count == 1 else [trial for trial, shard in zip(every, shards, strict=True) if shard == index]
+        return mine, shard_plan(every, shards, index, count)
 
     def all_planned_trials(self) -> list[PlannedTrial]:
         """Every trial of the plan (all shards) in execution order."""
@@ -348,7 +372,9 @@ class Sweep:
         self.store.claim()  # one writer per store: a second orchestrator is refused, not run twice
         self.prepare()
         done = self.store.done_keys(self.plan.time_limit)
-        planned = self.planned_trials()
+        planned, recorded = self._shard()
+        if self.record_plan:
+            self.store.write_plan(recorded)
         todo = [t for t in planned if t.key not in done]
         self.progress.on_total(len(planned))
         self.progress.on_skip(len(planned) - len(todo))
