@@ -31,7 +31,7 @@ from orchestrator.results import (
 from orchestrator.services.containers import discover_endpoints
 from orchestrator.services.directory import ServiceDirectory, log_dir, resolve_methods
 from orchestrator.services.discovery import DiscoveryError, is_dns_target, resolve_replicas, split_target
-from orchestrator.services.embedded import EmbeddedServices
+from orchestrator.services.embedded import EmbeddedServices, service_threads
 from orchestrator.store import Store, partial_note, read_services, read_trials
 from orchestrator.sweep import DEFAULT_TIME_LIMIT_S, MAX_TIME_LIMIT_S, Sweep, SweepPlan, shard_of
 from orchestrator.sweep import Progress as SweepProgress
@@ -174,7 +174,8 @@ def open_sweep(
         parallel = replicas_found(
             set(plan.methods) | {f.name for f in families.values()}, containers | parse_endpoints(endpoint)
         )
-    with EmbeddedServices(log_dir=log_dir(store)) as embedded, Store(store) as run_store:
+    threads = service_threads(parallel)
+    with EmbeddedServices(log_dir=log_dir(store), threads=threads) as embedded, Store(store) as run_store:
         run_store.claim()  # before any service starts: a second orchestrator is refused at once
         directory = ServiceDirectory(
             families,
