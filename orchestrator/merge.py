@@ -480,8 +480,9 @@ def _supersede(db: sqlite3.Connection) -> dict[str, int]:
 
 def completeness(db: sqlite3.Connection) -> Completeness | None:
     """Which planned trials of the plan the store's shards recorded lack an outcome; None when none recorded one."""
-    slots = db.execute("SELECT shards, shard, plan_id, trials, recorded FROM plan_slots ORDER BY shards, shard")
-    slots = slots.fetchall()
+    slots = db.execute(
+        "SELECT shards, shard, plan_id, trials, recorded FROM plan_slots ORDER BY shards, shard"
+    ).fetchall()
     if not slots:
         return None
     done = done_by_slot(db)
