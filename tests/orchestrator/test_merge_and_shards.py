@@ -269,6 +269,8 @@ def test_an_incomplete_merge_is_refused_naming_the_missing_shards_and_a_partial_
     state = read_merge_state(into)
     assert state["state"] == "partial" and state["missing_trials"] == 3 and state["planned"] == 6
     assert "partial merge: 3 of 6 planned trials are missing" in partial_note(into)
+    shown = CliRunner().invoke(app, ["show", "--store", str(into)])
+    assert "is a partial merge: 3 of 6 planned trials" in " ".join(shown.output.split()), shown.output
 
     s1 = shard_store(tmp_path / "s1.sqlite", plan, 1, ["b1", "b2", "b3"])
     s2 = shard_store(tmp_path / "s2.sqlite", plan, 2, ["c1"])
