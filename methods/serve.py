@@ -92,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     threads = os.environ.get("NODEGROUND_THREADS")
     if threads:
         torch.set_num_threads(int(threads))
+    logging.getLogger("nodeground.serve").info("family %s, torch threads %d", args.family, torch.get_num_threads())
     family = families[args.family]
     if args.check:
         print(check(family))

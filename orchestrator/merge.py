@@ -1,31 +1,69 @@
 """Union run stores by trial key: the way shards of one sweep (SLURM array tasks, machines) become one store.
 
-A trial key names one (method@version, dataset, regime, split, configuration), so two stores that
-hold the same key ran the same trial. What decides whether two rows of one key agree is what the
-trial *produced* (``RESULT_COLUMNS``: status, graph hash, configuration, every metric); where and
-how fast it ran (endpoint, timings, host, timestamps) legitimately differs between machines and is
-not compared. Rules, applied in the order the stores are given (the target first):
+A trial key names one (method@version, dataset, regime, split, configuration, dataset content), so
+two stores that hold the same key ran the same trial. What decides whether two rows of one key
+agree is what the trial *produced* (``RESULT_COLUMNS``: status, graph hash, configuration, every
+metric); where and how fast it ran (endpoint, timings, host, timestamps) legitimately differs
+between machines and is not compared. Rules, applied in the order the stores are given (the target
+first):
 
 - a key new to the target is added;
 - rows that agree are identical duplicates: the first one is kept;
 - an ``unavailable`` row (the trial never ran) gives way to any other row of its key;
 - rows that disagree are a conflict: the merge writes nothing and lists them, unless the user
-  picks ``keep-first`` or ``keep-last``.
+  picks ``keep-first`` or ``keep-last``;
+- the store's supersede rule holds in the merged store too: one dataset name has one content in
+  ``trials``. When the stores bring several, the current one is the content no store has
+  superseded, and among those the one with the latest trial; the rows of the others move to
+  ``superseded_trials`` (kept, never read by ``show``/``export``/``report``).
 
-Merging is idempotent: merging the same stores again adds nothing. Service rows (start and
-warm-up of each service) are appended once each.
+Only complete results are published. Shard stores record the plan they ran (``Store.write_plan``:
+every shard's trial count, their own keys), so the merged store knows which planned trials have an
+outcome (any status but ``unavailable``). A merge that leaves planned trials without one is refused,
+naming the shards and how many of their trials are missing, unless ``partial`` is asked for: the
+store then says so in its ``meta`` table (``read_merge_state``), and ``report`` and ``show`` say so
+too. Stores without a recorded plan (unsharded runs) are merged without that check.
+
+Before anything is written each source is checked: it is a run store, its tables have the columns a
+row needs and every value has its column's type (a number where a number belongs, a known status,
+valid JSON in ``*_json`` columns); unknown columns are dropped and named. The merge takes the
+target's claim, so no sweep writes it meanwhile. When it refuses it writes nothing: an existing
+target keeps its rows (one transaction, rolled back); a new target is built under a temporary name
+beside it and renamed into place only once the merge succeeded.
+
+Merging is idempotent: merging the same stores again adds nothing. Rows are streamed through
+temporary tables, never held in memory, so a paper-scale sweep (2.15 million trials) merges in
+bounded memory.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
+import os
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from orchestrator.records import COLUMNS, STATUS_UNAVAILABLE, current_key
-from orchestrator.store import SERVICE_COLUMNS, Store, read_trials
+from orchestrator.records import COLUMNS, STATUS_UNAVAILABLE, STATUSES, current_key
+from orchestrator.store import (
+    MERGE_META_KEY,
+    PLAN_SLOTS,
+    PLAN_TRIALS,
+    SERVICE_COLUMNS,
+    SERVICES,
+    SUPERSEDED,
+    TRIALS,
+    Store,
+    Table,
+    claim_lock,
+    connect_read_only,
+    done_by_slot,
+)
 
 RESULT_COLUMNS: tuple[str, ...] = (
     "method", "method_version", "dataset", "dataset_hash", "task_type", "regime", "split", "config_hash",
@@ -33,10 +71,22 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "test_cross_entropy", "test_auroc", "test_precision", "primary_metric", "test_primary", "origin",
 )  # fmt: skip
 CONFLICT_RULES = ("refuse", "keep-first", "keep-last")
+SHOWN = 5  # conflicts and shards a message names before "and N more"
+_BATCH = 5000  # rows per round trip when streaming a source into the target's temporary tables
+_ACCEPTED = {"REAL": ("real", "integer", "null"), "INTEGER": ("integer", "null"), "TEXT": ("text", "null")}
+_CHECKED = (TRIALS, SUPERSEDED, SERVICES, PLAN_SLOTS, PLAN_TRIALS)
 
 
 class MergeConflict(ValueError):
     """Two stores hold different results for the same trial key."""
+
+
+class MergeIncomplete(ValueError):
+    """The merged store would lack planned trials (and a partial merge was not asked for)."""
+
+
+class SourceError(ValueError):
+    """A store to merge is not one, or holds rows that break the record schema."""
 
 
 @dataclass
@@ -47,13 +97,83 @@ class Conflict:
     differing: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class ShardGap:
+    """A shard of the plan whose trials are not all in the merged store."""
+
+    shard: int
+    shards: int
+    missing: int
+    planned: int
+    started: bool  # False: no store of it recorded its plan (its task never started, or its store was not given)
+
+    def describe(self) -> str:
+        never = "" if self.started else ", never started"
+        return f"shard {self.shard}/{self.shards} ({self.missing} of {self.planned} missing{never})"
+
+
+@dataclass(frozen=True)
+class Completeness:
+    """The merged store against the plan its shards recorded."""
+
+    plans: tuple[str, ...]  # plan ids; more than one: shards of different plans were merged
+    shard_counts: tuple[int, ...]
+    planned: int
+    gaps: tuple[ShardGap, ...]
+
+    @property
+    def complete(self) -> bool:
+        return len(self.plans) == 1 and len(self.shard_counts) == 1 and not self.gaps
+
+    @property
+    def missing(self) -> int:
+        return sum(g.missing for g in self.gaps)
+
+    def summary(self) -> str:
+        parts = []
+        if len(self.plans) > 1 or len(self.shard_counts) > 1:
+            parts.append(
+                f"the stores hold shards of {len(self.plans)} different plans ({', '.join(self.plans)}) "
+                f"or shard counts ({', '.join(map(str, self.shard_counts))}): a shard ran other flags or "
+                "after a dataset changed; rerun it with the sweep's flags"
+            )
+        if self.gaps:
+            shown = ", ".join(g.describe() for g in self.gaps[:SHOWN])
+            more = f" and {len(self.gaps) - SHOWN} more shard(s)" if len(self.gaps) > SHOWN else ""
+            parts.append(f"{self.missing} of {self.planned} planned trials missing: {shown}{more}")
+        return "; ".join(parts) or f"all {self.planned} planned trials stored"
+
+    def as_meta(self) -> dict[str, Any]:
+        return {
+            "state": "complete" if self.complete else "partial",
+            "plans": list(self.plans),
+            "shards": list(self.shard_counts),
+            "planned": self.planned,
+            "missing_trials": self.missing,
+            "summary": self.summary(),
+            "gaps": [g.__dict__ for g in self.gaps],
+            "merged_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+
+
 @dataclass
 class MergeReport:
     added: int = 0
     identical: int = 0
     replaced: int = 0  # unavailable rows superseded, or conflicts resolved by keep-last
     services_added: int = 0
-    conflicts: list[Conflict] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)  # the first SHOWN
+    conflict_count: int = 0
+    superseded: dict[str, int] = field(default_factory=dict)  # dataset -> rows moved to superseded_trials
+    dropped: dict[str, tuple[str, ...]] = field(default_factory=dict)  # "store: table" -> unknown columns dropped
+    completeness: Completeness | None = None  # None: no store recorded a plan
+
+
+@dataclass
+class _Source:
+    path: Path
+    columns: dict[str, tuple[str, ...]]  # table -> the known columns it has (absent tables: missing)
+    dropped: dict[str, tuple[str, ...]]  # table -> its columns the record schema does not know
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -67,83 +187,327 @@ def differing_columns(a: dict[str, Any], b: dict[str, Any]) -> tuple[str, ...]:
     return tuple(c for c in RESULT_COLUMNS if not _same(a.get(c), b.get(c)))
 
 
-def _rows(path: Path, table: str, columns: tuple[str, ...]) -> list[dict[str, Any]]:
-    """Every row of a table as plain values (a store from an older version lacks newer columns: None)."""
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
-        present = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+# ---- checking a source ---------------------------------------------------------
+
+
+def check_source(path: Path) -> _Source:
+    """Refuse (SourceError, one line) a file that is not a run store or whose rows break the record schema."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no run store at {path}")
+    try:
+        db = connect_read_only(path)
+    except sqlite3.DatabaseError as exc:
+        raise SourceError(f"{path} is not a NodeGround run store: {exc}") from None
+    try:
+        return _check(db, path)
+    except sqlite3.DatabaseError as exc:
+        raise SourceError(f"{path} is not a NodeGround run store: {exc}") from None
+    finally:
+        db.close()
+
+
+def _check(db: sqlite3.Connection, path: Path) -> _Source:
+    columns: dict[str, tuple[str, ...]] = {}
+    dropped: dict[str, tuple[str, ...]] = {}
+    for table in _CHECKED:
+        present = [row[1] for row in db.execute(f"PRAGMA table_info({table.name})")]
         if not present:
-            return []
-        db.row_factory = sqlite3.Row
-        picked = [c for c in columns if c in present]
-        rows: list[dict[str, Any]] = [
-            {c: row[c] if c in present else None for c in columns}
-            for row in db.execute(f"SELECT {', '.join(picked)} FROM {table}")
-        ]
-    if table == "trials":  # a store from before keys carried the dataset hash merges under today's keys
-        for row in rows:
-            row["trial_key"] = current_key(row["trial_key"], row.get("dataset_hash"))
-    return rows
+            if table is TRIALS:
+                raise SourceError(f"{path} is not a NodeGround run store: it has no trials table")
+            continue
+        missing = sorted(table.required - set(present))
+        if missing:
+            raise SourceError(f"{path}: table {table.name} lacks column(s) {', '.join(missing)}; nothing was merged")
+        columns[table.name] = tuple(c for c in table.types if c in present)
+        unknown = tuple(c for c in present if c not in table.types and not (table is SERVICES and c == "id"))
+        if unknown:
+            dropped[table.name] = unknown
+        _check_values(db, path, table, columns[table.name])
+    return _Source(path, columns, dropped)
 
 
-def merge_stores(into: Path, sources: list[Path], on_conflict: str = "refuse") -> MergeReport:
-    """Merge ``sources`` into the store ``into`` (created if missing) in one transaction."""
+def _value_rules(table: Table, present: tuple[str, ...]) -> Iterator[tuple[str, str, str]]:
+    """(column, SQL condition a good value meets, what a good value is) for every column present."""
+    for column in present:
+        sql_type = table.types[column]
+        accepted = ", ".join(f"'{t}'" for t in _ACCEPTED[sql_type])
+        condition = f"typeof({column}) IN ({accepted})"
+        what = {"REAL": "a number", "INTEGER": "an integer", "TEXT": "text"}[sql_type]
+        if column in table.required:
+            condition += f" AND {column} IS NOT NULL"
+            what += ", never empty"
+        if column.endswith("_json"):
+            condition += f" AND ({column} IS NULL OR json_valid({column}))"
+            what += " (JSON)"
+        if column == "status":
+            condition += f" AND {column} IN ({', '.join(repr(s) for s in STATUSES)})"
+            what = f"one of {', '.join(STATUSES)}"
+        yield column, condition, what
+
+
+def _check_values(db: sqlite3.Connection, path: Path, table: Table, present: tuple[str, ...]) -> None:
+    rules = list(_value_rules(table, present))
+    if not rules:
+        return
+    counts = db.execute(
+        f"SELECT {', '.join(f'COALESCE(SUM(NOT ({cond})), 0)' for _, cond, _ in rules)} FROM {table.name}"
+    ).fetchone()
+    bad = [(rule, n) for rule, n in zip(rules, counts, strict=True) if n]
+    if not bad:
+        return
+    (column, condition, what), count = bad[0]
+    label = "trial_key" if "trial_key" in present else "rowid"
+    row = db.execute(
+        f"SELECT {label}, typeof({column}), quote({column}) FROM {table.name} WHERE NOT ({condition}) LIMIT 1"
+    ).fetchone()
+    others = f" (and {len(bad) - 1} other column(s))" if len(bad) > 1 else ""
+    shown = row[2] if len(row[2]) <= 40 else row[2][:37] + "..."
+    raise SourceError(
+        f"{path}: {table.name}.{column} must be {what}, but {count} row(s) hold otherwise{others}, e.g. "
+        f"{label} {row[0]!r}: {row[1]} {shown}; nothing was merged"
+    )
+
+
+# ---- merging -------------------------------------------------------------------
+
+
+def merge_stores(into: Path, sources: list[Path], on_conflict: str = "refuse", partial: bool = False) -> MergeReport:
+    """Merge ``sources`` into the store ``into`` (created if missing) in one transaction.
+
+    Refuses (MergeConflict, MergeIncomplete, SourceError, StoreBusy) without writing anything.
+    """
     if on_conflict not in CONFLICT_RULES:
         raise ValueError(f"on_conflict must be one of {', '.join(CONFLICT_RULES)}, got {on_conflict!r}")
     into = Path(into)
     if not sources:
         raise ValueError("name at least one store to merge")
-    for source in sources:
-        read_trials(source)  # refuses a missing file or one that is not a run store, in one line
-        if into.exists() and Path(source).resolve() == into.resolve():
+    checked = []
+    for source in map(Path, sources):
+        if into.exists() and source.exists() and source.resolve() == into.resolve():
             raise ValueError(f"{source} is the target store itself")
+        checked.append(check_source(source))
+    if into.exists():
+        with Store(into, claim=True) as target:
+            return _merge(target, checked, on_conflict, partial)
+    scratch = into.with_name(f".{into.name}.merging-{os.getpid()}")
+    try:
+        with Store(scratch) as target:
+            report = _merge(target, checked, on_conflict, partial)
+        claim = claim_lock(into)
+        try:
+            if into.exists():
+                raise ValueError(f"{into} was created by another process while merging; merge again")
+            os.replace(scratch, into)
+        finally:
+            os.close(claim)
+        return report
+    finally:
+        for leftover in (scratch, *(scratch.with_name(scratch.name + s) for s in ("-wal", "-shm", "-journal"))):
+            leftover.unlink(missing_ok=True)
+
+
+def _merge(target: Store, sources: list[_Source], on_conflict: str, partial: bool) -> MergeReport:
     report = MergeReport()
-    with Store(into) as target:
-        kept: dict[str, tuple[dict[str, Any], Path]] = {
-            r["trial_key"]: (r, into) for r in _rows(into, "trials", COLUMNS)
-        }
-        changed: dict[str, dict[str, Any]] = {}
-        services = {tuple(r.values()) for r in _rows(into, "services", SERVICE_COLUMNS)}
-        new_services: list[dict[str, Any]] = []
-        for source in map(Path, sources):
-            for row in _rows(source, "trials", COLUMNS):
-                key = row["trial_key"]
-                if key not in kept:
-                    kept[key] = (row, source)
-                    changed[key] = row
-                    report.added += 1
-                    continue
-                held, held_from = kept[key]
-                differing = differing_columns(held, row)
-                if not differing:
-                    report.identical += 1
-                elif row["status"] == STATUS_UNAVAILABLE:
-                    report.identical += 1  # the held row ran the trial; this one never did
-                elif held["status"] == STATUS_UNAVAILABLE or on_conflict == "keep-last":
-                    if held["status"] != STATUS_UNAVAILABLE:
-                        report.conflicts.append(Conflict(key, source, held_from, differing))
-                    kept[key] = (row, source)
-                    changed[key] = row
-                    report.replaced += 1
-                else:
-                    report.conflicts.append(Conflict(key, held_from, source, differing))
-            for row in _rows(source, "services", SERVICE_COLUMNS):
-                if tuple(row.values()) not in services:
-                    services.add(tuple(row.values()))
-                    new_services.append(row)
+    for source in sources:
+        for table, columns in source.dropped.items():
+            report.dropped[f"{source.path}: {table}"] = columns
+    with target.transaction() as db:
+        db.create_function("current_key", 2, current_key, deterministic=True)
+        services = {tuple(row) for row in db.execute(f"SELECT {', '.join(SERVICE_COLUMNS)} FROM services")}
+        for position, source in enumerate(sources):
+            _merge_source(db, source, sources[:position], target.path, on_conflict, report, services)
+        report.superseded = _supersede(db)
+        report.completeness = completeness(db)
         if report.conflicts and on_conflict == "refuse":
-            raise MergeConflict(conflict_message(report.conflicts))
-        target.write_rows(changed.values(), new_services)
-        report.services_added = len(new_services)
+            raise MergeConflict(conflict_message(report.conflicts, report.conflict_count))
+        if report.completeness is not None:
+            if not report.completeness.complete and not partial:
+                raise MergeIncomplete(
+                    f"incomplete: {report.completeness.summary()}; nothing was merged (wait for the shards to "
+                    "finish or resubmit them; pass --partial to publish a store marked partial)"
+                )
+            db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                (MERGE_META_KEY, json.dumps(report.completeness.as_meta(), sort_keys=True)),
+            )
     return report
 
 
-def conflict_message(conflicts: list[Conflict], shown: int = 5) -> str:
-    """One line naming the conflicting keys (the first few) and how to resolve them."""
-    first = "; ".join(
-        f"{c.key} ({', '.join(c.differing)} differ between {c.kept_from} and {c.other_from})" for c in conflicts[:shown]
+def _stage(db: sqlite3.Connection, source: _Source, table: Table, name: str) -> int:
+    """Copy a source table into the temporary table ``name`` (keys in today's form); the rows copied."""
+    db.execute(f"DROP TABLE IF EXISTS temp.{name}")
+    db.execute(table.ddl(f"temp.{name}").replace("CREATE TABLE IF NOT EXISTS", "CREATE TABLE"))
+    present = source.columns.get(table.name)
+    if not present:
+        return 0
+    keyed = "trial_key" in present and "dataset_hash" in present and table in (TRIALS, SUPERSEDED)
+    insert = f"INSERT OR IGNORE INTO temp.{name} ({', '.join(present)}) VALUES ({', '.join('?' for _ in present)})"
+    key_at, hash_at = (present.index("trial_key"), present.index("dataset_hash")) if keyed else (0, 0)
+    copied = 0
+    with contextlib.closing(connect_read_only(source.path)) as src:
+        cursor = src.execute(f"SELECT {', '.join(present)} FROM {table.name}")
+        while rows := cursor.fetchmany(_BATCH):
+            if keyed:  # a store from before keys carried the dataset hash merges under today's keys
+                rows = [(*r[:key_at], current_key(r[key_at], r[hash_at]), *r[key_at + 1 :]) for r in rows]
+            db.executemany(insert, rows)
+            copied += len(rows)
+    return copied
+
+
+def _merge_source(
+    db: sqlite3.Connection,
+    source: _Source,
+    earlier: list[_Source],
+    target: Path,
+    on_conflict: str,
+    report: MergeReport,
+    services: set[tuple],
+) -> None:
+    cols = ", ".join(COLUMNS)
+    _stage(db, source, TRIALS, "incoming")
+    same = " AND ".join(f"i.{c} IS t.{c}" for c in RESULT_COLUMNS)
+    report.identical += db.execute(
+        f"SELECT COUNT(*) FROM temp.incoming i JOIN main.trials t ON t.trial_key = i.trial_key WHERE {same}"
+    ).fetchone()[0]
+    db.execute("DROP TABLE IF EXISTS temp.replace_keys")
+    db.execute("CREATE TABLE temp.replace_keys (trial_key TEXT PRIMARY KEY)")
+    differing = db.execute(
+        f"SELECT i.trial_key, i.status, t.status FROM temp.incoming i JOIN main.trials t "
+        f"ON t.trial_key = i.trial_key WHERE NOT ({same})"
     )
-    more = f" and {len(conflicts) - shown} more" if len(conflicts) > shown else ""
+    replace = []
+    for key, status, held_status in differing:
+        if status == STATUS_UNAVAILABLE:
+            report.identical += 1  # the held row ran the trial (or neither did): keep it
+            continue
+        if held_status != STATUS_UNAVAILABLE:
+            report.conflict_count += 1
+            if len(report.conflicts) < SHOWN:
+                report.conflicts.append(_conflict(db, key, source, earlier, target, on_conflict))
+            if on_conflict != "keep-last":
+                continue
+        replace.append((key,))
+        report.replaced += 1
+    db.executemany("INSERT INTO temp.replace_keys VALUES (?)", replace)
+    db.execute(
+        f"INSERT OR REPLACE INTO main.trials ({cols}) SELECT {cols} FROM temp.incoming "
+        "WHERE trial_key IN (SELECT trial_key FROM temp.replace_keys)"
+    )
+    report.added += db.execute(
+        f"INSERT INTO main.trials ({cols}) SELECT {cols} FROM temp.incoming i "
+        "WHERE NOT EXISTS (SELECT 1 FROM main.trials t WHERE t.trial_key = i.trial_key)"
+    ).rowcount
+    if _stage(db, source, SUPERSEDED, "incoming_superseded"):
+        db.execute(
+            f"INSERT INTO main.superseded_trials ({cols}) SELECT {cols} FROM temp.incoming_superseded "
+            f"EXCEPT SELECT {cols} FROM main.superseded_trials"
+        )
+    if "services" in source.columns:
+        with contextlib.closing(connect_read_only(source.path)) as src:
+            present = source.columns["services"]
+            for row in src.execute(f"SELECT {', '.join(present)} FROM services ORDER BY id"):
+                values = dict(zip(present, row, strict=True))
+                full = tuple(values.get(c) for c in SERVICE_COLUMNS)
+                if full not in services:
+                    services.add(full)
+                    db.execute(
+                        f"INSERT INTO services ({', '.join(SERVICE_COLUMNS)}) "
+                        f"VALUES ({', '.join('?' for _ in SERVICE_COLUMNS)})",
+                        full,
+                    )
+                    report.services_added += 1
+    _stage(db, source, PLAN_SLOTS, "incoming_slots")
+    _stage(db, source, PLAN_TRIALS, "incoming_plan")
+    # A shard's recorded plan replaces what the target knew of that shard; other shards' counts only fill gaps.
+    db.execute(
+        "DELETE FROM main.plan_trials WHERE (shards, shard) IN "
+        "(SELECT shards, shard FROM temp.incoming_slots WHERE recorded = 1)"
+    )
+    db.execute("INSERT OR REPLACE INTO main.plan_slots SELECT * FROM temp.incoming_slots WHERE recorded = 1")
+    db.execute("INSERT OR IGNORE INTO main.plan_slots SELECT * FROM temp.incoming_slots WHERE recorded = 0")
+    db.execute(
+        "INSERT OR IGNORE INTO main.plan_trials SELECT p.* FROM temp.incoming_plan p JOIN temp.incoming_slots s "
+        "ON s.shards = p.shards AND s.shard = p.shard AND s.recorded = 1"
+    )
+    for name in ("incoming", "incoming_superseded", "incoming_slots", "incoming_plan", "replace_keys"):
+        db.execute(f"DROP TABLE IF EXISTS temp.{name}")
+
+
+def _conflict(
+    db: sqlite3.Connection, key: str, source: _Source, earlier: list[_Source], target: Path, on_conflict: str
+) -> Conflict:
+    """The conflict of ``key``: which columns differ, and between which stores."""
+    select = f"SELECT {', '.join(RESULT_COLUMNS)} FROM {{}} WHERE trial_key = ?"
+    held = dict(zip(RESULT_COLUMNS, db.execute(select.format("main.trials"), (key,)).fetchone(), strict=True))
+    new = dict(zip(RESULT_COLUMNS, db.execute(select.format("temp.incoming"), (key,)).fetchone(), strict=True))
+    held_from = next((s.path for s in earlier if _holds(s.path, key)), target)
+    if on_conflict == "keep-last":
+        return Conflict(key, source.path, held_from, differing_columns(held, new))
+    return Conflict(key, held_from, source.path, differing_columns(held, new))
+
+
+def _holds(path: Path, key: str) -> bool:
+    old_form = key.rsplit("|", 1)[0]  # a store from before keys carried the dataset hash
+    with contextlib.closing(connect_read_only(path)) as db:
+        return db.execute("SELECT 1 FROM trials WHERE trial_key IN (?, ?)", (key, old_form)).fetchone() is not None
+
+
+def _supersede(db: sqlite3.Connection) -> dict[str, int]:
+    """One content per dataset name in ``trials``: the others' rows move to ``superseded_trials``."""
+    contents = db.execute(
+        "SELECT dataset, dataset_hash, MAX(finished_at) FROM trials WHERE dataset_hash IS NOT NULL "
+        "AND dataset IN (SELECT dataset FROM trials WHERE dataset_hash IS NOT NULL GROUP BY dataset "
+        "HAVING COUNT(DISTINCT dataset_hash) > 1) GROUP BY dataset, dataset_hash"
+    ).fetchall()
+    by_dataset: dict[str, list[tuple[str, str]]] = {}
+    for dataset, content, latest in contents:
+        by_dataset.setdefault(dataset, []).append((content, latest or ""))
+    moved: dict[str, int] = {}
+    cols = ", ".join(COLUMNS)
+    for dataset, found in by_dataset.items():
+        old = {
+            h
+            for (h,) in db.execute("SELECT DISTINCT dataset_hash FROM superseded_trials WHERE dataset = ?", (dataset,))
+        }
+        # content no store has superseded first, then the latest trial (then the hash, for a deterministic tie)
+        current = max(found, key=lambda c: (c[0] not in old, c[1], c[0]))[0]
+        stale = "FROM trials WHERE dataset = ? AND dataset_hash IS NOT NULL AND dataset_hash != ?"
+        db.execute(f"INSERT INTO superseded_trials ({cols}) SELECT {cols} {stale}", (dataset, current))
+        moved[dataset] = db.execute(f"DELETE {stale}", (dataset, current)).rowcount
+    return moved
+
+
+def completeness(db: sqlite3.Connection) -> Completeness | None:
+    """Which planned trials of the plan the store's shards recorded lack an outcome; None when none recorded one."""
+    slots = db.execute(
+        "SELECT shards, shard, plan_id, trials, recorded FROM plan_slots ORDER BY shards, shard"
+    ).fetchall()
+    if not slots:
+        return None
+    done = done_by_slot(db)
+    gaps = []
+    for shards, shard, _, planned, recorded in slots:
+        missing = planned - done.get((shards, shard), 0) if recorded else planned
+        if missing > 0:
+            gaps.append(ShardGap(shard, shards, missing, planned, bool(recorded)))
+    counts = tuple(sorted({s[0] for s in slots}))
+    return Completeness(
+        plans=tuple(sorted({s[2] for s in slots})),
+        shard_counts=counts,
+        planned=sum(s[3] for s in slots if s[0] == counts[-1]),
+        gaps=tuple(gaps),
+    )
+
+
+def conflict_message(conflicts: list[Conflict], total: int | None = None) -> str:
+    """One line naming the conflicting keys (the first few) and how to resolve them."""
+    total = len(conflicts) if total is None else total
+    first = "; ".join(
+        f"{c.key} ({', '.join(c.differing)} differ between {c.kept_from} and {c.other_from})" for c in conflicts[:SHOWN]
+    )
+    more = f" and {total - SHOWN} more" if total > SHOWN else ""
     return (
-        f"{len(conflicts)} trial key(s) hold different results in different stores: {first}{more}; "
+        f"{total} trial key(s) hold different results in different stores: {first}{more}; "
         "nothing was merged (pass --on-conflict keep-first or keep-last to choose)"
     )

@@ -23,17 +23,25 @@ service process took to start and import (embedded services only) and the time
 of one tiny fit+predict per method right after it came up (first-call lazy
 initialisation: CUDA context, checkpoint loading, kernel caches). Trials are
 never charged for it.
+
+A shard's store also keeps the plan it ran (``plan_slots``: every shard of the plan
+with its trial count; ``plan_trials``: the keys of the shards this store ran), so a
+merge can tell a complete sweep from a partial one without planning it again; and
+``meta`` holds what a merge concluded (``merge``: complete or partial, and what is
+missing), which ``report`` and ``show`` read.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fcntl
+import json
 import os
 import socket
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,57 +75,142 @@ def _sql_type(annotation: str) -> str:
     return "REAL" if "float" in annotation else "INTEGER" if ("int" in annotation or "bool" in annotation) else "TEXT"
 
 
-def _schema(table: str = "trials") -> str:
-    cols = []
-    for name, annotation in TrialRecord.__annotations__.items():
-        cols.append(
-            f"{name} {_sql_type(str(annotation))}{' PRIMARY KEY' if name == 'trial_key' and table == 'trials' else ''}"
-        )
-    return f"CREATE TABLE IF NOT EXISTS {table} ({', '.join(cols)})"
+def _types(record: type) -> dict[str, str]:
+    return {f.name: _sql_type(str(f.type)) for f in dataclasses.fields(record)}
 
 
-def _services_schema() -> str:
-    cols = [f"{name} {_sql_type(str(annotation))}" for name, annotation in ServiceRecord.__annotations__.items()]
-    return f"CREATE TABLE IF NOT EXISTS services (id INTEGER PRIMARY KEY AUTOINCREMENT, {', '.join(cols)})"
+def _required(record: type) -> frozenset[str]:
+    """The fields a record cannot be made without: their columns are never NULL in a store we wrote."""
+    missing = dataclasses.MISSING
+    return frozenset(
+        f.name for f in dataclasses.fields(record) if f.default is missing and f.default_factory is missing
+    )
+
+
+@dataclass(frozen=True)
+class Table:
+    """A store table: its columns (name -> SQL type), those a row must fill, and its primary key."""
+
+    name: str
+    types: dict[str, str]
+    required: frozenset[str]
+    key: tuple[str, ...] = ()
+    leading: str = ""  # a column before the typed ones (the services' row id)
+
+    def ddl(self, name: str | None = None) -> str:
+        inline = len(self.key) == 1
+        cols = [f"{c} {t}{' PRIMARY KEY' if inline and c == self.key[0] else ''}" for c, t in self.types.items()]
+        if self.key and not inline:
+            cols.append(f"PRIMARY KEY ({', '.join(self.key)})")
+        if self.leading:
+            cols.insert(0, self.leading)
+        return f"CREATE TABLE IF NOT EXISTS {name or self.name} ({', '.join(cols)})"
+
+
+TRIALS = Table("trials", _types(TrialRecord), _required(TrialRecord), ("trial_key",))
+SUPERSEDED = Table("superseded_trials", _types(TrialRecord), _required(TrialRecord))
+SERVICES = Table(
+    "services", _types(ServiceRecord), _required(ServiceRecord), leading="id INTEGER PRIMARY KEY AUTOINCREMENT"
+)
+# Every shard of the plan this store's shard belongs to: its trial count, and whether its keys are here (recorded).
+PLAN_SLOTS = Table(
+    "plan_slots",
+    {"shards": "INTEGER", "shard": "INTEGER", "plan_id": "TEXT", "trials": "INTEGER", "recorded": "INTEGER"},
+    frozenset({"shards", "shard", "plan_id", "trials", "recorded"}),
+    ("shards", "shard"),
+)
+PLAN_TRIALS = Table(  # the keys of each recorded shard
+    "plan_trials",
+    {"shards": "INTEGER", "shard": "INTEGER", "trial_key": "TEXT"},
+    frozenset({"shards", "shard", "trial_key"}),
+    ("shards", "shard", "trial_key"),
+)
+META = Table("meta", {"key": "TEXT", "value": "TEXT"}, frozenset({"key"}), ("key",))
+TABLES = (TRIALS, SUPERSEDED, SERVICES, PLAN_SLOTS, PLAN_TRIALS, META)
+MERGE_META_KEY = "merge"  # meta row a merge writes: JSON with "state" (complete | partial) and what is missing
+
+
+@dataclass(frozen=True)
+class ShardPlan:
+    """What a shard task records before its first trial: the plan's shards and this shard's trial keys."""
+
+    plan_id: str  # digest of every planned key in plan order (orchestrator.sweep.plan_id)
+    shards: int
+    shard: int
+    counts: tuple[int, ...]  # trials of every shard of the plan
+    keys: tuple[str, ...]  # this shard's trial keys
 
 
 class StoreBusy(RuntimeError):
     """Another orchestrator is writing this store."""
 
 
+def claim_lock(path: Path) -> int:
+    """Claim the store at ``path`` for this process (an exclusive flock on ``<store>.lock``): the descriptor holding it.
+
+    The kernel releases it when the descriptor closes or the process ends, also under ``kill -9``.
+    StoreBusy names the process that holds it, or says that the file system cannot lock.
+    """
+    path = Path(path)
+    lock = path.with_name(path.name + ".lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if not isinstance(exc, BlockingIOError):
+            os.close(fd)
+            raise StoreBusy(
+                f"cannot claim {path}: its file system refuses flock ({exc.strerror}; Lustre mounted without "
+                "-o flock?): keep stores on a local disk (docs/cluster.md)"
+            ) from None
+        holder = os.pread(fd, 512, 0).decode(errors="replace").strip() or "another process"
+        os.close(fd)
+        raise StoreBusy(
+            f"{path} is being written by another orchestrator ({holder}); wait for it to finish, "
+            "or give this run its own --store (two writers would compute every trial twice)"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
+    return fd
+
+
 class Store:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, claim: bool = False) -> None:
+        """Open (creating or upgrading) a store; ``claim`` takes the writer's claim before anything is written."""
         self._claim: int | None = None
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.execute(_schema())
-        self._db.execute("CREATE INDEX IF NOT EXISTS trials_cell ON trials (method, dataset, regime, split)")
-        self._db.execute(_schema("superseded_trials"))
-        self._db.execute(_services_schema())
-        self._add_missing_columns()
-        self._db.execute("CREATE INDEX IF NOT EXISTS trials_content ON trials (dataset, dataset_hash)")
-        self._upgrade_keys()
+        if claim:
+            self.claim()
+        try:
+            self._open()
+        except BaseException:
+            self.close()
+            raise
         placeholders = ", ".join("?" for _ in COLUMNS)
         self._insert = f"INSERT OR REPLACE INTO trials ({', '.join(COLUMNS)}) VALUES ({placeholders})"
         self._service_insert = (
             f"INSERT INTO services ({', '.join(SERVICE_COLUMNS)}) VALUES ({', '.join('?' for _ in SERVICE_COLUMNS)})"
         )
 
+    def _open(self) -> None:
+        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        for table in TABLES:
+            self._db.execute(table.ddl())
+        self._db.execute("CREATE INDEX IF NOT EXISTS trials_cell ON trials (method, dataset, regime, split)")
+        self._add_missing_columns()
+        self._db.execute("CREATE INDEX IF NOT EXISTS trials_content ON trials (dataset, dataset_hash)")
+        self._upgrade_keys()
+
     def _add_missing_columns(self) -> None:
         """A store written by an older version gains columns added since (as NULL)."""
-        tables = (
-            ("trials", TrialRecord.__annotations__),
-            ("superseded_trials", TrialRecord.__annotations__),
-            ("services", ServiceRecord.__annotations__),
-        )
-        for table, fields in tables:
-            present = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
-            for name, annotation in fields.items():
+        for table in (TRIALS, SUPERSEDED, SERVICES):
+            present = {row[1] for row in self._db.execute(f"PRAGMA table_info({table.name})")}
+            for name, sql_type in table.types.items():
                 if name not in present:
-                    self._db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {_sql_type(str(annotation))}")
+                    self._db.execute(f"ALTER TABLE {table.name} ADD COLUMN {name} {sql_type}")
 
     def _upgrade_keys(self) -> None:
         """Keys written before they carried the dataset's content hash gain the hash their row recorded.
@@ -127,33 +220,18 @@ class Store:
         """
         self._db.create_function("current_key", 2, current_key, deterministic=True)
         self._db.execute(
-            "UPDATE OR IGNORE trials SET trial_key = current_key(trial_key, dataset_hash) WHERE trial_key != "
-            "current_key(trial_key, dataset_hash)"
+            "UPDATE OR IGNORE trials SET trial_key = current_key(trial_key, dataset_hash) "
+            "WHERE trial_key != current_key(trial_key, dataset_hash)"
         )
 
     def claim(self) -> None:
         """Become this store's only writer for as long as it is open; StoreBusy names the current one."""
-        if self._claim is not None:
-            return
-        lock = self.path.with_name(self.path.name + ".lock")
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 512, 0).decode(errors="replace").strip() or "another process"
-            os.close(fd)
-            raise StoreBusy(
-                f"{self.path} is being written by another orchestrator ({holder}); wait for it to finish, "
-                "or give this run its own --store (two writers would compute every trial twice)"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(
-            fd, f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0
-        )
-        self._claim = fd
+        if self._claim is None:
+            self._claim = claim_lock(self.path)
 
     def close(self) -> None:
-        self._db.close()
+        if hasattr(self, "_db"):  # absent when the claim or the open failed
+            self._db.close()
         if self._claim is not None:
             os.close(self._claim)  # releases the flock
             self._claim = None
@@ -208,6 +286,31 @@ class Store:
             raise
         self._db.execute("COMMIT")
 
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (taken at once, so no other writer slips in); rolled back when the block raises."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def write_plan(self, plan: ShardPlan) -> None:
+        """Record the plan this store's shard runs, replacing the one an earlier run recorded."""
+        with self.transaction() as db:
+            db.execute("DELETE FROM plan_slots")
+            db.execute("DELETE FROM plan_trials")
+            db.executemany(
+                "INSERT INTO plan_slots VALUES (?, ?, ?, ?, ?)",
+                [(plan.shards, i, plan.plan_id, n, int(i == plan.shard)) for i, n in enumerate(plan.counts)],
+            )
+            db.executemany(
+                "INSERT OR IGNORE INTO plan_trials VALUES (?, ?, ?)",
+                ((plan.shards, plan.shard, key) for key in plan.keys),
+            )
+
     def write_service(self, record: ServiceRecord) -> None:
         row = dataclasses.asdict(record)
         self._db.execute(self._service_insert, [row[c] for c in SERVICE_COLUMNS])
@@ -258,6 +361,61 @@ def _read(path: Path, query: str) -> pd.DataFrame:
 def read_trials(path: Path) -> pd.DataFrame:
     """The long table of trials from a store, refusing a path that is not one."""
     return _read(path, f"SELECT * FROM trials {_ORDER}")
+
+
+def done_by_slot(db: sqlite3.Connection) -> dict[tuple[int, int], int]:
+    """Planned trials with an outcome (any status but a retried one) per recorded shard: (shards, shard) -> count."""
+    marks = ", ".join("?" for _ in RETRIED_STATUSES)
+    rows = db.execute(
+        "SELECT p.shards, p.shard, COUNT(*) FROM plan_trials p JOIN trials t ON t.trial_key = p.trial_key "
+        f"WHERE t.status NOT IN ({marks}) GROUP BY p.shards, p.shard",
+        RETRIED_STATUSES,
+    )
+    return {(shards, shard): count for shards, shard, count in rows}
+
+
+def shard_progress(db: sqlite3.Connection, shard: int) -> tuple[int | None, int | None]:
+    """(done, planned) trials of the shard this store recorded as its own; (None, None) before it recorded a plan."""
+    try:
+        row = db.execute("SELECT shards, trials FROM plan_slots WHERE shard = ? AND recorded = 1", (shard,)).fetchone()
+    except sqlite3.OperationalError:  # a store from before plans were recorded
+        return None, None
+    if row is None:
+        return None, None
+    return done_by_slot(db).get((row[0], shard), 0), row[1]
+
+
+def read_merge_state(path: Path) -> dict | None:
+    """What the merge that wrote this store concluded (``state``: complete or partial; what is missing), or None.
+
+    None for a store no merge of a recorded plan wrote, and for a file that is not a SQLite store (an export).
+    """
+    path = Path(path)
+    if not path.is_file():
+        return None
+    try:
+        db = connect_read_only(path)
+        try:
+            row = db.execute("SELECT value FROM meta WHERE key = ?", (MERGE_META_KEY,)).fetchone()
+        finally:
+            db.close()
+    except sqlite3.DatabaseError:
+        return None
+    try:
+        return json.loads(row[0]) if row else None
+    except (TypeError, ValueError):
+        return None
+
+
+def partial_note(path: Path) -> str | None:
+    """One line for ``report`` and ``show`` when the store is a partial merge, else None."""
+    state = read_merge_state(path)
+    if not state or state.get("state") != "partial":
+        return None
+    return (
+        f"{path} is a partial merge: {state.get('missing_trials', '?')} of {state.get('planned', '?')} planned trials "
+        f"are missing ({state.get('summary', 'see the merge log')}); results may change once the sweep completes"
+    )
 
 
 def read_services(path: Path) -> pd.DataFrame:

@@ -30,6 +30,7 @@ trial.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -69,7 +70,7 @@ from orchestrator.records import (
 from orchestrator.sampling import config_sequence, sequence_key
 from orchestrator.services.client import MethodClient, MethodSpec, Replica, ServiceNotReady, ServiceUnavailable
 from orchestrator.services.directory import Directory
-from orchestrator.store import ServiceRecord, Store
+from orchestrator.store import ServiceRecord, ShardPlan, Store
 
 PROVENANCE_PREFIX = "weights_"  # fit info keys copied into extra_json (weights_id, weights_sha256, weights_official)
 
@@ -166,6 +167,24 @@ def shard_of(trials: list[PlannedTrial], count: int) -> list[int]:
     return shards
 
 
+def plan_id(trials: list[PlannedTrial]) -> str:
+    """A digest of a plan (every trial key, in plan order): shards of one sweep share it, any other plan differs."""
+    digest = hashlib.sha256()
+    for trial in trials:
+        digest.update(trial.key.encode())
+        digest.update(b"\n")
+    return digest.hexdigest()[:16]
+
+
+def shard_plan(trials: list[PlannedTrial], shards: list[int], index: int, count: int) -> ShardPlan:
+    """What shard ``index`` of ``count`` records in its store before its first trial (``Store.write_plan``)."""
+    counts = [0] * count
+    for shard in shards:
+        counts[shard] += 1
+    keys = tuple(t.key for t, s in zip(trials, shards, strict=True) if s == index)
+    return ShardPlan(plan_id(trials), count, index, tuple(counts), keys)
+
+
 def host_info() -> str:
     """This host, for the trial record.
 
@@ -221,6 +240,7 @@ class Sweep:
     progress: Progress = field(default_factory=Progress)
     parallel: int = 1  # trials in flight at once
     warmup: str = "embedded"  # which replicas get warm-up fits: all, embedded (processes this sweep started), none
+    record_plan: bool = False  # a shard run: record the plan in the store (a merge checks completeness against it)
     _specs: dict[str, MethodSpec] = field(default_factory=dict)
     _services: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)
     _warmup: tuple | None = None
@@ -301,11 +321,15 @@ class Sweep:
 
         Ordered by dataset, regime, split, method, then sequence position.
         """
+        return self._shard()[0]
+
+    def _shard(self) -> tuple[list[PlannedTrial], ShardPlan]:
+        """This shard's trials, and what its store records of the plan."""
         every = self.all_planned_trials()
         index, count = self.plan.shard
-        if count == 1:
-            return every
-        return [trial for trial, shard in zip(every, shard_of(every, count), strict=True) if shard == index]
+        shards = shard_of(every, count)
+        mine = every if count == 1 else [trial for trial, shard in zip(every, shards, strict=True) if shard == index]
+        return mine, shard_plan(every, shards, index, count)
 
     def all_planned_trials(self) -> list[PlannedTrial]:
         """Every trial of the plan (all shards) in execution order."""
@@ -348,7 +372,9 @@ class Sweep:
         self.store.claim()  # one writer per store: a second orchestrator is refused, not run twice
         self.prepare()
         done = self.store.done_keys(self.plan.time_limit)
-        planned = self.planned_trials()
+        planned, recorded = self._shard()
+        if self.record_plan:
+            self.store.write_plan(recorded)
         todo = [t for t in planned if t.key not in done]
         self.progress.on_total(len(planned))
         self.progress.on_skip(len(planned) - len(todo))
@@ -405,8 +431,8 @@ class Sweep:
 
     def _run_trial(self, job: _Job) -> TrialRecord:
         """Run one trial; one whose replica went down is run again, at most ``UNAVAILABLE_RETRIES`` times:
-        on that replica once it is back, else on another (a killed Swarm task's sibling), else the
-        directory says none is left and that is the record."""
+        on an idle sibling at once, else on whichever replica is free first (the restarted one once it
+        is back), else the directory says none is left and that is the record."""
         for _ in range(UNAVAILABLE_RETRIES):
             record, lost = self._attempt(job)
             if not lost:
@@ -416,11 +442,13 @@ class Sweep:
     def _attempt(self, job: _Job) -> tuple[TrialRecord, bool]:
         """One try of a trial: its record, and whether the replica it held went down (worth a retry).
 
-        A replica that went down is recovered (restarted, or waited for) or else marked down,
-        so the retry's ``acquire`` hands out it, another replica, or ServiceUnavailable.
+        A replica that went down goes to the directory to be recovered (restarted, or waited for) or
+        else marked down, in the background: the retry's ``acquire`` hands out whichever replica is
+        free first (an idle sibling at once, the recovered one once it is back), or ServiceUnavailable.
         """
         record = self._new_record(job)
-        lost = False
+        lost = False  # the replica went down during this try: the trial is worth another
+        handed = False  # the replica needs recovering: the directory has it (in the background) instead of a release
         try:
             replica = self.directory.acquire(job.trial.method)
         except ServiceUnavailable as exc:
@@ -435,8 +463,7 @@ class Sweep:
             record.status = _STATUS_BY_CODE.get(exc.code(), STATUS_FAILED)
             record.error = f"{exc.code().name}: {exc.details()}"
             if record.status == STATUS_UNAVAILABLE and exc.code() != grpc.StatusCode.FAILED_PRECONDITION:
-                self.directory.recover(replica)
-                lost = True
+                lost = handed = True
             elif _client_deadline(exc):
                 if not replica.client.responsive():  # not the method: the service went silent
                     record.status = STATUS_UNAVAILABLE
@@ -444,20 +471,21 @@ class Sweep:
                         f"the service at {replica.endpoint} stopped answering (no reply within the time limit, "
                         "no health answer)"
                     )
-                    self.directory.recover(replica)
-                    lost = True
+                    lost = handed = True
                 elif replica.source == "embedded":
                     # The service did not stop at its own limit (a method that never checks its deadline):
                     # it may still be computing, so start a fresh one rather than queue behind it.
-                    self.directory.recover(replica)
+                    handed = True
         except ServiceUnavailable as exc:
             record.status, record.error = STATUS_UNAVAILABLE, str(exc)
-            self.directory.recover(replica)
-            lost = True
+            lost = handed = True
         except ReplyError as exc:
             record.status, record.error = STATUS_FAILED, f"malformed reply: {exc}"
         finally:
-            self.directory.release(replica)
+            if handed:
+                self.directory.lost(replica)  # recovered (restarted, waited for) while the retry takes a free replica
+            else:
+                self.directory.release(replica)
         record.finished_at = _now()
         return record, lost
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -577,8 +577,10 @@ def build_report(
     near_complete_min: float = 0.9,
     title: str = "NodeGround leaderboard",
     compute_stats: bool = True,
+    notes: Sequence[str] = (),
 ) -> Analysis:
-    """Compute every table of ``trials`` and write the site under ``out``."""
+    """Compute every table of ``trials`` and write the site under ``out``; ``notes`` head the page's notes (the
+    store is a partial merge, say)."""
     an = compute_analysis(
         trials,
         dataset_stats,
@@ -587,6 +589,7 @@ def build_report(
         near_complete_min=near_complete_min,
         compute_stats=compute_stats,
     )
+    an.notes[:0] = list(notes)
     t = time.perf_counter()
     write_report(an, Path(out), title=title)
     an.timings["write_report"] = round(time.perf_counter() - t, 3)

@@ -73,8 +73,10 @@ def report(
     from orchestrator.analysis.site import build_report
     from orchestrator.analysis.subgroups import STATS_COLUMNS
     from orchestrator.conformance.bundle import BundleError, merge_trials
+    from orchestrator.store import partial_note
 
     t0 = time.perf_counter()
+    partial = partial_note(store)
     try:
         trials = load_trials(store)
         if bundle:
@@ -97,6 +99,7 @@ def report(
             rounds=bootstrap_rounds,
             near_complete_min=near_complete,
             title=title,
+            notes=[partial] if partial else [],
         )
     except (AnalysisInputError, BundleError) as exc:
         _fail(str(exc))

@@ -31,8 +31,8 @@ from orchestrator.results import (
 from orchestrator.services.containers import discover_endpoints
 from orchestrator.services.directory import ServiceDirectory, log_dir, resolve_methods
 from orchestrator.services.discovery import DiscoveryError, is_dns_target, resolve_replicas, split_target
-from orchestrator.services.embedded import EmbeddedServices
-from orchestrator.store import Store, read_services, read_trials
+from orchestrator.services.embedded import EmbeddedServices, service_threads
+from orchestrator.store import Store, partial_note, read_services, read_trials
 from orchestrator.sweep import DEFAULT_TIME_LIMIT_S, MAX_TIME_LIMIT_S, Sweep, SweepPlan, shard_of
 from orchestrator.sweep import Progress as SweepProgress
 
@@ -149,7 +149,13 @@ def _addresses(endpoint: str) -> int:
 
 @contextlib.contextmanager
 def open_sweep(
-    plan: SweepPlan, store: Path, endpoint: list[str], services: str, parallel: int, warmup: bool
+    plan: SweepPlan,
+    store: Path,
+    endpoint: list[str],
+    services: str,
+    parallel: int,
+    warmup: bool,
+    record_plan: bool = False,
 ) -> Iterator[Sweep]:
     """A sweep wired to its services (given endpoints, running containers, else embedded processes) and store."""
     if not 0 <= parallel <= MAX_PARALLEL:
@@ -168,7 +174,8 @@ def open_sweep(
         parallel = replicas_found(
             set(plan.methods) | {f.name for f in families.values()}, containers | parse_endpoints(endpoint)
         )
-    with EmbeddedServices(log_dir=log_dir(store)) as embedded, Store(store) as run_store:
+    threads = service_threads(parallel)
+    with EmbeddedServices(log_dir=log_dir(store), threads=threads) as embedded, Store(store) as run_store:
         run_store.claim()  # before any service starts: a second orchestrator is refused at once
         directory = ServiceDirectory(
             families,
@@ -178,7 +185,14 @@ def open_sweep(
             replicas=parallel,
         )
         try:
-            sweep = Sweep(plan, run_store, directory, parallel=parallel, warmup="all" if warmup else "none")
+            sweep = Sweep(
+                plan,
+                run_store,
+                directory,
+                parallel=parallel,
+                warmup="all" if warmup else "none",
+                record_plan=record_plan,
+            )
             directory.check_remote()
             sweep.prepare()  # refusals (plan, services not ready) before any progress is drawn
             yield sweep
@@ -196,7 +210,7 @@ SERVICES_HELP = (
 )
 SHARD_HELP = (
     "Run only shard I of N (I/N, 0-based): whole cells in contiguous runs of the plan order (`orchestrator plan` "
-    "lists them)."
+    "lists them); the store records the plan, so `merge` can tell when every shard is complete."
 )
 
 
@@ -242,7 +256,7 @@ def run(
             )
         ),
     ] = True,
-    shard: Annotated[str, typer.Option(help=SHARD_HELP)] = "0/1",
+    shard: Annotated[str | None, typer.Option(help=SHARD_HELP)] = None,
 ) -> None:
     """Run a sweep: every method on every dataset, regime and split, `budget` trials each.
 
@@ -250,8 +264,8 @@ def run(
     failed and why) when any ended failed, nonfinite or unavailable; 2 on bad input or when a
     service is not ready (nothing runs then).
     """
-    plan = build_plan(methods, datasets, regimes, splits, budget, time_limit, shard)
-    with open_sweep(plan, store, endpoint, services, parallel, warmup) as sweep:
+    plan = build_plan(methods, datasets, regimes, splits, budget, time_limit, shard or "0/1")
+    with open_sweep(plan, store, endpoint, services, parallel, warmup, record_plan=shard is not None) as sweep:
         records = _run_with_progress(sweep)
         frame = sweep.store.frame()
     print_results(frame)
@@ -370,6 +384,9 @@ def show(
     frame = read_trials(store)
     if frame.empty:
         raise UserError(f"{store} holds no trials yet")
+    partial = partial_note(store)
+    if partial:
+        console.print(f"note: {partial}", markup=False)
     if workflow:
         out = Console(width=200)
         out.print(workflow_table(selected_with_workflow(frame)))

@@ -1,20 +1,71 @@
-"""`orchestrator slurm`: a sweep as a SLURM job array of shards, merged when every shard succeeded."""
+"""`orchestrator slurm`: a sweep as a SLURM job array (one shard per task), merged once every shard is complete."""
 
 from __future__ import annotations
 
+import dataclasses
+import sys
+import tempfile
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
 from orchestrator.cli.errors import UserError, user_errors
+from orchestrator.cli.merge import PARTIAL_HELP, echo_report
 from orchestrator.cli.run import SERVICES_HELP, TIME_LIMIT_HELP, build_plan
-from orchestrator.slurm import MERGED_STORE, SlurmError, SlurmJob, sbatch_resources, submit
+from orchestrator.merge import merge_stores
+from orchestrator.slurm import (
+    BASE_MEM_GIB,
+    DEFAULT_MAX_REQUEUES,
+    DEFAULT_PUBLISH_EVERY_S,
+    JOB_FILE,
+    MEM_PER_TRIAL_GIB,
+    MERGED_STORE,
+    ShardState,
+    SlurmError,
+    SlurmJob,
+    Task,
+    cancel_pending_merges,
+    check_time,
+    job_states,
+    planned_counts,
+    publish,
+    queued_tasks,
+    restore,
+    shard_counts,
+    submit,
+    sweep_env,
+    task_resources,
+)
+from orchestrator.store import read_merge_state
 from orchestrator.sweep import DEFAULT_TIME_LIMIT_S
 
 app = typer.Typer(
     help="Run a sweep as a SLURM job array (one shard per task) and merge the shards' stores.", no_args_is_help=True
 )
+
+PartitionOpt = Annotated[str | None, typer.Option(help="sbatch --partition.")]
+TimeOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="sbatch --time per task; tasks requeue themselves shortly before it. Refused when it cannot hold one "
+        "trial (twice --time-limit plus the requeue margin and start-up)."
+    ),
+]
+CpusOpt = Annotated[int | None, typer.Option(help="sbatch --cpus-per-task (default: one per trial in flight).")]
+MemOpt = Annotated[
+    str | None,
+    typer.Option(
+        help=f"sbatch --mem per task, e.g. 16G (default: {BASE_MEM_GIB}G plus {MEM_PER_TRIAL_GIB}G per trial in "
+        "flight), so that several tasks share a node."
+    ),
+]
+GresOpt = Annotated[str | None, typer.Option(help="sbatch --gres per task, e.g. gpu:1 (services then see that GPU).")]
+SbatchOpt = Annotated[
+    list[str], typer.Option(help="Any further sbatch flag, e.g. --sbatch-arg=--account=abc (repeatable).")
+]
 
 
 @app.command("submit")
@@ -40,39 +91,62 @@ def submit_command(
     time_limit: Annotated[float, typer.Option(help=TIME_LIMIT_HELP)] = DEFAULT_TIME_LIMIT_S,
     services: Annotated[str, typer.Option(help=SERVICES_HELP)] = "embedded",
     parallel: Annotated[int, typer.Option(help="Trials in flight per task (give each task as many CPUs or GPUs).")] = 1,
-    partition: Annotated[str | None, typer.Option(help="sbatch --partition.")] = None,
-    time: Annotated[
-        str | None, typer.Option(help="sbatch --time per task (tasks requeue themselves shortly before it).")
+    partition: PartitionOpt = None,
+    time: TimeOpt = None,
+    cpus_per_task: CpusOpt = None,
+    mem: MemOpt = None,
+    gres: GresOpt = None,
+    sbatch_arg: SbatchOpt = [],  # noqa: B006
+    max_requeues: Annotated[
+        int, typer.Option(help="Times a task may requeue itself before its time limit (each needs a stored trial).")
+    ] = DEFAULT_MAX_REQUEUES,
+    publish_every: Annotated[
+        float, typer.Option(help="Seconds between publications of a running task's store into the job directory.")
+    ] = DEFAULT_PUBLISH_EVERY_S,
+    python: Annotated[
+        str | None,
+        typer.Option(help="The Python every node runs, with this checkout installed (default: this one)."),
     ] = None,
-    cpus_per_task: Annotated[int, typer.Option(help="sbatch --cpus-per-task.")] = 1,
-    mem: Annotated[str | None, typer.Option(help="sbatch --mem per task, e.g. 16G.")] = None,
-    gres: Annotated[
-        str | None, typer.Option(help="sbatch --gres per task, e.g. gpu:1 (services then see that GPU).")
-    ] = None,
-    sbatch_arg: Annotated[
-        list[str], typer.Option(help="Any further sbatch flag, e.g. --sbatch-arg=--account=abc (repeatable).")
-    ] = [],  # noqa: B006
 ) -> None:
-    """Submit the sweep as `--shards` array tasks plus a merge job that runs after all of them succeed."""
+    """Submit the sweep as `--shards` array tasks plus a merge job that runs once all of them ended."""
     if shards < 1:
         raise UserError(f"--shards must be at least 1, got {shards}")
-    if cpus_per_task < 1 or parallel < 1:
+    if parallel < 1 or (cpus_per_task is not None and cpus_per_task < 1):
         raise UserError("--cpus-per-task and --parallel must be at least 1")
+    if max_requeues < 0 or not publish_every > 0:
+        raise UserError("--max-requeues must be at least 0 and --publish-every a positive number of seconds")
     build_plan(methods, datasets, regimes, splits, budget, time_limit)  # every flag checked before anything is queued
+    resources = task_resources(parallel, cpus_per_task, mem, time, partition, gres, sbatch_arg)
+    check_time(resources.time, time_limit)
     run_args = ["--methods", methods, "--datasets", datasets, "--regimes", regimes, "--splits", splits,
                 "--budget", str(budget), "--time-limit", str(time_limit), "--services", services,
                 "--parallel", str(parallel)]  # fmt: skip
     directory = directory.resolve()
-    if (directory / "job.json").exists():
+    if (directory / JOB_FILE).exists():
         raise UserError(
-            f"{directory} already holds a submitted sweep: resume it with `orchestrator slurm resubmit --dir "
-            f"{directory}`"
+            f"{directory} already holds a submitted sweep: resume it with "
+            f"`orchestrator slurm resubmit --dir {directory}`"
         )
     directory.mkdir(parents=True, exist_ok=True)
     job = SlurmJob(
-        str(directory), shards, run_args, sbatch_resources(partition, time, cpus_per_task, mem, gres, sbatch_arg)
+        str(directory),
+        shards,
+        run_args,
+        resources.sbatch_args(),
+        resources=dataclasses.asdict(resources),
+        time_limit=time_limit,
+        python=python or sys.executable,
+        env=sweep_env(),
+        max_requeues=max_requeues,
+        publish_every=publish_every,
     )
-    _submit(job, None)
+    try:
+        array, merge = submit(job)
+    except SlurmError as exc:
+        raise UserError(str(exc)) from None
+    typer.echo(f"submitted array job {array} ({shards} shard(s); {' '.join(job.sbatch_args)}) and merge job {merge}")
+    typer.echo(f"stores: {job.path}/shard-<I>.sqlite; merged: {job.path / MERGED_STORE}; logs: {job.path / 'logs'}")
+    typer.echo(f"progress: orchestrator slurm status --dir {job.path}")
 
 
 @app.command("resubmit")
@@ -82,26 +156,163 @@ def resubmit_command(
     only: Annotated[
         str | None,
         typer.Option(
-            help="Comma-separated shard indices to resubmit (default: all; finished shards skip their stored trials)."
+            help="Comma-separated shard indices to resubmit (default: every shard that is neither complete nor queued)."
         ),
     ] = None,
+    partition: PartitionOpt = None,
+    time: TimeOpt = None,
+    cpus_per_task: CpusOpt = None,
+    mem: MemOpt = None,
+    gres: GresOpt = None,
+    sbatch_arg: SbatchOpt = [],  # noqa: B006
 ) -> None:
-    """Resubmit shards of a sweep (after a cancel or a failure): each resumes from its own store, then the merge
-    reruns."""
+    """Resubmit shards (after a cancel, a failure or a refused requeue): each resumes from its published store, and a
+    new merge waits for every shard still to run. Resource flags override those of the submission."""
     job = SlurmJob.load(directory.resolve())
     try:
-        indices = [int(i) for i in only.split(",")] if only else None
+        wanted = [int(i) for i in only.split(",")] if only else None
     except ValueError:
         raise UserError(f"--only must be comma-separated shard indices, got {only!r}") from None
-    _submit(job, indices)
-
-
-def _submit(job: SlurmJob, indices: list[int] | None) -> None:
+    if wanted is not None and (bad := [i for i in wanted if not 0 <= i < job.shards]):
+        raise UserError(f"--only: shard indices must lie in 0..{job.shards - 1}, got {bad}")
+    given = {"partition": partition, "time": time, "cpus_per_task": cpus_per_task, "mem": mem, "gres": gres}
+    saved = job.resources or {"cpus_per_task": 1, "extra": []}
+    merged = {**saved, **{k: v for k, v in given.items() if v is not None}}
+    if sbatch_arg:
+        merged["extra"] = list(sbatch_arg)
+    resources = task_resources(
+        1,
+        merged.get("cpus_per_task"),
+        merged.get("mem"),
+        merged.get("time"),
+        merged.get("partition"),
+        merged.get("gres"),
+        merged.get("extra", []),
+    )
+    check_time(resources.time, job.time_limit)
     try:
-        array, merge = submit(job, indices)
+        states = job_states(job)
     except SlurmError as exc:
         raise UserError(str(exc)) from None
+    queued = queued_tasks(job, states)
+    busy = [i for i in wanted or [] if i in queued]
+    if busy:
+        raise UserError(
+            "still queued or running: "
+            + ", ".join(f"shard {i} (job {queued[i]}, {states[queued[i]]})" for i in busy)
+            + "; two tasks of one shard would run its trials twice: wait for it, or scancel it first"
+        )
+    if wanted is None:
+        wanted = [i for i in range(job.shards) if i not in queued and not _complete(job, i)]
+    job.resources, job.sbatch_args = dataclasses.asdict(resources), resources.sbatch_args()
+    job.env = sweep_env(job.env)
+    cancelled = cancel_pending_merges(job, states)
+    try:
+        array, merge = submit(job, wanted, after=list(queued.values()))
+    except SlurmError as exc:
+        raise UserError(str(exc)) from None
+    waits = ", ".join(f"shard {i} ({t})" for i, t in sorted(queued.items()))
     typer.echo(
-        f"submitted array job {array} ({len(indices) if indices else job.shards} shard(s)) and merge job {merge}"
+        (f"submitted array job {array} (shard(s) {','.join(map(str, wanted))})" if array else "no shard to resubmit")
+        + f" and merge job {merge}"
+        + (f", which also waits for {waits}" if waits else "")
+        + (f"; cancelled the earlier merge job(s) {', '.join(cancelled)}" if cancelled else "")
     )
-    typer.echo(f"stores: {job.path}/shard-<I>.sqlite; merged: {job.path / MERGED_STORE}; logs: {job.path / 'logs'}")
+
+
+def _complete(job: SlurmJob, index: int) -> bool:
+    done, planned = shard_counts(job.shard_store(index), index)
+    return planned is not None and done == planned
+
+
+@app.command("status")
+@user_errors
+def status_command(
+    directory: Annotated[Path, typer.Option("--dir", help="The job directory of `orchestrator slurm submit`.")],
+) -> None:
+    """Per shard: its SLURM state, trials done of planned, requeues and last error; then the merge."""
+    job = SlurmJob.load(directory.resolve())
+    try:
+        states = job_states(job)
+    except SlurmError:
+        states = {}  # no SLURM client here: what the tasks published still tells most of it
+    planned = planned_counts(job)
+    table = Table(title=f"{job.path}: {job.shards} shard(s)")
+    for column in ("shard", "job", "state", "trials", "requeues", "updated", "last error"):
+        table.add_column(column, justify="right" if column in ("shard", "trials", "requeues") else "left")
+    total_done = total_planned = 0
+    for index in range(job.shards):
+        mine = ShardState.load(job.shard_state(index))
+        done, known = shard_counts(job.shard_store(index), index)
+        expected = known if known is not None else planned.get(index)
+        task = job.task_id(index)
+        slurm = states.get(task or "", "")
+        state = " / ".join(s for s in (slurm, mine.state if mine else "") if s) or "not started"
+        total_done += done or 0
+        total_planned += expected or 0
+        table.add_row(
+            str(index),
+            task or "",
+            state,
+            f"{done if done is not None else '?'}/{expected if expected is not None else '?'}",
+            str(mine.restarts) if mine else "",
+            mine.updated_at if mine else "",
+            (mine.last_error or "") if mine else "",
+        )
+    console = Console(width=200)
+    console.print(table)
+    merged = read_merge_state(job.path / MERGED_STORE)
+    merge_job = job.merge_jobs[-1] if job.merge_jobs else None
+    verdict = (
+        f"{merged['state']} ({merged.get('summary', '')})"
+        if merged
+        else ("not written yet" if not (job.path / MERGED_STORE).exists() else "written, no plan recorded")
+    )
+    console.print(
+        f"trials: {total_done} of {total_planned or '?'} planned stored; merge job {merge_job or '-'}: "
+        f"{states.get(merge_job or '', 'unknown to SLURM')}; {MERGED_STORE}: {verdict}"
+    )
+
+
+@app.command("task", hidden=True)
+@user_errors
+def task_command(
+    directory: Annotated[Path, typer.Option("--dir", help="The job directory.")],
+    shards: Annotated[int, typer.Option(help="The sweep's shard count.")],
+    run_args: Annotated[list[str], typer.Argument(help="The `orchestrator run` flags after --.")],
+    index: Annotated[
+        int | None, typer.Option(help="The shard (default: SLURM_ARRAY_TASK_ID).", envvar="SLURM_ARRAY_TASK_ID")
+    ] = None,
+    max_requeues: Annotated[int, typer.Option()] = DEFAULT_MAX_REQUEUES,
+    publish_every: Annotated[float, typer.Option()] = DEFAULT_PUBLISH_EVERY_S,
+) -> None:
+    """What each array task of sweep.sbatch runs: one shard into a node-local store, published to the job directory."""
+    if index is None or not 0 <= index < shards:
+        raise UserError(f"the shard index must lie in 0..{shards - 1} (SLURM_ARRAY_TASK_ID), got {index}")
+    code = Task(directory.resolve(), shards, index, list(run_args), max_requeues, publish_every).run()
+    raise typer.Exit(code)
+
+
+@app.command("merge")
+@user_errors
+def merge_command(
+    directory: Annotated[Path, typer.Option("--dir", help="The job directory of `orchestrator slurm submit`.")],
+    partial: Annotated[bool, typer.Option("--partial", help=PARTIAL_HELP)] = False,
+) -> None:
+    """Merge the shards' published stores into all.sqlite (what merge.sbatch runs): refused while a shard is missing
+    trials, unless --partial."""
+    job = SlurmJob.load(directory.resolve())
+    stores = [job.shard_store(i) for i in range(job.shards) if job.shard_store(i).exists()]
+    if not stores:
+        raise UserError(f"no shard of {job.path} has published a store yet; nothing was merged")
+    target = job.path / MERGED_STORE
+    with tempfile.TemporaryDirectory(prefix="nodeground-merge-") as scratch:
+        local = Path(scratch) / MERGED_STORE  # merged on local disk, published whole (docs/cluster.md)
+        if target.exists():
+            restore(target, local)
+        report = merge_stores(local, stores, partial=partial)  # a refusal raises: nothing is published
+        publish(local, target)
+    echo_report(report, len(stores), target, "refuse")
+    absent = [i for i in range(job.shards) if not job.shard_store(i).exists()]
+    if absent:
+        typer.echo(f"shard(s) {', '.join(map(str, absent))} published no store")

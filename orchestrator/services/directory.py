@@ -8,9 +8,11 @@ fit/predict/release, so a replica runs one trial at a time and the time and memo
 belong to that trial alone.
 
 Faults: an embedded replica that stops answering is restarted; a remote one is waited for
-(a few health checks with back-off) and dropped from its pool when it does not come back.
-Once every replica of a pool is down, its trials are recorded ``unavailable`` at once (a rerun
-retries them) and the sweep goes on with the other pools.
+(a few health checks with back-off) and dropped from its pool when it does not come back. That
+recovery runs in the background (``lost``), so the trial that met the dead replica runs again on
+whichever replica is free first: an idle sibling at once, the recovered replica only when no
+sibling is idle before it is back. Once every replica of a pool is down, its trials are recorded
+``unavailable`` at once (a rerun retries them) and the sweep goes on with the other pools.
 
 Replicas behind a DNS name (``--endpoint gnn=dns:///gnn:50051``: a Swarm dnsrr service, a
 Kubernetes headless Service) are resolved when the pool is made, again when it runs out of live
@@ -71,6 +73,17 @@ class Directory:
     def recover(self, replica: Replica) -> bool:
         """Try to bring a replica back after it stopped answering."""
         raise NotImplementedError
+
+    def lost(self, replica: Replica) -> None:
+        """The trial holding ``replica`` found it down (or left computing): recover it, then hand it back.
+
+        Here in the calling thread; ServiceDirectory does it in the background, so the trial's retry
+        can take a sibling meanwhile.
+        """
+        try:
+            self.recover(replica)
+        finally:
+            self.release(replica)
 
 
 class UnknownMethod(LookupError):
@@ -143,6 +156,7 @@ class ServiceDirectory(Directory):
         self._cond = threading.Condition()
         self._pools: dict[str, _Pool] = {}
         self._clients: list[MethodClient] = []
+        self._closing = False
 
     # ---- routing ---------------------------------------------------------
 
@@ -333,7 +347,8 @@ class ServiceDirectory(Directory):
             if old_client in self._clients:
                 self._clients.remove(old_client)
             old_client.close()
-            self._ready(replica)
+            if not self._closing:  # a restart that finished after the sweep: nothing left to warm up or record
+                self._ready(replica)
             return True
         per_try = self.recovery_timeout / max(1, self.recovery_attempts)
         for attempt in range(self.recovery_attempts):
@@ -346,6 +361,21 @@ class ServiceDirectory(Directory):
             replica.down = True
             self._cond.notify_all()
         return False
+
+    def lost(self, replica: Replica) -> None:
+        """Recover ``replica`` in the background; it stays held (handed to no trial) until it is back or down."""
+        threading.Thread(
+            target=self._recover_and_release, args=(replica,), name=f"recover-{replica.pool}", daemon=True
+        ).start()
+
+    def _recover_and_release(self, replica: Replica) -> None:
+        try:
+            self.recover(replica)
+        except Exception:  # recover marks what it cannot bring back as down; anything else must not kill the sweep
+            with self._cond:
+                replica.down = True
+        finally:
+            self.release(replica)
 
     def _gone_message(self, pool: _Pool) -> str:
         if pool.remote is not None:
@@ -380,7 +410,10 @@ class ServiceDirectory(Directory):
             return [r for pool in self._pools.values() for r in pool.replicas]
 
     def close(self) -> None:
-        for client in self._clients:
+        """Close every channel; recoveries still in flight end on their own (their services are stopped
+        with the embedded services)."""
+        self._closing = True
+        for client in list(self._clients):
             client.close()
         self._clients.clear()
 

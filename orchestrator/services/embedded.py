@@ -5,6 +5,10 @@ no race for ports. Services are stopped at exit, on Ctrl-C and on errors
 (``EmbeddedServices`` is a context manager), and can be restarted when one dies.
 A family can have several replicas (``--parallel N`` starts up to N).
 
+Threads: a service's torch threads are ``NODEGROUND_THREADS`` when set; in a SLURM task
+without it, the task's CPUs (``SLURM_CPUS_PER_TASK``) shared among the replicas it runs at
+once (``service_threads``), so concurrent tasks on one node do not oversubscribe it.
+
 A service also exits on its own when the orchestrator that started it dies,
 even by SIGKILL: its environment names the orchestrator's pid
 (``NODEGROUND_PARENT_PID``) and the service watches for being re-parented
@@ -20,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO
@@ -29,13 +34,26 @@ from contract.security import ENV_NAMES as SECURITY_ENV
 from orchestrator.services.client import ServiceUnavailable
 
 START_TIMEOUT_S = 120.0
+THREADS_ENV = "NODEGROUND_THREADS"  # torch threads per service (methods.serve reads it)
+
+
+def service_threads(replicas: int, env: Mapping[str, str] = os.environ) -> int | None:
+    """Torch threads for each of ``replicas`` services run at once: NODEGROUND_THREADS, else the SLURM task's CPUs
+    split among them, else None (torch's own default)."""
+    if env.get(THREADS_ENV):
+        return None  # the children inherit it
+    cpus = env.get("SLURM_CPUS_PER_TASK", "")
+    if cpus.isdigit() and int(cpus) > 0:
+        return max(1, int(cpus) // max(1, replicas))
+    return None
 
 
 class EmbeddedService:
-    def __init__(self, family: str, log_dir: Path | None = None, replica: int = 0) -> None:
+    def __init__(self, family: str, log_dir: Path | None = None, replica: int = 0, threads: int | None = None) -> None:
         self.family = family
         self.log_dir = log_dir
         self.replica = replica
+        self.threads = threads
         self.process: subprocess.Popen[bytes] | None = None
         self.endpoint = ""
         self.start_seconds = (
@@ -65,6 +83,7 @@ class EmbeddedService:
             # loopback: plaintext whatever TLS settings this process has for remote services
             env={
                 **{k: v for k, v in os.environ.items() if k not in SECURITY_ENV},
+                **self._thread_env(),
                 "PYTHONUNBUFFERED": "1",
                 PARENT_PID_ENV: str(os.getpid()),
             },
@@ -75,6 +94,14 @@ class EmbeddedService:
         self.endpoint = f"127.0.0.1:{port}"
         self.start_seconds = time.perf_counter() - started
         return self.endpoint
+
+    def _thread_env(self) -> dict[str, str]:
+        """The thread count for torch (NODEGROUND_THREADS) and for OpenMP/MKL/BLAS pools the child starts."""
+        if self.threads is None:
+            return {}
+        count = str(self.threads)
+        pools = {name: os.environ.get(name, count) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+        return {THREADS_ENV: count, **pools}
 
     def _read_port(self) -> int:
         assert self.process is not None and self.process.stdout is not None
@@ -128,10 +155,12 @@ class EmbeddedService:
 class EmbeddedServices:
     """Start services per family on demand (one or more replicas each); stop them all on exit."""
 
-    def __init__(self, log_dir: Path | None = None) -> None:
+    def __init__(self, log_dir: Path | None = None, threads: int | None = None) -> None:
         self.log_dir = log_dir
+        self.threads = threads  # torch threads per service (service_threads), None: inherited or torch's default
         self.replicas: dict[str, list[EmbeddedService]] = {}
         self._lock = threading.Lock()
+        self._closed = False
 
     @property
     def services(self) -> dict[str, EmbeddedService]:
@@ -143,7 +172,7 @@ class EmbeddedServices:
         """Start one more replica of the family's service and return it once it listens."""
         with self._lock:
             pool = self.replicas.setdefault(family, [])
-            service = EmbeddedService(family, self.log_dir, replica=len(pool))
+            service = EmbeddedService(family, self.log_dir, replica=len(pool), threads=self.threads)
             pool.append(service)
         try:
             service.start()
@@ -151,7 +180,16 @@ class EmbeddedServices:
             with self._lock:
                 pool.remove(service)
             raise
+        self._unless_closed(service)
         return service
+
+    def _unless_closed(self, service: EmbeddedService) -> None:
+        """A service that came up after ``close`` (a restart still in flight) is stopped at once, not left behind."""
+        with self._lock:
+            closed = self._closed
+        if closed:
+            service.stop()
+            raise ServiceUnavailable(f"the embedded {service.family} service came up after the sweep ended")
 
     def endpoint(self, family: str) -> str:
         """The family's first endpoint, starting its service on first use (a dead one is restarted by ``restart``)."""
@@ -175,8 +213,11 @@ class EmbeddedServices:
             slot = pool.index(old) if old in pool else None
         if old is not None:
             old.stop()
-        fresh = EmbeddedService(family, self.log_dir, replica=old.replica if old is not None else 0)
+        fresh = EmbeddedService(
+            family, self.log_dir, replica=old.replica if old is not None else 0, threads=self.threads
+        )
         fresh.start()
+        self._unless_closed(fresh)
         with self._lock:
             pool = self.replicas.setdefault(family, [])
             if slot is not None and slot < len(pool) and pool[slot] is old:
@@ -187,6 +228,7 @@ class EmbeddedServices:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             services = [s for pool in self.replicas.values() for s in pool]
             self.replicas.clear()
         for service in services:

@@ -3,15 +3,28 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
+import sqlite3
 from collections import Counter
 
 import pytest
 from typer.testing import CliRunner
 
 from orchestrator.cli.main import app
-from orchestrator.merge import MergeConflict, merge_stores
+from orchestrator.merge import MergeConflict, MergeIncomplete, merge_stores
 from orchestrator.records import TrialRecord
-from orchestrator.store import ServiceRecord, Store, read_services, read_trials
+from orchestrator.store import (
+    ServiceRecord,
+    ShardPlan,
+    Store,
+    StoreBusy,
+    claim_lock,
+    partial_note,
+    read_merge_state,
+    read_services,
+    read_trials,
+)
 from orchestrator.sweep import PlannedTrial, shard_of
 
 
@@ -72,7 +85,7 @@ def test_a_conflicting_duplicate_is_refused_naming_the_key_and_nothing_is_writte
     b = store(tmp_path / "b.sqlite", record("k2", test_primary=0.3), record("k3"))
     with pytest.raises(MergeConflict, match=r"k2 \(test_primary differ"):
         merge_stores(tmp_path / "all.sqlite", [a, b])
-    assert keys(tmp_path / "all.sqlite") == []
+    assert not [p.name for p in tmp_path.iterdir() if "all.sqlite" in p.name]  # no file at all, not an empty store
     result = CliRunner().invoke(app, ["merge", "--into", str(tmp_path / "all.sqlite"), str(a), str(b)])
     assert result.exit_code == 2 and "k2" in result.output and "Traceback" not in result.output
     first = merge_stores(tmp_path / "first.sqlite", [a, b], on_conflict="keep-first")
@@ -135,3 +148,149 @@ def test_a_store_from_before_keys_carried_the_dataset_hash_merges_under_todays_k
     new = store(tmp_path / "new.sqlite", record("m@v|d|10/10/80|0|c|h"))
     merge_stores(tmp_path / "all.sqlite", [old, new])
     assert keys(tmp_path / "all.sqlite") == ["m@v|d|10/10/80|0|c|h"]
+
+
+# ---- the store's rules hold in a merge --------------------------------------------------
+
+
+def test_merge_takes_the_targets_claim_and_a_held_target_is_refused_unchanged(tmp_path):
+    target = store(tmp_path / "all.sqlite", record("k1"))
+    source = store(tmp_path / "a.sqlite", record("k2"))
+    holder = claim_lock(target)  # as a sweep writing the target holds it
+    try:
+        with pytest.raises(StoreBusy, match="being written by another orchestrator"):
+            merge_stores(target, [source])
+        result = CliRunner().invoke(app, ["merge", "--into", str(target), str(source)])
+        assert result.exit_code == 2 and result.output.startswith("error: ") and "another orchestrator" in result.output
+    finally:
+        os.close(holder)
+    assert keys(target) == ["k1"]
+    merge_stores(target, [source])  # once released, the merge goes ahead
+    assert keys(target) == ["k1", "k2"]
+
+
+def content(key: str, digest: str, finished: str) -> TrialRecord:
+    return dataclasses.replace(record(key), dataset_hash=digest, finished_at=finished)
+
+
+def test_a_datasets_new_content_supersedes_the_old_one_in_the_merged_store(tmp_path):
+    """Two contents of one dataset name: trials keeps only the current one, the rest is kept in superseded_trials."""
+    old = store(tmp_path / "old.sqlite", content("k1|h1", "h1", "2026-01-01"), content("k2|h1", "h1", "2026-01-02"))
+    new = store(tmp_path / "new.sqlite", content("k1|h2", "h2", "2026-02-01"))
+    for order in ([old, new], [new, old]):  # the content with the latest trial is current, whatever the order
+        into = tmp_path / f"all-{order[0].stem}.sqlite"
+        report = merge_stores(into, order)
+        assert keys(into) == ["k1|h2"] and report.superseded == {"d": 2 if order[0] is old else 2}
+        with sqlite3.connect(into) as db:
+            assert db.execute("SELECT COUNT(*), MIN(dataset_hash) FROM superseded_trials").fetchone() == (2, "h1")
+        assert set(read_trials(into)["dataset_hash"]) == {"h2"}  # what show, export and report read
+    # A content that a store has superseded stays superseded, even when a stale shard ran it later.
+    replaced = tmp_path / "replaced.sqlite"
+    store(replaced, content("k1|h1", "h1", "2026-01-01"))
+    with Store(replaced) as s:
+        s.write(content("k1|h2", "h2", "2026-02-01"))  # `datasets add --replace`: h1 moves to superseded_trials
+    stale = store(tmp_path / "stale.sqlite", content("k3|h1", "h1", "2026-03-01"))
+    merge_stores(tmp_path / "after.sqlite", [replaced, stale])
+    assert keys(tmp_path / "after.sqlite") == ["k1|h2"]
+    result = CliRunner().invoke(app, ["merge", "--into", str(tmp_path / "cli.sqlite"), str(old), str(new)])
+    assert result.exit_code == 0 and "2 row(s) of an earlier content of d moved to superseded_trials" in result.output
+
+
+@pytest.mark.parametrize(
+    "corrupt, message",
+    [
+        ("UPDATE trials SET test_primary = 'junk'", "trials.test_primary must be a number"),
+        ("UPDATE trials SET split = 1.5", "trials.split must be an integer"),
+        ("UPDATE trials SET status = 'great'", "trials.status must be one of ok, failed"),
+        ("UPDATE trials SET method = NULL", "trials.method must be text, never empty"),
+        ("UPDATE trials SET config_json = '{not json'", "trials.config_json must be text, never empty (JSON)"),
+        ("ALTER TABLE trials DROP COLUMN trial_index", "table trials lacks column(s) trial_index"),
+        ("UPDATE services SET start_seconds = x'00'", "services.start_seconds must be a number"),
+    ],
+)
+def test_a_source_with_the_right_columns_but_wrong_values_is_refused_and_nothing_is_written(tmp_path, corrupt, message):
+    good = store(tmp_path / "good.sqlite", record("k1"))
+    bad = store(tmp_path / "bad.sqlite", record("k2"), services=1)
+    with sqlite3.connect(bad) as db:
+        db.execute(corrupt)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        merge_stores(tmp_path / "all.sqlite", [good, bad])
+    assert not [p.name for p in tmp_path.iterdir() if "all.sqlite" in p.name]
+    existing = store(tmp_path / "existing.sqlite", record("k0"))
+    result = CliRunner().invoke(app, ["merge", "--into", str(existing), str(good), str(bad)])
+    assert result.exit_code == 2 and result.output.count("\n") == 1 and message in result.output, result.output
+    assert keys(existing) == ["k0"]
+
+
+def test_unknown_columns_are_dropped_and_named(tmp_path):
+    source = store(tmp_path / "a.sqlite", record("k1"))
+    with sqlite3.connect(source) as db:
+        db.execute("ALTER TABLE trials ADD COLUMN gpu_watts REAL")
+        db.execute("ALTER TABLE trials ADD COLUMN note TEXT")
+    report = merge_stores(tmp_path / "all.sqlite", [source])
+    assert report.dropped == {f"{source}: trials": ("gpu_watts", "note")} and keys(tmp_path / "all.sqlite") == ["k1"]
+    result = CliRunner().invoke(app, ["merge", "--into", str(tmp_path / "cli.sqlite"), str(source)])
+    assert result.exit_code == 0 and f"dropped unknown column(s) gpu_watts, note of {source}: trials" in result.output
+
+
+# ---- only complete results are published -------------------------------------------------
+
+
+def shard_store(path, plan_keys: list[list[str]], shard: int, stored: list[str], status: str = "ok"):
+    """A shard's store as `run --shard I/N` leaves it: the plan recorded, some of its trials stored."""
+    counts = tuple(len(k) for k in plan_keys)
+    plan = ShardPlan("p1", len(plan_keys), shard, counts, tuple(plan_keys[shard]))
+    with Store(path) as s:
+        s.write_plan(plan)
+    return store(path, *(record(k, status=status) for k in stored))
+
+
+def test_an_incomplete_merge_is_refused_naming_the_missing_shards_and_a_partial_one_is_marked(tmp_path):
+    plan = [["a1", "a2"], ["b1", "b2", "b3"], ["c1"]]
+    s0 = shard_store(tmp_path / "s0.sqlite", plan, 0, ["a1", "a2"])
+    s1 = shard_store(tmp_path / "s1.sqlite", plan, 1, ["b1"])  # still running
+    s1u = shard_store(tmp_path / "s1u.sqlite", plan, 1, ["b1", "b2", "b3"], status="unavailable")  # never ran
+    into = tmp_path / "all.sqlite"
+    with pytest.raises(MergeIncomplete) as refused:
+        merge_stores(into, [s0, s1])
+    assert (
+        "3 of 6 planned trials missing: shard 1/3 (2 of 3 missing), shard 2/3 (1 of 1 missing, never started)"
+        in str(refused.value)
+    )
+    assert not into.exists()
+    with pytest.raises(MergeIncomplete, match=r"shard 1/3 \(3 of 3 missing\)"):
+        merge_stores(into, [s0, s1u])  # an unavailable row is no outcome
+    result = CliRunner().invoke(app, ["merge", "--into", str(into), str(s0), str(s1)])
+    assert result.exit_code == 2 and "shard 2/3 (1 of 1 missing, never started)" in result.output
+    assert not into.exists() and read_merge_state(into) is None and partial_note(into) is None
+
+    result = CliRunner().invoke(app, ["merge", "--partial", "--into", str(into), str(s0), str(s1)])
+    assert result.exit_code == 0 and f"{into} is marked partial" in result.output, result.output
+    state = read_merge_state(into)
+    assert state["state"] == "partial" and state["missing_trials"] == 3 and state["planned"] == 6
+    assert "partial merge: 3 of 6 planned trials are missing" in partial_note(into)
+    shown = CliRunner().invoke(app, ["show", "--store", str(into)])
+    assert "is a partial merge: 3 of 6 planned trials" in " ".join(shown.output.split()), shown.output
+
+    s1 = shard_store(tmp_path / "s1.sqlite", plan, 1, ["b1", "b2", "b3"])
+    s2 = shard_store(tmp_path / "s2.sqlite", plan, 2, ["c1"])
+    report = merge_stores(into, [s1, s2])  # the rest, into the partial store
+    assert report.completeness.complete and read_merge_state(into)["state"] == "complete"
+    assert keys(into) == ["a1", "a2", "b1", "b2", "b3", "c1"] and partial_note(into) is None
+
+
+def test_shards_of_different_plans_do_not_make_a_complete_merge(tmp_path):
+    plan = [["a1"], ["b1"]]
+    s0 = shard_store(tmp_path / "s0.sqlite", plan, 0, ["a1"])
+    other = tmp_path / "s1.sqlite"
+    with Store(other) as s:
+        s.write_plan(ShardPlan("p2", 2, 1, (1, 1), ("b1",)))  # shard 1 ran after its dataset changed
+    store(other, record("b1"))
+    with pytest.raises(MergeIncomplete, match="2 different plans"):
+        merge_stores(tmp_path / "all.sqlite", [s0, other])
+
+
+def test_stores_without_a_recorded_plan_merge_unchecked(tmp_path):
+    a, b = store(tmp_path / "a.sqlite", record("k1")), store(tmp_path / "b.sqlite", record("k2"))
+    assert merge_stores(tmp_path / "all.sqlite", [a, b]).completeness is None
+    assert read_merge_state(tmp_path / "all.sqlite") is None

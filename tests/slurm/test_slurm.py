@@ -1,39 +1,45 @@
-"""A sweep as a SLURM job array on a real (one-node) SLURM cluster: shards, a cancelled and
-resubmitted task, and the merged store equal to the unsharded run.
+"""A sweep as a SLURM job array on a real (one-node) SLURM cluster.
 
-Needs a running cluster: `tests/slurm/local_cluster.sh start` (as root; `make test-slurm` does it).
+- Shards run side by side: each task asks for one CPU and the default memory, so two share the
+  two-CPU node (their start and end times, from sacct, overlap), and their services take one torch
+  thread each from SLURM_CPUS_PER_TASK.
+- An early merge is refused: shard 0 cancelled mid-run while shards 2 and 3 still wait; a merge
+  then names the missing shards and exits non-zero without writing all.sqlite; `resubmit --only 0`
+  leaves one merge job that waits for every shard still to run, and the merged store equals the
+  unsharded run.
+- A requeue loop cannot happen: a --time that cannot hold one trial is refused before submission;
+  a task near its time limit requeues itself only after storing a trial, and at most --max-requeues
+  times.
+
+Needs a running cluster: `tests/slurm/local_cluster.sh start` (as root; `make test-slurm` does it),
+with slurmdbd for sacct.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
-import sqlite3
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from orchestrator.store import read_trials
+from orchestrator.store import read_merge_state, read_trials
 
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(1800)]
 
-SWEEP = [
-    "--methods",
-    "mlp,gcn",
-    "--datasets",
-    "synthetic-tiny,texas",
-    "--regimes",
-    "10/10/80",
-    "--splits",
-    "0,1",
-    "--budget",
-    "3",
-]
+SWEEP = ["--methods", "mlp,gcn", "--datasets", "synthetic-tiny,texas", "--regimes", "10/10/80",
+         "--splits", "0,1", "--budget", "3"]  # fmt: skip
 ORCHESTRATOR = [sys.executable, "-m", "orchestrator"]
-ENV = {**os.environ, "NODEGROUND_THREADS": "1"}
+# The tasks take their threads from SLURM (one CPU each); the unsharded reference runs one thread, as they do.
+TASK_ENV = {k: v for k, v in os.environ.items() if k != "NODEGROUND_THREADS"}
+REFERENCE_ENV = {**TASK_ENV, "NODEGROUND_THREADS": "1"}
+WAIT_S = 900  # catches a hang: the longest wait here is a whole array on a loaded two-core machine
 
 
 def _cluster_up() -> bool:
@@ -43,71 +49,163 @@ def _cluster_up() -> bool:
     return done.returncode == 0 and any(s in done.stdout for s in ("idle", "mixed", "allocated"))
 
 
-def _cli(*args: str, timeout: float = 900) -> str:
-    done = subprocess.run([*ORCHESTRATOR, *args], env=ENV, capture_output=True, text=True, timeout=timeout)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
+@pytest.fixture(autouse=True)
+def _cluster():
+    if not _cluster_up():
+        pytest.skip("no SLURM cluster answers sinfo (start one with tests/slurm/local_cluster.sh start)")
 
 
-def _queued(job: str) -> list[str]:
-    """The job's tasks still pending or running (`squeue` lines: id and state)."""
-    done = subprocess.run(["squeue", "-h", "-j", job, "-o", "%i %T"], capture_output=True, text=True)
-    return [line for line in done.stdout.splitlines() if line.strip()]
+def _cli(*args: str, expect: int = 0, env: dict | None = None) -> str:
+    done = subprocess.run([*ORCHESTRATOR, *args], env=env or TASK_ENV, capture_output=True, text=True, timeout=WAIT_S)
+    assert done.returncode == expect, done.stdout + done.stderr
+    return done.stdout + done.stderr
 
 
-def _wait(job: str, timeout: float = 900) -> None:
+def _queued(job: str) -> dict[str, str]:
+    """The job's tasks still pending or running: id -> state."""
+    done = subprocess.run(["squeue", "-h", "-r", "-j", job, "-o", "%i %T"], capture_output=True, text=True)
+    return dict(line.split() for line in done.stdout.splitlines() if line.strip())
+
+
+def _wait_for(what: str, condition, timeout: float = WAIT_S, every: float = 1.0):
     deadline = time.monotonic() + timeout
-    while _queued(job):
-        assert time.monotonic() < deadline, f"job {job} still queued: {_queued(job)}"
-        time.sleep(2)
+    while not (value := condition()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(every)
+    return value
 
 
 def _job_ids(output: str) -> tuple[str, str]:
-    words = output.split()
-    return words[words.index("job") + 1], words[words.index("merge") + 2]
+    array = re.search(r"array job (\d+)", output)
+    merge = re.search(r"merge job (\d+)", output)
+    assert array and merge, output
+    return array.group(1), merge.group(1)
 
 
-def _count(store: Path) -> int:
-    if not store.exists():
-        return 0
+def _state(job_dir: Path, shard: int) -> dict:
     try:
-        with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as db:
-            return db.execute("SELECT COUNT(*) FROM trials").fetchone()[0]
-    except sqlite3.DatabaseError:
-        return 0
+        return json.loads((job_dir / f"shard-{shard}.json").read_text())
+    except (OSError, ValueError):
+        return {}
 
 
-def test_a_cancelled_and_resubmitted_array_merges_into_the_unsharded_sweep(tmp_path):
-    if not _cluster_up():
-        pytest.skip("no SLURM cluster answers sinfo (start one with tests/slurm/local_cluster.sh start)")
-    _cli("run", *SWEEP, "--services", "embedded", "--store", str(tmp_path / "whole.sqlite"))
-    whole = set(read_trials(tmp_path / "whole.sqlite")["trial_key"])
+def _sacct(*jobs: str) -> list[dict[str, str]]:
+    fields = ["JobID", "State", "Start", "End", "ReqTRES"]
+    done = subprocess.run(
+        ["sacct", "-n", "-P", "-X", "-j", ",".join(jobs), "-o", ",".join(fields)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return [dict(zip(fields, line.split("|"), strict=True)) for line in done.stdout.splitlines() if line]
+
+
+def test_shards_run_side_by_side_an_early_merge_is_refused_and_the_full_merge_equals_the_unsharded_run(tmp_path):
+    _cli("run", *SWEEP, "--services", "embedded", "--store", str(tmp_path / "whole.sqlite"), env=REFERENCE_ENV)
+    whole = read_trials(tmp_path / "whole.sqlite")
     assert len(whole) == 24
 
     job_dir = tmp_path / "job"
-    array, merge = _job_ids(_cli("slurm", "submit", *SWEEP, "--shards", "3", "--dir", str(job_dir)))
-    # Cancel shard 1 once it has stored a trial (mid-run), as an operator or a preemption would.
-    victim = job_dir / "shard-1.sqlite"
-    deadline = time.monotonic() + 600
-    while _count(victim) == 0:
-        assert time.monotonic() < deadline and any(
-            line.startswith(f"{array}_1 ") or line.startswith(f"{array}_[") for line in _queued(array)
-        ), "shard 1 finished or vanished before it could be cancelled"
-        time.sleep(0.5)
-    subprocess.run(["scancel", f"{array}_1"], check=True)
-    _wait(array)
-    _wait(merge, timeout=60)  # its dependency can no longer be met: SLURM removes it
-    assert not (job_dir / "all.sqlite").exists()
-    partial = set(read_trials(victim)["trial_key"])
-    assert 0 < len(partial) < 24
+    array, first_merge = _job_ids(
+        _cli("slurm", "submit", *SWEEP, "--shards", "4", "--dir", str(job_dir), "--publish-every", "2")
+    )
+    # Shard 0 is cancelled once it has published a stored trial (mid-run), while shards 2 and 3 still wait.
+    _wait_for("shard 0 to publish a trial", lambda: (_state(job_dir, 0).get("done") or 0) > 0, every=0.5)
+    queued = _queued(array)
+    assert queued.get(f"{array}_0") == "RUNNING" and queued.get(f"{array}_1") == "RUNNING", queued
+    assert {queued.get(f"{array}_2"), queued.get(f"{array}_3")} == {"PENDING"}, queued  # two at a time on two CPUs
+    subprocess.run(["scancel", f"{array}_0"], check=True)
+    _wait_for("shard 0 to end", lambda: f"{array}_0" not in _queued(array))
+    stopped = _state(job_dir, 0)
+    assert stopped["state"] == "stopped" and 0 < stopped["done"] < stopped["planned"]
 
-    array2, merge2 = _job_ids(_cli("slurm", "resubmit", "--dir", str(job_dir), "--only", "1"))
-    _wait(array2)
-    _wait(merge2)
+    early = _cli("slurm", "merge", "--dir", str(job_dir), expect=2)
+    assert "error: incomplete: " in early and "shard 0/4 (" in early, early
+    assert re.search(r"shard [23]/4 \(\d+ of \d+ missing", early), early  # the waiting shards are named too
+    assert not (job_dir / "all.sqlite").exists()
+
+    resubmitted = _cli("slurm", "resubmit", "--dir", str(job_dir), "--only", "0")
+    array2, merge = _job_ids(resubmitted)
+    assert f"cancelled the earlier merge job(s) {first_merge}" in resubmitted
+    assert re.search(rf"also waits for .*\({array}_[23]\)", resubmitted), resubmitted
+    _wait_for("the merge", lambda: not _queued(merge))
+
     merged = read_trials(job_dir / "all.sqlite")
-    assert set(merged["trial_key"]) == whole
     assert merged["trial_key"].is_unique and (merged["status"] == "ok").all()
-    shard_keys = [set(read_trials(job_dir / f"shard-{i}.sqlite")["trial_key"]) for i in range(3)]
-    assert sum(map(len, shard_keys)) == len(whole)  # none twice
-    assert partial <= shard_keys[1]  # the resubmitted task resumed from its store
-    print(f"\nSLURM: shards {[len(k) for k in shard_keys]} trials; shard 1 had {len(partial)} stored when cancelled")
+    columns = ["trial_key", "status", "config_json", "val_loss", "test_primary"]
+    ordered = [frame[columns].sort_values("trial_key").reset_index(drop=True) for frame in (merged, whole)]
+    assert ordered[0].equals(ordered[1])  # the unsharded run's trials, bit for bit
+    assert read_merge_state(job_dir / "all.sqlite")["state"] == "complete"
+    status = _cli("slurm", "status", "--dir", str(job_dir))
+    assert "24 of 24 planned stored" in status and "complete" in status, status
+
+    tasks = _sacct(array, array2)
+    print("\nsacct (JobID, State, Start, End, ReqTRES):")
+    for row in tasks:
+        print("  " + "  ".join(row.values()))
+    spans = [
+        (datetime.fromisoformat(r["Start"]), datetime.fromisoformat(r["End"]))
+        for r in tasks
+        if r["Start"] not in ("", "Unknown", "None") and r["End"] not in ("", "Unknown", "None")
+    ]
+    overlapping = [(a, b) for i, a in enumerate(spans) for b in spans[i + 1 :] if a[0] < b[1] and b[0] < a[1]]
+    assert overlapping, f"no two tasks ran at the same time: {tasks}"
+    assert all("cpu=1" in r["ReqTRES"] and "mem=8G" in r["ReqTRES"] for r in tasks), tasks
+    logs = list((job_dir / "logs").glob("shard-*-services/*.log"))
+    assert logs and all("torch threads 1" in log.read_text() for log in logs), logs  # from SLURM_CPUS_PER_TASK
+
+
+def test_a_requeue_loop_is_refused_before_submission_and_capped_at_run_time(tmp_path):
+    short = _cli("slurm", "submit", *SWEEP, "--shards", "1", "--dir", str(tmp_path / "short"), "--time", "00:03:00",
+                 expect=2)  # fmt: skip
+    assert short.startswith("error: --time 00:03:00 cannot hold one trial") and short.count("\n") == 1, short
+    assert not (tmp_path / "short").exists()
+
+    job_dir = tmp_path / "job"
+    sweep = ["--methods", "mlp,gcn", "--datasets", "texas", "--splits", "0", "--budget", "15", "--time-limit", "30"]
+    array, merge = _job_ids(
+        _cli(
+            "slurm",
+            "submit",
+            *sweep,
+            "--shards",
+            "1",
+            "--dir",
+            str(job_dir),
+            "--time",
+            "00:08:00",
+            "--max-requeues",
+            "1",
+            "--publish-every",
+            "1",
+        )  # fmt: skip
+    )
+    task = f"{array}_0"
+
+    def usr1() -> None:  # what SLURM sends 120 s before the time limit (--signal=B:USR1@120)
+        subprocess.run(["scancel", "--signal=USR1", "--batch", task], check=True)
+
+    _wait_for("the task to start", lambda: _state(job_dir, 0).get("state") == "running", every=0.2)
+    usr1()  # nothing stored yet: a requeue would loop
+    refused = _wait_for("the refusal", lambda: (s := _state(job_dir, 0)).get("state") == "requeue refused" and s)
+    assert "no trial was stored in this allocation" in refused["last_error"]
+
+    before = _wait_for("a stored trial", lambda: (_state(job_dir, 0).get("done") or 0) >= 3 and _state(job_dir, 0))
+    usr1()  # progress: it requeues itself (and resumes from its published store)
+    _wait_for("the requeue", lambda: _state(job_dir, 0).get("state") == "requeued", every=0.2)
+    _wait_for("the requeued task to wait", lambda: _queued(array).get(task) == "PENDING", every=0.5)
+    subprocess.run(["scontrol", "update", f"jobid={task}", "StartTime=now"], check=True)  # SLURM waits 2 min
+    resumed = _wait_for(
+        "the restart", lambda: (s := _state(job_dir, 0)).get("restarts") == 1 and s.get("state") == "running" and s
+    )
+    assert resumed["done"] >= before["done"]  # what it had published
+    _wait_for("progress after the restart", lambda: _state(job_dir, 0).get("done", 0) > resumed["done"], every=0.2)
+    usr1()  # progress again, but the one requeue it may take is spent
+    capped = _wait_for("the cap", lambda: (s := _state(job_dir, 0)).get("state") == "requeue refused" and s)
+    assert "already requeued itself 1 time(s) (--max-requeues 1)" in capped["last_error"]
+
+    _wait_for("the merge", lambda: not _queued(merge))
+    merged = read_trials(job_dir / "all.sqlite")
+    assert len(merged) == 30 and merged["trial_key"].is_unique and (merged["status"] == "ok").all()
+    (row,) = _sacct(array)
+    restarts = subprocess.run(["scontrol", "show", "job", task], capture_output=True, text=True).stdout
+    assert row["State"] == "COMPLETED" and "Restarts=1" in restarts, (row, restarts)
+    print(f"\nrequeue: refused without progress, requeued once after {before['done']} trials, refused at the cap")
