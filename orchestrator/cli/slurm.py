@@ -9,8 +9,8 @@ import typer
 
 from orchestrator.cli.errors import UserError, user_errors
 from orchestrator.cli.run import SERVICES_HELP, TIME_LIMIT_HELP, build_plan
+from orchestrator.plan import DEFAULT_TIME_LIMIT_S
 from orchestrator.slurm import MERGED_STORE, SlurmError, SlurmJob, sbatch_resources, submit
-from orchestrator.sweep import DEFAULT_TIME_LIMIT_S
 
 app = typer.Typer(
     help="Run a sweep as a SLURM job array (one shard per task) and merge the shards' stores.", no_args_is_help=True
