@@ -54,7 +54,7 @@ proto: $(STAMP)
 		--grpc_python_out=. $(PROTO_FILES)
 
 # Regenerate each family's committed description.json (what its Describe answers; `orchestrator plan` reads it
-# instead of starting services). tests/methods/test_descriptions.py fails when one is stale; a few seconds.
+# instead of starting services). tests/methods/test_descriptions.py fails when one is stale; about 15 s of CPU.
 describe: $(STAMP)
 	$(PYTHON) -m methods.describe
 
