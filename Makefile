@@ -20,7 +20,7 @@ export NODEGROUND_MIRROR := $(abspath ../shared/mirror)
 endif
 endif
 
-.PHONY: install lock proto lint demo test test-slow test-slurm bench gpu-check gpu-check-carry fidelity sweep-configs weights clean
+.PHONY: install lock proto describe lint demo test test-slow test-slurm bench gpu-check gpu-check-carry fidelity sweep-configs weights clean
 
 # About 2-6 min on a fresh machine (a venv, torch and the locked closure); nothing once installed.
 install: $(STAMP)
@@ -52,6 +52,11 @@ lock:
 proto: $(STAMP)
 	$(PYTHON) -m grpc_tools.protoc -Icontract/v1=proto/nodeground/v1 --python_out=. --pyi_out=. \
 		--grpc_python_out=. $(PROTO_FILES)
+
+# Regenerate each family's committed description.json (what its Describe answers; `orchestrator plan` reads it
+# instead of starting services). tests/methods/test_descriptions.py fails when one is stale; about 15 s of CPU.
+describe: $(STAMP)
+	$(PYTHON) -m methods.describe
 
 # House rules as tools (pyproject.toml: [tool.ruff], [tool.mypy]): ruff's lint rules, ruff's formatting, mypy.
 # About 45 s the first time (40 s of one core's CPU: mypy reads torch's and numpy's stubs), 2-5 s after (.mypy_cache).

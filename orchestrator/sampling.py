@@ -3,6 +3,10 @@
 Draws come from a counter-based generator (sha256 of key, draw number and
 parameter name), so every machine and every library version draws the same
 sequence, and a budget of K is always a prefix of a budget of K' > K.
+
+Planning the protocol (about 10,000 cells of up to 201 configurations) needs each
+cell's length, not its configurations: ``sequence_length`` gives it from one
+parameter's draws where that provably equals the sequence's length.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from contract.space import ChoiceParam, Config, FloatParam, IntParam, Param
@@ -21,9 +26,16 @@ def sequence_key(method: str, dataset: str, regime: str, split: int) -> str:
     return f"{method}|{dataset}|{regime}|{split}"
 
 
-def _uniform(key: str, draw: int, param: str) -> float:
-    digest = hashlib.sha256(f"nodeground-sample-v1|{key}|{draw}|{param}".encode()).digest()
-    return int.from_bytes(digest[:8], "little") / 2.0**64
+def _stream(key: str) -> Callable[[int, bytes], float]:
+    """Cell ``key``'s draws: draw ``d`` of parameter ``p`` (UTF-8) is the first 8 bytes, little-endian, of
+    sha256("nodeground-sample-v1|<key>|<d>|<p>"), as a number in [0, 1). The prefix is encoded once per
+    cell: planning the protocol draws a few million numbers."""
+    prefix, sha256, from_bytes = f"nodeground-sample-v1|{key}|".encode(), hashlib.sha256, int.from_bytes
+
+    def uniform(draw: int, param: bytes) -> float:
+        return from_bytes(sha256(b"%s%d|%s" % (prefix, draw, param)).digest()[:8], "little") / 2.0**64
+
+    return uniform
 
 
 def _sample_param(param: Param, u: float) -> Any:
@@ -43,26 +55,67 @@ def _sample_param(param: Param, u: float) -> Any:
     raise TypeError(f"unknown parameter type {type(param).__name__}")
 
 
-def _canonical(config: Config) -> str:
-    return json.dumps(config, sort_keys=True)
-
-
 def config_sequence(defaults: Config, space: tuple[Param, ...], key: str, budget: int) -> list[Config]:
     """The first ``budget`` configurations: the default, then unique samples (full configs)."""
     if budget <= 0:
         return []
-    sequence = [dict(defaults)]
-    seen = {_canonical(defaults)}
-    draw = 0
-    while len(sequence) < budget and space:
+    return [dict(defaults), *({**defaults, **sampled} for sampled in _new_draws(defaults, space, key, budget))]
+
+
+def _new_draws(defaults: Config, space: tuple[Param, ...], key: str, budget: int) -> Iterator[Config]:
+    """The sampled values of configurations 1..budget-1, each unlike every configuration before it.
+
+    Every sampled configuration is the defaults with each space parameter drawn, so two of them are
+    equal as canonical JSON exactly when their drawn values are, and one equals the defaults exactly
+    when the defaults hold every space parameter at the drawn value: comparing the JSON of the drawn
+    values alone decides what comparing whole configurations would (at a fraction of the cost).
+    """
+    names = list(dict.fromkeys(p.name for p in space))
+    seen = {json.dumps([defaults[n] for n in names])} if all(n in defaults for n in names) else set()
+    uniform, encoded = _stream(key), [(p, p.name, p.name.encode()) for p in space]
+    draw, produced = 0, 1
+    while produced < budget and space:
         for _ in range(MAX_ATTEMPTS_PER_CONFIG):
             draw += 1
-            config = dict(defaults)
-            config.update({p.name: _sample_param(p, _uniform(key, draw, p.name)) for p in space})
-            if _canonical(config) not in seen:
+            sampled = {name: _sample_param(p, uniform(draw, raw)) for p, name, raw in encoded}
+            code = json.dumps(list(sampled.values()))
+            if code not in seen:
                 break
         else:
-            break  # the space is exhausted
-        seen.add(_canonical(config))
-        sequence.append(config)
-    return sequence
+            return  # the space is exhausted
+        seen.add(code)
+        produced += 1
+        yield sampled
+
+
+_ABSENT = object()
+
+
+def sequence_length(defaults: Config, space: tuple[Param, ...], key: str, budget: int) -> int:
+    """``len(config_sequence(defaults, space, key, budget))``, mostly without drawing whole configurations.
+
+    When one parameter (a float, or the widest integer range) draws pairwise different values on
+    draws 1..budget-1, all different from its default, every one of those draws is a new
+    configuration at its first attempt, so the sequence is exactly ``budget`` long. Otherwise (a
+    small space that may run out, a repeated value) the draws are made and counted.
+    """
+    if budget <= 1 or not space:
+        return min(max(budget, 0), 1)
+    probe = _probe(space)
+    if probe is not None:
+        uniform, raw = _stream(key), probe.name.encode()
+        values = {_sample_param(probe, uniform(draw, raw)) for draw in range(1, budget)}
+        if len(values) == budget - 1 and defaults.get(probe.name, _ABSENT) not in values:
+            return budget
+    return 1 + sum(1 for _ in _new_draws(defaults, space, key, budget))
+
+
+def _probe(space: tuple[Param, ...]) -> Param | None:
+    """The parameter most likely to draw distinct values: a float, else the widest integer range (a name used once)."""
+    names = [p.name for p in space]
+    single = [p for p in space if names.count(p.name) == 1]
+    floats = [p for p in single if isinstance(p, FloatParam) and p.low < p.high]
+    if floats:
+        return floats[0]
+    ints = [p for p in single if isinstance(p, IntParam)]
+    return max(ints, key=lambda p: p.high - p.low, default=None)

@@ -41,7 +41,7 @@ import os
 import socket
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -224,6 +224,27 @@ class Store:
             "WHERE trial_key != current_key(trial_key, dataset_hash)"
         )
 
+    def contents_keyed_otherwise(self, dataset: str, identity: str) -> set[str]:
+        """The content hashes recorded by ``dataset``'s rows whose key ends in another dataset identity."""
+        query = "SELECT DISTINCT dataset_hash FROM trials WHERE dataset = ? AND substr(trial_key, -?) != ?"
+        return {h for (h,) in self._db.execute(query, (dataset, len(identity) + 1, f"|{identity}")) if h}
+
+    def rekey_content(self, dataset: str, content_hash: str, identity: str) -> int:
+        """Keys of ``dataset`` that end in its content hash end in ``identity`` instead (the catalog's identity of
+        that content, see ``orchestrator.data.registry.dataset_identity``); how many rows changed.
+
+        One transaction; a row whose new key is already stored keeps its old one (``OR IGNORE``, as ``_upgrade_keys``).
+        """
+        suffix = f"|{content_hash}"
+        with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            changed = self._db.execute(
+                "UPDATE OR IGNORE trials SET trial_key = substr(trial_key, 1, length(trial_key) - ?) || ? "
+                "WHERE dataset = ? AND dataset_hash = ? AND substr(trial_key, -?) = ?",
+                (len(suffix), f"|{identity}", dataset, content_hash, len(suffix), suffix),
+            ).rowcount
+        return changed
+
     def claim(self) -> None:
         """Become this store's only writer for as long as it is open; StoreBusy names the current one."""
         if self._claim is None:
@@ -245,13 +266,8 @@ class Store:
     def done_keys(self, time_limit: float | None = None) -> set[str]:
         """Keys a rerun skips: every stored outcome except environment failures and, given the rerun's
         ``time_limit``, timeouts stored under a smaller limit (or an unrecorded one): a longer limit may finish them."""
-        marks = ", ".join("?" for _ in RETRIED_STATUSES)
-        query = f"SELECT trial_key FROM trials WHERE status NOT IN ({marks})"
-        params: list[object] = list(RETRIED_STATUSES)
-        if time_limit is not None:
-            query += " AND NOT (status = ? AND (time_limit_s IS NULL OR time_limit_s < ?))"
-            params += [STATUS_TIMEOUT, time_limit]
-        return {key for (key,) in self._db.execute(query, params)}
+        where, params = _done_rule(time_limit)
+        return {key for (key,) in self._db.execute(f"SELECT trial_key FROM trials WHERE {where}", params)}
 
     def write(self, record: TrialRecord) -> None:
         """Store one trial in its own transaction; a rerun of the same key replaces it.
@@ -320,6 +336,33 @@ class Store:
 
     def services_frame(self) -> pd.DataFrame:
         return pd.read_sql("SELECT * FROM services ORDER BY id", self._db)
+
+
+def _done_rule(time_limit: float | None) -> tuple[str, list[object]]:
+    """The WHERE clause (and its parameters) of the rows a rerun under ``time_limit`` skips (``Store.done_keys``)."""
+    marks = ", ".join("?" for _ in RETRIED_STATUSES)
+    where = f"status NOT IN ({marks})"
+    params: list[object] = list(RETRIED_STATUSES)
+    if time_limit is not None:
+        where += " AND NOT (status = ? AND (time_limit_s IS NULL OR time_limit_s < ?))"
+        params += [STATUS_TIMEOUT, time_limit]
+    return where, params
+
+
+def read_done(path: Path, time_limit: float | None) -> list[tuple[str, str, str, str, int, str | None]]:
+    """(key, method, dataset, regime, split, dataset hash) of each row a rerun under ``time_limit`` skips."""
+    where, params = _done_rule(time_limit)
+    query = f"SELECT trial_key, method, dataset, regime, split, dataset_hash FROM trials WHERE {where}"
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no run store at {path}")
+    db = connect_read_only(path)
+    try:
+        return db.execute(query, params).fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise ValueError(f"{path} is not a NodeGround run store: {exc}") from None
+    finally:
+        db.close()
 
 
 def connect_read_only(path: Path) -> sqlite3.Connection:
@@ -416,6 +459,14 @@ def partial_note(path: Path) -> str | None:
         f"{path} is a partial merge: {state.get('missing_trials', '?')} of {state.get('planned', '?')} planned trials "
         f"are missing ({state.get('summary', 'see the merge log')}); results may change once the sweep completes"
     )
+
+
+def read_trial_columns(path: Path, columns: Sequence[str]) -> pd.DataFrame:
+    """Some columns of a store's trials (a store of two million rows read whole would not fit in memory)."""
+    unknown = sorted(set(columns) - set(COLUMNS))
+    if unknown:
+        raise ValueError(f"unknown trial columns {', '.join(unknown)}")
+    return _read(path, f"SELECT {', '.join(columns)} FROM trials")
 
 
 def read_services(path: Path) -> pd.DataFrame:

@@ -38,7 +38,7 @@ import queue
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -48,14 +48,16 @@ from typing import Any
 import grpc
 import numpy as np
 
+from contract.descriptions import GENERATOR, DescriptionError, MethodSpec, spec_differences
 from contract.space import capped_epochs
 from contract.v1 import method_service_pb2 as pb
 from contract.wire import BundleError, GraphBundle, make_bundle
 from orchestrator import __version__
 from orchestrator.data.graph import Graph
-from orchestrator.data.registry import dataset_hash, load_dataset
+from orchestrator.data.registry import dataset_hash, is_catalog_task, load_dataset
 from orchestrator.data.splits import PUBLIC, Split, SplitError, graph_split
 from orchestrator.metrics import evaluate, primary_metric_name, probabilities_ok
+from orchestrator.plan import Plan, PlannedTrial, SweepPlan, make_plan, shard_of
 from orchestrator.records import (
     STATUS_FAILED,
     STATUS_NONFINITE,
@@ -65,10 +67,8 @@ from orchestrator.records import (
     STATUS_UNAVAILABLE,
     TrialRecord,
     config_hash,
-    trial_key,
 )
-from orchestrator.sampling import config_sequence, sequence_key
-from orchestrator.services.client import MethodClient, MethodSpec, Replica, ServiceNotReady, ServiceUnavailable
+from orchestrator.services.client import MethodClient, Replica, ServiceNotReady, ServiceUnavailable
 from orchestrator.services.directory import Directory
 from orchestrator.store import ServiceRecord, ShardPlan, Store
 
@@ -83,8 +83,6 @@ _STATUS_BY_CODE = {
     grpc.StatusCode.FAILED_PRECONDITION: STATUS_UNAVAILABLE,
 }
 UNAVAILABLE_RETRIES = 1  # a trial whose replica went down is run again this many times (on it, recovered, or another)
-DEFAULT_TIME_LIMIT_S = 3600.0  # per fit and per predict, unless the plan says otherwise
-MAX_TIME_LIMIT_S = 7 * 24 * 3600.0
 
 
 class ReplyError(ValueError):
@@ -94,17 +92,6 @@ class ReplyError(ValueError):
 WARMUP_EPOCHS = 2  # a warm-up fit trains at most this many epochs (contract.space.capped_epochs)
 WARMUP_TIME_LIMIT_S = 120.0
 WARMUP_MODES = ("all", "embedded", "none")
-
-
-@dataclass(frozen=True)
-class SweepPlan:
-    methods: tuple[str, ...]
-    datasets: tuple[str, ...]
-    regimes: tuple[str, ...]
-    splits: tuple[int, ...]
-    budget: int
-    time_limit: float = DEFAULT_TIME_LIMIT_S  # seconds, per fit and per predict (see README, "Time limits")
-    shard: tuple[int, int] = (0, 1)  # (index, count): run only this slice of the plan's cells (shard_of)
 
 
 @dataclass
@@ -128,43 +115,12 @@ class SweepTiming:
     write_s: float = 0.0  # store writes of trial records (the writer thread)
 
 
-@dataclass(frozen=True)
-class PlannedTrial:
-    """One slot of a cell's configuration sequence."""
-
-    method: str
-    dataset: str
-    regime: str
-    split: int
-    index: int
-    config: dict
-    key: str
-
-
 @dataclass
 class _Job:
     trial: PlannedTrial
     graph: Graph
     split: Split
     bundle: GraphBundle
-
-
-def shard_of(trials: list[PlannedTrial], count: int) -> list[int]:
-    """The shard of every planned trial: whole cells, in contiguous runs of the plan order.
-
-    A cell (dataset, regime, split, method) goes to shard ``floor(p * count / T)``, where ``p`` is the
-    position of its first trial in the plan and ``T`` the plan's trial count. Cells stay whole (a
-    cell's trials share one graph upload and one selection), consecutive cells of one graph and split
-    mostly share a shard (so few shards upload each graph), and shards get about equal trial counts.
-    The rule depends only on the plan, so every array task computes the same partition.
-    """
-    shards: list[int] = []
-    first_of_cell: dict[tuple[str, str, int, str], int] = {}
-    for position, trial in enumerate(trials):
-        cell = (trial.dataset, trial.regime, trial.split, trial.method)
-        start = first_of_cell.setdefault(cell, position)
-        shards.append(start * count // max(1, len(trials)))
-    return shards
 
 
 def plan_id(trials: list[PlannedTrial]) -> str:
@@ -241,7 +197,12 @@ class Sweep:
     parallel: int = 1  # trials in flight at once
     warmup: str = "embedded"  # which replicas get warm-up fits: all, embedded (processes this sweep started), none
     record_plan: bool = False  # a shard run: record the plan in the store (a merge checks completeness against it)
+    # Methods as their families' committed descriptions say (``contract.descriptions``): planned without a
+    # service, and each checked against its service's Describe before its first trial. A method not in it
+    # is planned from its service's Describe (a family without a description starts to be planned).
+    described: Mapping[str, MethodSpec] = field(default_factory=dict)
     _specs: dict[str, MethodSpec] = field(default_factory=dict)
+    _plan: Plan | None = None
     _services: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)
     _warmup: tuple | None = None
     _deferred: list[Replica] | None = None  # replicas that came up while describing: warmed once all are ready
@@ -259,29 +220,52 @@ class Sweep:
         self.directory.on_ready = self._on_ready
 
     def spec(self, method: str) -> MethodSpec:
+        """The method as the plan knows it: its committed description, else its service's Describe."""
+        if method in self.described:
+            return self.described[method]
         if method not in self._specs:
-            client = self.directory.client(method)
-            hosted = {s.name: s for s in client.describe()}
-            if method not in hosted:
-                raise ServiceUnavailable(
-                    f"the service at {client.endpoint} does not host {method!r} (it hosts {', '.join(hosted)})"
-                )
-            self._specs[method] = hosted[method]
+            self._specs[method] = self._live_spec(method)
         return self._specs[method]
 
-    def prepare(self) -> None:
-        """All that can refuse the run, before its first trial: the plan's checks, then every method's service ready."""
-        if not self._prepared:
-            self.check_plan()
-            self.describe_all()
-            self._prepared = True
+    def _live_spec(self, method: str) -> MethodSpec:
+        """What the method's service describes (this starts the service when it is not up yet)."""
+        client = self.directory.client(method)
+        hosted = {s.name: s for s in client.describe()}
+        if method not in hosted:
+            raise ServiceUnavailable(
+                f"the service at {client.endpoint} does not host {method!r} (it hosts {', '.join(hosted)})"
+            )
+        live = hosted[method]
+        described = self.described.get(method)
+        if described is not None:
+            differences = spec_differences(described, live)
+            if differences:
+                raise DescriptionError(
+                    f"the service at {client.endpoint} describes {method} ({live.version}) otherwise than its "
+                    f"family's description ({described.version}): {', '.join(differences)} differ; run a service "
+                    f"built from this checkout, or regenerate the description with `{GENERATOR} {described.family}`"
+                )
+        return live
 
-    def check_plan(self) -> None:
+    def prepare(self) -> None:
+        """All that can refuse the run, before its first trial: the plan's checks, then the services it needs ready.
+
+        Only what this shard still has to run is asked for: the datasets of its trials not yet stored
+        (public splits) and the services of their methods, each checked against its description.
+        """
+        if self._prepared:
+            return
+        todo = self._todo()
+        self.check_plan(dict.fromkeys(t.dataset for t in todo))
+        self.describe_all(dict.fromkeys(t.method for t in todo))
+        self._prepared = True
+
+    def check_plan(self, datasets: Iterable[str] | None = None) -> None:
         """Plan-level checks, before any service starts or any trial runs: every public split asked for exists."""
         if PUBLIC not in self.plan.regimes:
             return
         problems = []
-        for name in self.plan.datasets:
+        for name in self.plan.datasets if datasets is None else datasets:
             graph = load_dataset(name)
             for index in self.plan.splits:
                 try:
@@ -292,8 +276,8 @@ class Sweep:
         if problems:
             raise SplitError(f"--regimes public: {'; '.join(problems)}")
 
-    def describe_all(self) -> None:
-        """Describe every method before any trial (this starts their first services), then warm those up.
+    def describe_all(self, methods: Iterable[str] | None = None) -> None:
+        """Describe methods before any trial (this starts their first services), then warm those up.
 
         ServiceNotReady names every method whose service cannot fit (weights missing), not
         only the first, so that one fetch command covers them all; it comes before any
@@ -302,9 +286,9 @@ class Sweep:
         not_ready = []
         self._deferred = []
         try:
-            for method in self.plan.methods:
+            for method in self.plan.methods if methods is None else methods:
                 try:
-                    self.spec(method)
+                    self._specs[method] = self._live_spec(method)
                 except ServiceNotReady as exc:
                     not_ready.append(exc)
         finally:
@@ -316,37 +300,47 @@ class Sweep:
 
     # ---- the plan ----------------------------------------------------------
 
+    def planned(self) -> Plan:
+        """The whole plan's cells (every shard's), from the methods' specs and the datasets' identities."""
+        if self._plan is None:
+            self._plan = make_plan(self.plan, {m: self.spec(m) for m in self.plan.methods})
+        return self._plan
+
     def planned_trials(self) -> list[PlannedTrial]:
-        """This shard's trials of the plan in execution order.
+        """This shard's trials in execution order: dataset, regime, split, method, then sequence position."""
+        return list(self.planned().trials(self.planned().shard_cells(*self.plan.shard)))
 
-        Ordered by dataset, regime, split, method, then sequence position.
-        """
-        return self._shard()[0]
-
-    def _shard(self) -> tuple[list[PlannedTrial], ShardPlan]:
-        """This shard's trials, and what its store records of the plan."""
+    def shard_record(self) -> ShardPlan:
+        """What this shard's store records of the plan before its first trial (a merge checks completeness by it)."""
         every = self.all_planned_trials()
         index, count = self.plan.shard
-        shards = shard_of(every, count)
-        mine = every if count == 1 else [trial for trial, shard in zip(every, shards, strict=True) if shard == index]
-        return mine, shard_plan(every, shards, index, count)
+        return shard_plan(every, shard_of(every, count), index, count)
 
     def all_planned_trials(self) -> list[PlannedTrial]:
         """Every trial of the plan (all shards) in execution order."""
-        out = []
-        for d in self.plan.datasets:
-            content = dataset_hash(d)
-            for r in self.plan.regimes:
-                for s in self.plan.splits:
-                    for m in self.plan.methods:
-                        spec = self.spec(m)
-                        configs = config_sequence(
-                            spec.default_config, spec.search_space, sequence_key(m, d, r, s), self.plan.budget
-                        )
-                        for index, config in enumerate(configs):
-                            key = trial_key(m, spec.version, d, r, s, config_hash(config), content)
-                            out.append(PlannedTrial(m, d, r, s, index, config, key))
-        return out
+        return list(self.planned().trials())
+
+    def _todo(self) -> list[PlannedTrial]:
+        """This shard's trials the store does not hold yet (its keys upgraded first, see ``_upgrade_keys``)."""
+        planned = self.planned_trials()
+        self._upgrade_keys(dict.fromkeys(t.dataset for t in planned))
+        done = self.store.done_keys(self.plan.time_limit)
+        return [t for t in planned if t.key not in done]
+
+    def _upgrade_keys(self, datasets: Iterable[str]) -> None:
+        """Stored keys of catalog tasks that name the dataset's content hash (written before keys carried the
+        catalog's identity) gain that identity when the content is the catalog's today, so a rerun skips
+        exactly what it skipped before. Finding today's content reads the cache, or loads the dataset once."""
+        identities = self.planned().identities
+        for dataset in datasets:
+            identity = identities[dataset]
+            if not is_catalog_task(dataset):
+                continue
+            stale = self.store.contents_keyed_otherwise(dataset, identity)
+            if stale:
+                content = dataset_hash(dataset)
+                if content in stale:
+                    self.store.rekey_content(dataset, content, identity)
 
     def _jobs(self, todo: list[PlannedTrial]) -> Iterator[_Job]:
         """Jobs in plan order; each dataset is loaded, and each split's bundle built, only when reached."""
@@ -371,11 +365,10 @@ class Sweep:
         started = time.perf_counter()
         self.store.claim()  # one writer per store: a second orchestrator is refused, not run twice
         self.prepare()
-        done = self.store.done_keys(self.plan.time_limit)
-        planned, recorded = self._shard()
+        planned = self.planned_trials()
         if self.record_plan:
-            self.store.write_plan(recorded)
-        todo = [t for t in planned if t.key not in done]
+            self.store.write_plan(self.shard_record())
+        todo = self._todo()
         self.progress.on_total(len(planned))
         self.progress.on_skip(len(planned) - len(todo))
         self._drain_services()

@@ -8,6 +8,7 @@ from orchestrator.cli import datasets as datasets_cli
 from orchestrator.cli import export as export_cli
 from orchestrator.cli import merge as merge_cli
 from orchestrator.cli import methods as methods_cli
+from orchestrator.cli import plan as plan_cli
 from orchestrator.cli import report as report_cli
 from orchestrator.cli import run as run_cli
 from orchestrator.cli import slurm as slurm_cli
@@ -25,7 +26,8 @@ app = typer.Typer(
 
 app.command("run")(run_cli.run)
 app.command("show")(run_cli.show)
-app.command("plan")(run_cli.plan)
+app.command("plan")(plan_cli.plan)
+app.command("backtest")(plan_cli.backtest_command)
 app.command("export")(export_cli.export)
 app.command("merge")(merge_cli.merge)
 app.add_typer(datasets_cli.app, name="datasets")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,11 +12,11 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from orchestrator.cli.errors import UserError, user_errors
 from orchestrator.data.registry import resolve_name
 from orchestrator.data.splits import ALL_REGIMES, SPLIT_INDICES
+from orchestrator.plan import DEFAULT_TIME_LIMIT_S, MAX_TIME_LIMIT_S, SweepPlan, described_specs
 from orchestrator.records import STATUS_OK, TrialRecord
 from orchestrator.results import (
     failures,
@@ -33,8 +32,8 @@ from orchestrator.services.directory import ServiceDirectory, log_dir, resolve_m
 from orchestrator.services.discovery import DiscoveryError, is_dns_target, resolve_replicas, split_target
 from orchestrator.services.embedded import EmbeddedServices, service_threads
 from orchestrator.store import Store, partial_note, read_services, read_trials
-from orchestrator.sweep import DEFAULT_TIME_LIMIT_S, MAX_TIME_LIMIT_S, Sweep, SweepPlan, shard_of
 from orchestrator.sweep import Progress as SweepProgress
+from orchestrator.sweep import Sweep
 
 console = Console(stderr=True)
 MAX_BUDGET = 10_000  # trials per cell; the protocol uses 201
@@ -175,11 +174,12 @@ def open_sweep(
             set(plan.methods) | {f.name for f in families.values()}, containers | parse_endpoints(endpoint)
         )
     threads = service_threads(parallel)
+    endpoints = parse_endpoints(endpoint)
     with EmbeddedServices(log_dir=log_dir(store), threads=threads) as embedded, Store(store) as run_store:
         run_store.claim()  # before any service starts: a second orchestrator is refused at once
         directory = ServiceDirectory(
             families,
-            endpoints=parse_endpoints(endpoint),
+            endpoints=endpoints,
             containers=containers,
             embedded=None if services == "docker" else embedded,
             replicas=parallel,
@@ -192,12 +192,24 @@ def open_sweep(
                 parallel=parallel,
                 warmup="all" if warmup else "none",
                 record_plan=record_plan,
+                described=described_specs(
+                    [m for m in plan.methods if not named_by_endpoint(m, families, endpoints)], families
+                ),
             )
             directory.check_remote()
             sweep.prepare()  # refusals (plan, services not ready) before any progress is drawn
             yield sweep
         finally:
             directory.close()
+
+
+def named_by_endpoint(method: str, families: dict, endpoints: dict[str, list[str]]) -> bool:
+    """Whether ``--endpoint`` names the method's service (by method or family): its Describe then plans the method.
+
+    The user chose that service, so its version and search space are the ones that run; every other
+    method is planned from its family's committed description, and the service must agree with it.
+    """
+    return method in endpoints or families[method].name in endpoints
 
 
 ENDPOINT_HELP = (
@@ -280,42 +292,6 @@ def report_failures(records: list[TrialRecord]) -> bool:
         return True
     Console(stderr=True, width=200).print(failures_table(grouped))
     return False
-
-
-@user_errors
-def plan(
-    methods: Annotated[str, typer.Option(help="Comma-separated method names, as for `run`.")],
-    datasets: Annotated[str, typer.Option(help="Comma-separated dataset names, as for `run`.")],
-    regimes: Annotated[str, typer.Option(help="Comma-separated label regimes, as for `run`.")] = "10/10/80",
-    splits: Annotated[str, typer.Option(help="Comma-separated split indices (0-4).")] = "0",
-    budget: Annotated[int, typer.Option(help="Trials per cell, as for `run`.")] = 1,
-    shards: Annotated[int, typer.Option(help="Number of shards to list (as for `run --shard I/N`).")] = 1,
-    store: Annotated[
-        Path | None, typer.Option(help="A run store: count which planned trials it already holds.")
-    ] = None,
-    endpoint: Annotated[list[str], typer.Option(help=ENDPOINT_HELP)] = [],  # noqa: B006
-    services: Annotated[str, typer.Option(help=SERVICES_HELP)] = "auto",
-) -> None:
-    """Print the cells and trials of a sweep per shard (the services are asked for versions and search spaces)."""
-    if shards < 1:
-        raise UserError(f"--shards must be at least 1, got {shards}")
-    sweep_plan = build_plan(methods, datasets, regimes, splits, budget, DEFAULT_TIME_LIMIT_S)
-    done = set(read_trials(store)["trial_key"]) if store is not None and store.exists() else set()
-    with tempfile.TemporaryDirectory(prefix="nodeground-plan-") as scratch:
-        with open_sweep(sweep_plan, Path(scratch) / "plan.sqlite", endpoint, services, 1, False) as sweep:
-            trials = sweep.all_planned_trials()
-    table = Table(title=f"{len(trials)} trials in {shards} shard(s)")
-    for column in ("shard", "cells", "trials", "done", "datasets"):
-        table.add_column(column, justify="left" if column == "datasets" else "right")
-    assigned = shard_of(trials, shards)
-    for index in range(shards):
-        mine = [t for t, s in zip(trials, assigned, strict=True) if s == index]
-        cells = {(t.dataset, t.regime, t.split, t.method) for t in mine}
-        names = ", ".join(dict.fromkeys(t.dataset for t in mine))
-        table.add_row(
-            f"{index}/{shards}", str(len(cells)), str(len(mine)), str(sum(t.key in done for t in mine)), names
-        )
-    Console(width=160).print(table)
 
 
 def _eta(seconds: float | None) -> str:

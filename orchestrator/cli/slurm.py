@@ -16,6 +16,7 @@ from orchestrator.cli.errors import UserError, user_errors
 from orchestrator.cli.merge import PARTIAL_HELP, echo_report
 from orchestrator.cli.run import SERVICES_HELP, TIME_LIMIT_HELP, build_plan
 from orchestrator.merge import merge_stores
+from orchestrator.plan import DEFAULT_TIME_LIMIT_S
 from orchestrator.slurm import (
     BASE_MEM_GIB,
     DEFAULT_MAX_REQUEUES,
@@ -40,7 +41,6 @@ from orchestrator.slurm import (
     task_resources,
 )
 from orchestrator.store import read_merge_state
-from orchestrator.sweep import DEFAULT_TIME_LIMIT_S
 
 app = typer.Typer(
     help="Run a sweep as a SLURM job array (one shard per task) and merge the shards' stores.", no_args_is_help=True

@@ -27,9 +27,10 @@ from orchestrator.conformance.bundle import SUBMISSION, TRIALS, finalize_store, 
 from orchestrator.conformance.guard import GuardedClient
 from orchestrator.data.registry import resolve_name, tasks
 from orchestrator.data.splits import ALL_REGIMES
+from orchestrator.plan import DEFAULT_TIME_LIMIT_S, SweepPlan
 from orchestrator.records import STATUS_OK
 from orchestrator.submission import SandboxDirectory, SubmissionStore, exact_command, hardware
-from orchestrator.sweep import DEFAULT_TIME_LIMIT_S, Sweep, SweepPlan
+from orchestrator.sweep import Sweep
 
 console = Console(stderr=True)
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

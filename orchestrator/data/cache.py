@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,10 @@ import numpy as np
 from orchestrator.data.fetch import cache_dir, resolve_sha256
 from orchestrator.data.graph import Graph
 
+# The version of the canonical form and the loaders: bump it when either changes what a catalog task loads as,
+# and every cache key and every catalog task's identity (its part of the trial keys) changes with it.
 CANONICAL_VERSION = "nodeground-canonical-v1"
+CATALOG_IDENTITY_PREFIX = "catalog:"  # a trial key's dataset part: this, or a content hash (user, synthetic)
 
 
 def canonical_dir() -> Path:
@@ -35,13 +39,32 @@ def entry_key(entry: dict[str, Any]) -> str | None:
         digest = resolve_sha256(spec["url"], spec["sha256"])
         if digest is None:
             return None
-        hashes.append([spec["url"], digest, spec.get("path", ""), spec.get("extract", "")])
+        hashes.append(digest)
+    return _entry_digest(entry, hashes)
+
+
+def catalog_identity(entry: dict[str, Any]) -> str:
+    """A catalog task's identity in trial keys: what ``datasets/catalog.toml`` pins, so a plan needs no data.
+
+    The canonical form's and loaders' version, the loader and its arguments, and every file's URL and
+    sha256 as the catalog declares it. A file the catalog marks ``unverified`` contributes only its URL
+    (its local lock may differ between machines; pin its hash in the catalog to pin the content). For a
+    task whose files are all pinned this is its cache key.
+    """
+    return CATALOG_IDENTITY_PREFIX + _entry_digest(entry, [spec["sha256"] for spec in entry.get("files", [])])
+
+
+def _entry_digest(entry: dict[str, Any], hashes: list[str]) -> str:
+    files = [
+        [spec["url"], digest, spec.get("path", ""), spec.get("extract", "")]
+        for spec, digest in zip(entry.get("files", []), hashes, strict=True)
+    ]
     identity = {
         "version": CANONICAL_VERSION,
         "name": entry["name"],
         "loader": entry["loader"],
         "args": entry.get("args", {}),
-        "files": hashes,
+        "files": files,
     }
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
@@ -86,6 +109,21 @@ def read_content_hash(path: Path) -> str | None:
     try:
         with np.load(path) as raw:
             return str(json.loads(raw["meta"].tobytes().decode())["content_hash"])
+    except Exception:
+        return None
+
+
+def read_shapes(path: Path) -> dict[str, tuple[int, ...]] | None:
+    """The shapes of a cached graph's tensors (x, edge_index, y), from the array headers alone; None if unreadable."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            shapes = {}
+            for name in ("x", "edge_index", "y"):
+                with archive.open(f"{name}.npy") as member:
+                    version = np.lib.format.read_magic(member)
+                    read = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+                    shapes[name] = tuple(read[version](member)[0])
+            return shapes
     except Exception:
         return None
 

@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import difflib
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import tomllib
 
-from orchestrator.data.cache import cache_path, entry_key, read_content_hash, read_graph, save_graph
+from orchestrator.data.cache import (
+    cache_path,
+    catalog_identity,
+    entry_key,
+    read_content_hash,
+    read_graph,
+    read_shapes,
+    save_graph,
+)
 from orchestrator.data.fetch import is_local
 from orchestrator.data.graph import Graph
 from orchestrator.data.loaders import LOADERS, run_loader
@@ -157,18 +166,82 @@ def load_dataset(name: str) -> Graph:
 
 
 def dataset_hash(name: str) -> str:
-    """A dataset's content hash (its identity in trial keys), read from the cache or registry when it is there."""
+    """A dataset's content hash, read from the cache or registry when it is there, else by loading it."""
+    return known_content_hash(name) or load_dataset(name).content_hash
+
+
+def known_content_hash(name: str) -> str | None:
+    """A dataset's content hash where it is known without loading: the cache (catalog), the registry (user
+    datasets), or generation (synthetic); None for a catalog task not processed on this machine yet."""
     canonical = resolve_name(name)
+    if canonical in SYNTHETIC:
+        return load_synthetic(canonical).content_hash
     if canonical.lower() in catalog():
         key = entry_key(catalog()[canonical.lower()])
-        known = read_content_hash(cache_path(key)) if key is not None else None
-        if known is not None:
-            return known
-    elif canonical not in SYNTHETIC:
-        known = user_registry().get(canonical, {}).get("content_hash")
-        if known:
-            return str(known)
-    return load_dataset(canonical).content_hash
+        return read_content_hash(cache_path(key)) if key is not None else None
+    known = user_registry().get(canonical, {}).get("content_hash")
+    return str(known) if known else None
+
+
+def is_catalog_task(name: str) -> bool:
+    return resolve_name(name).lower() in catalog()
+
+
+def dataset_identity(name: str) -> str:
+    """A dataset's part of every trial key, known without its data where that can be.
+
+    A catalog task: what the catalog pins (``catalog_identity``), so planning the protocol needs no
+    download. A user dataset: its content hash, which its registration recorded (its content is on
+    this disk by definition). A synthetic task: the content hash of the graph it generates.
+    """
+    canonical = resolve_name(name)
+    if canonical.lower() in catalog():
+        return catalog_identity(catalog()[canonical.lower()])
+    return dataset_hash(canonical)
+
+
+@dataclass(frozen=True)
+class DatasetSize:
+    """What a cost estimate needs of a graph: nodes, undirected edges (no self-loops), features and classes.
+
+    A field is None where it cannot be known without the data (a catalog task whose entry does not
+    publish it and that this machine has not processed yet).
+    """
+
+    nodes: int | None
+    edges: int | None
+    features: int | None
+    classes: int | None
+
+
+def dataset_size(name: str) -> DatasetSize:
+    """A dataset's size, loading nothing that is not on disk: a catalog task's published figures, completed from
+    the processed cache when it holds the task; a user or synthetic graph's own (it is on disk, or generated)."""
+    canonical = resolve_name(name)
+    if canonical.lower() not in catalog():
+        return _size_of(load_dataset(canonical))
+    entry = catalog()[canonical.lower()]
+    published = DatasetSize(*(entry.get(k) for k in ("nodes", "edges", "features", "classes")))
+    if None not in (published.nodes, published.edges, published.features, published.classes):
+        return published
+    key = entry_key(entry)
+    shapes = read_shapes(cache_path(key)) if key is not None else None
+    if shapes is None:
+        return published
+    nodes = shapes["x"][0]
+    return DatasetSize(
+        published.nodes or nodes,
+        published.edges or (shapes["edge_index"][1] - nodes) // 2,
+        published.features or shapes["x"][1],
+        published.classes,
+    )
+
+
+def _size_of(graph: Graph) -> DatasetSize:
+    """A canonical graph's size: its edge list holds both directions and one self-loop per node."""
+    return DatasetSize(
+        graph.num_nodes, (graph.edge_index.shape[1] - graph.num_nodes) // 2, graph.x.shape[1], graph.num_classes
+    )
 
 
 def list_tasks() -> list[dict[str, Any]]:

@@ -13,21 +13,21 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
 import numpy as np
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from contract.descriptions import MethodSpec, spec_from_proto
 from contract.security import CA_ENV, Security
-from contract.space import Config, Param, config_from_proto, config_to_proto, param_from_proto
+from contract.space import Config, config_to_proto
 from contract.v1 import method_service_pb2 as pb
 from contract.v1 import method_service_pb2_grpc as pb_grpc
 from contract.weights import weights_dir
 from contract.wire import MAX_MESSAGE_BYTES, BundleError, GraphBundle, decode_probabilities, encode
 
-_KIND_NAMES = {pb.METHOD_KIND_SUPERVISED: "supervised", pb.METHOD_KIND_GFM: "gfm"}
 WATCHDOG_INTERVAL_S = 5.0  # seconds between health probes while a call is in flight
 WATCHDOG_PROBE_TIMEOUT_S = 5.0  # one probe's own deadline
 WATCHDOG_MISSES = 3  # unanswered probes in a row that declare the service hung
@@ -67,20 +67,6 @@ class ServiceHung(ServiceUnavailable):
     """The service stopped answering health checks while a call was in flight; the call was cancelled."""
 
 
-@dataclass(frozen=True)
-class MethodSpec:
-    """A method as its service describes it; the orchestrator samples from this copy."""
-
-    name: str
-    version: str
-    family: str
-    kind: str
-    default_config: Config
-    search_space: tuple[Param, ...]
-    max_classes: int = 0
-    library_versions: dict[str, str] = field(default_factory=dict)
-
-
 @dataclass
 class Replica:
     """One service process that trials run on, one trial at a time (its compute is serialised anyway).
@@ -109,19 +95,6 @@ class CallResult:
     value: Any
     e2e_seconds: float
     stats: pb.CallStats | None = None
-
-
-def spec_from_proto(info: pb.MethodInfo) -> MethodSpec:
-    return MethodSpec(
-        name=info.name,
-        version=info.version,
-        family=info.family,
-        kind=_KIND_NAMES.get(info.kind, "supervised"),
-        default_config=config_from_proto(info.default_config),
-        search_space=tuple(param_from_proto(p) for p in info.search_space),
-        max_classes=info.capabilities.max_classes,
-        library_versions=dict(info.library_versions),
-    )
 
 
 class MethodClient:

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from orchestrator.cli.main import app
 from orchestrator.merge import MergeConflict, MergeIncomplete, merge_stores
+from orchestrator.plan import PlannedTrial, shard_of
 from orchestrator.records import TrialRecord
 from orchestrator.store import (
     ServiceRecord,
@@ -25,7 +26,6 @@ from orchestrator.store import (
     read_services,
     read_trials,
 )
-from orchestrator.sweep import PlannedTrial, shard_of
 
 
 def record(key: str, status: str = "ok", test_primary: float = 0.8, fit_s: float = 1.0) -> TrialRecord:

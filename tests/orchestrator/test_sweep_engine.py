@@ -337,3 +337,109 @@ def test_a_dataset_registered_anew_is_run_again_and_never_served_stale(tmp_path,
     assert len(records) == 2, "the replaced dataset's trials were skipped as done"
     assert set(frame["dataset_hash"]) == {second.content_hash} and len(frame) == 2
     assert all(key.endswith(second.content_hash) for key in frame["trial_key"])
+
+
+def _described(*classes, family: str = "test") -> dict:
+    """What committed descriptions of ``classes`` say: Describe's own MethodInfo, read as a spec."""
+    from contract.descriptions import spec_from_proto
+    from methods.sdk.service import describe_method
+
+    return {cls.name: spec_from_proto(describe_method(cls, family)) for cls in classes}
+
+
+class Watched(ServiceDirectory):
+    """A directory that notes which methods' services the sweep asked for."""
+
+    asked: list[str]
+
+    def client(self, method):
+        self.asked.append(method)
+        return super().client(method)
+
+    def acquire(self, method):
+        self.asked.append(method)
+        return super().acquire(method)
+
+
+def test_a_shard_asks_only_for_its_methods_services_and_loads_only_its_datasets(tmp_path, servers, monkeypatch):
+    import orchestrator.sweep as sweep_module
+
+    loaded = []
+    real_load = sweep_module.load_dataset
+    monkeypatch.setattr(sweep_module, "load_dataset", lambda name: loaded.append(name) or real_load(name))
+    first, _, _ = servers()
+    second, _, _ = servers()
+    families = {"fa": Family("fa", "nodeground/fa", FAMILY.module, ("qmlp",)), "fb": Family("fb", "", "", ("modes",))}
+    # cells in plan order: tiny/qmlp, tiny/modes, binary/qmlp, binary/modes; 4 shards: one cell each
+    plan = SweepPlan(("qmlp", "modes"), ("synthetic-tiny", "synthetic-binary"), ("10/10/80",), (0,), 2, shard=(1, 4))
+    with Store(tmp_path / "r.sqlite") as store:
+        directory = Watched(resolve_methods(["qmlp", "modes"], families), endpoints={"fa": [first], "fb": [second]})
+        directory.asked = []
+        try:
+            records = Sweep(plan, store, directory, described=_described(QuickMLP, Modes)).run()
+        finally:
+            directory.close()
+    assert [(r.dataset, r.method) for r in records] == [("synthetic-tiny", "modes")] * 2
+    assert set(directory.asked) == {"modes"} and loaded == ["synthetic-tiny"]
+
+
+def test_a_shard_with_nothing_left_to_run_starts_no_service(tmp_path, servers):
+    endpoint, _, _ = servers()
+    plan = SweepPlan(("qmlp",), ("synthetic-tiny",), ("10/10/80",), (0,), budget=2)
+    run(plan, tmp_path / "r.sqlite", {"test": endpoint})
+    with Store(tmp_path / "r.sqlite") as store:
+        directory = Watched(resolve_methods(["qmlp"], {"test": FAMILY}), endpoints={"test": [endpoint]})
+        directory.asked = []
+        try:
+            assert Sweep(plan, store, directory, described=_described(QuickMLP)).run() == []
+        finally:
+            directory.close()
+    assert directory.asked == []
+
+
+def test_a_service_that_describes_a_method_otherwise_than_its_description_is_refused_before_any_trial(
+    tmp_path, servers
+):
+    import dataclasses
+
+    from contract.descriptions import DescriptionError
+
+    endpoint, _, _ = servers()
+    stale = {"qmlp": dataclasses.replace(_described(QuickMLP)["qmlp"], version="2020-01-01")}
+    plan = SweepPlan(("qmlp",), ("synthetic-tiny",), ("10/10/80",), (0,), budget=2)
+    with Store(tmp_path / "r.sqlite") as store:
+        directory = ServiceDirectory(resolve_methods(["qmlp"], {"test": FAMILY}), endpoints={"test": [endpoint]})
+        try:
+            with pytest.raises(
+                DescriptionError,
+                match=rf"describes qmlp \({QuickMLP.version}\) otherwise .*\(2020-01-01\): version differ",
+            ):
+                Sweep(plan, store, directory, described=stale).run()
+        finally:
+            directory.close()
+        assert store.frame().empty
+
+
+def test_a_store_keyed_by_content_hashes_is_upgraded_and_skips_exactly_what_it_skipped(tmp_path, servers, mirror):
+    """A store written before keys carried the catalog's identity resumes: same trials skipped, none lost."""
+    import sqlite3
+
+    from orchestrator.data.registry import dataset_hash, dataset_identity
+
+    endpoint, _, _ = servers()
+    small = SweepPlan(("qmlp",), ("texas",), ("10/10/80",), (0,), budget=2)
+    first, frame = run(small, tmp_path / "r.sqlite", {"test": endpoint})
+    identity, content = dataset_identity("texas"), dataset_hash("texas")
+    assert len(first) == 2 and all(k.endswith(f"|{identity}") for k in frame["trial_key"])
+    with sqlite3.connect(tmp_path / "r.sqlite") as db:  # as today's stores hold them: the content hash ends the key
+        db.execute("UPDATE trials SET trial_key = replace(trial_key, ?, ?)", (identity, content))
+        old = dict(frame.iloc[0])  # and a row of an earlier content of texas, which must not count as done
+        old.update(trial_key=old["trial_key"].replace(identity, "0" * 64), dataset_hash="0" * 64, trial_index=7)
+        db.execute(f"INSERT INTO trials ({', '.join(old)}) VALUES ({', '.join('?' for _ in old)})", list(old.values()))
+    again, frame = run(
+        SweepPlan(("qmlp",), ("texas",), ("10/10/80",), (0,), budget=3), tmp_path / "r.sqlite", {"test": endpoint}
+    )
+    assert [r.trial_index for r in again] == [2]  # the two stored trials skipped, the new slot run
+    current = frame[frame["dataset_hash"] == content]
+    assert len(current) == 3 and all(k.endswith(f"|{identity}") for k in current["trial_key"])
+    assert "0" * 64 not in set(frame["dataset_hash"])  # the earlier content moved to superseded_trials

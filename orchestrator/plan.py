@@ -1,0 +1,192 @@
+"""A sweep's plan as data: its cells, their trial counts, its shards and its trial keys, with no service and no dataset.
+
+A cell is (dataset, regime, split, method); its trials are the method's configuration sequence
+(``orchestrator.sampling``). Everything a plan needs is data on this disk: each method's version,
+default configuration and search space from its family's committed description
+(``contract.descriptions``), each dataset's identity from the catalog (``dataset_identity``). So
+planning the paper's protocol (about two million trials) starts nothing and downloads nothing, and
+every shard of a SLURM array computes the same partition on its own.
+
+At that size the plan is kept per cell: a cell's length comes from ``sequence_length`` (one
+parameter's draws in most cells), and configurations and keys are built only for the cells that
+need them (a shard's own, or those a store already holds trials of).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from contract.descriptions import MethodSpec, read_description
+from contract.families import Family
+from orchestrator.data.registry import dataset_identity, is_catalog_task, known_content_hash
+from orchestrator.records import config_hash, trial_key
+from orchestrator.sampling import config_sequence, sequence_key, sequence_length
+from orchestrator.store import read_done
+
+DEFAULT_TIME_LIMIT_S = 3600.0  # per fit and per predict, unless the plan says otherwise
+MAX_TIME_LIMIT_S = 7 * 24 * 3600.0
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    methods: tuple[str, ...]
+    datasets: tuple[str, ...]
+    regimes: tuple[str, ...]
+    splits: tuple[int, ...]
+    budget: int
+    time_limit: float = DEFAULT_TIME_LIMIT_S  # seconds, per fit and per predict (see README, "Time limits")
+    shard: tuple[int, int] = (0, 1)  # (index, count): run only this slice of the plan's cells (shard_of)
+
+
+@dataclass(frozen=True)
+class PlannedTrial:
+    """One slot of a cell's configuration sequence."""
+
+    method: str
+    dataset: str
+    regime: str
+    split: int
+    index: int
+    config: dict
+    key: str
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One (dataset, regime, split, method) of a plan: how many trials it has and where the first one stands."""
+
+    dataset: str
+    regime: str
+    split: int
+    method: str
+    trials: int
+    start: int  # position of its first trial in the plan's order
+
+
+def shard_index(start: int, count: int, total: int) -> int:
+    """The shard of the cell whose first trial stands at ``start`` in a plan of ``total`` trials.
+
+    ``floor(start * count / total)``: cells stay whole (a cell's trials share one graph upload and
+    one selection), consecutive cells of one graph and split mostly share a shard (so few shards
+    upload each graph), and shards get about equal trial counts. It depends only on the plan, so
+    every array task computes the same partition.
+    """
+    return start * count // max(1, total)
+
+
+def shard_of(trials: list[PlannedTrial], count: int) -> list[int]:
+    """The shard of every planned trial (the rule of ``shard_index``, for a plan spelled out trial by trial)."""
+    shards: list[int] = []
+    first_of_cell: dict[tuple[str, str, int, str], int] = {}
+    for position, trial in enumerate(trials):
+        start = first_of_cell.setdefault((trial.dataset, trial.regime, trial.split, trial.method), position)
+        shards.append(shard_index(start, count, len(trials)))
+    return shards
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A sweep's cells in execution order (dataset, regime, split, method), with what builds their trials."""
+
+    sweep: SweepPlan
+    specs: Mapping[str, MethodSpec]
+    identities: Mapping[str, str]  # dataset -> its part of the trial keys
+    cells: tuple[Cell, ...]
+
+    @property
+    def total(self) -> int:
+        return sum(cell.trials for cell in self.cells)
+
+    def shards(self, count: int) -> list[int]:
+        """The shard of every cell, in cell order."""
+        total = self.total
+        return [shard_index(cell.start, count, total) for cell in self.cells]
+
+    def shard_cells(self, index: int, count: int) -> list[Cell]:
+        return [cell for cell, shard in zip(self.cells, self.shards(count), strict=True) if shard == index]
+
+    def trials(self, cells: Iterable[Cell] | None = None) -> Iterator[PlannedTrial]:
+        """The trials of ``cells`` (default: all), configurations and keys built now, in plan order."""
+        for cell in self.cells if cells is None else cells:
+            spec = self.specs[cell.method]
+            configs = config_sequence(
+                spec.default_config,
+                spec.search_space,
+                sequence_key(cell.method, cell.dataset, cell.regime, cell.split),
+                self.sweep.budget,
+            )
+            identity = self.identities[cell.dataset]
+            for index, config in enumerate(configs):
+                key = trial_key(
+                    cell.method, spec.version, cell.dataset, cell.regime, cell.split, config_hash(config), identity
+                )
+                yield PlannedTrial(cell.method, cell.dataset, cell.regime, cell.split, index, config, key)
+
+
+def make_plan(sweep: SweepPlan, specs: Mapping[str, MethodSpec], identities: Mapping[str, str] | None = None) -> Plan:
+    """Count every cell's trials; ``identities`` defaults to each dataset's ``dataset_identity`` (no data needed)."""
+    identities = dict(identities) if identities is not None else {d: dataset_identity(d) for d in sweep.datasets}
+    cells, start = [], 0
+    for dataset in sweep.datasets:
+        for regime in sweep.regimes:
+            for split in sweep.splits:
+                for method in sweep.methods:
+                    spec = specs[method]
+                    key = sequence_key(method, dataset, regime, split)
+                    count = sequence_length(spec.default_config, spec.search_space, key, sweep.budget)
+                    cells.append(Cell(dataset, regime, split, method, count, start))
+                    start += count
+    return Plan(sweep, dict(specs), identities, tuple(cells))
+
+
+def described_specs(methods: Sequence[str], families: Mapping[str, Family]) -> dict[str, MethodSpec]:
+    """The methods whose family has a committed description, as it says (``families``: method -> family)."""
+    by_family: dict[str, dict[str, MethodSpec] | None] = {}
+    found = {}
+    for method in methods:
+        family = families[method]
+        if family.name not in by_family:
+            by_family[family.name] = read_description(family)
+        described = by_family[family.name]
+        if described is not None and method in described:
+            found[method] = described[method]
+    return found
+
+
+@dataclass(frozen=True)
+class StoredDone:
+    """What a store already holds of a plan: per cell (in cell order), the planned trials a rerun would skip."""
+
+    per_cell: list[int]
+    unmatched_legacy: int  # rows keyed by a content hash this machine cannot match to the catalog without the data
+
+
+def stored_done(path: Path, plan: Plan) -> StoredDone:
+    """Count the plan's trials the store at ``path`` holds as done, reading it only, loading no dataset.
+
+    Only the cells the store holds rows of are spelled out into keys. A row written before keys
+    carried the catalog's identity (its key ends in the dataset's content hash) counts when this
+    machine's cache knows that hash is the catalog task's content today; ``orchestrator run`` on the
+    store upgrades such keys for good (``Sweep._upgrade_keys``).
+    """
+    identities, rows = plan.identities, read_done(path, plan.sweep.time_limit)
+    contents = {d: known_content_hash(d) for d in plan.sweep.datasets if is_catalog_task(d)}
+    keys, held, unmatched = set(), set(), 0
+    for key, method, dataset, regime, split, content in rows:
+        held.add((dataset, regime, int(split), method))
+        identity = identities.get(dataset)
+        if identity is not None and content and dataset in contents and key.endswith(f"|{content}"):
+            if contents[dataset] == content:
+                key = key[: -len(content)] + identity
+            else:
+                unmatched += contents[dataset] is None
+        keys.add(key)
+    per_cell = [
+        sum(t.key in keys for t in plan.trials([cell]))
+        if (cell.dataset, cell.regime, cell.split, cell.method) in held
+        else 0
+        for cell in plan.cells
+    ]
+    return StoredDone(per_cell, unmatched)

@@ -1,0 +1,169 @@
+"""`orchestrator plan` and `orchestrator backtest` as users meet them: the protocol planned from data alone, one-line
+refusals, the estimate's tables, the back-test's error."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from contract.families import load_families
+from orchestrator.cli.main import app
+from orchestrator.data.registry import tasks
+from tests.conftest import HANG_S
+
+REPO = Path(__file__).resolve().parents[3]
+runner = CliRunner()
+EVERY_METHOD = ",".join(m for f in load_families().values() for m in f.methods)
+CATALOG = ",".join(t["name"] for t in tasks())
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--methods", "mpl", "--datasets", "cora"], "unknown method 'mpl'"),
+        (["--methods", "mlp", "--datasets", "corra"], "unknown dataset 'corra'"),
+        (["--methods", "mlp", "--datasets", "cora", "--shards", "0"], "--shards must be at least 1"),
+        (["--methods", "mlp", "--datasets", "cora", "--estimate"], "--estimate needs --from STORE"),
+        (["--methods", "mlp", "--datasets", "cora", "--from", "x.sqlite"], "--from is read by --estimate"),
+        (
+            ["--methods", "mlp", "--datasets", "cora", "--estimate", "--from", "none.sqlite"],
+            "no run store at none.sqlite",
+        ),
+    ],
+)
+def test_bad_plan_input_is_one_line_and_exit_2(args, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["plan", *args])
+    assert result.exit_code == 2, result.output
+    assert message in result.output and result.output.count("\n") == 1, result.output
+
+
+def test_a_family_without_a_description_is_refused_in_one_line(monkeypatch):
+    import orchestrator.plan
+
+    real = orchestrator.plan.read_description
+    monkeypatch.setattr(orchestrator.plan, "read_description", lambda f, *a: None if f.name == "gvt" else real(f, *a))
+    result = runner.invoke(app, ["plan", "--methods", "gcn,gvt", "--datasets", "cora"])
+    assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+    assert "family gvt (method gvt) has no description" in result.output
+    assert "python -m methods.describe gvt" in result.output and "--endpoint gvt=HOST:PORT" in result.output
+
+
+def _plan_env(tmp_path: Path) -> dict[str, str]:
+    """A machine that has never run anything: an empty cache, no mirror, no weights."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NODEGROUND_")}
+    return {**env, "NODEGROUND_CACHE": str(tmp_path / "cache"), "NODEGROUND_WEIGHTS": str(tmp_path / "weights")}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(4 * HANG_S)  # a hang only: about 20 s of CPU on two cores
+def test_the_paper_protocol_plans_without_services_data_or_weights(tmp_path):
+    """Every built-in method, the 51 catalog datasets, both regimes, splits 0-4, budget 201, 64 shards."""
+    from tests.contract.test_cli_without_torch import PRELUDE
+
+    args = ["plan", "--methods", EVERY_METHOD, "--datasets", CATALOG, "--regimes", "10/10/80,50/25/25"]
+    args += ["--splits", "0,1,2,3,4", "--budget", "201", "--shards", "64"]
+    done = subprocess.run(
+        [sys.executable, "-c", PRELUDE, *args],  # torch and method code cannot be imported: no service can start here
+        cwd=REPO,
+        env={**_plan_env(tmp_path), "PYTHONPATH": str(REPO), "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=4 * HANG_S,
+    )
+    assert done.returncode == 0, done.stderr
+    from orchestrator.plan import SweepPlan, described_specs, make_plan
+    from orchestrator.services.directory import resolve_methods
+
+    methods = tuple(EVERY_METHOD.split(","))
+    expected = make_plan(
+        SweepPlan(methods, tuple(CATALOG.split(",")), ("10/10/80", "50/25/25"), (0, 1, 2, 3, 4), 201),
+        described_specs(methods, resolve_methods(list(methods))),
+    )
+    assert f"{expected.total:,} trials in {len(expected.cells):,} cells, 64 shard(s)" in done.stdout
+    assert all(f"{i}/64" in done.stdout for i in range(64))
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "weights").exists()
+
+
+def _store(path: Path, datasets: dict[str, tuple[int, int, int]], seed: int = 0) -> None:
+    """Records of mlp and gcn on ``datasets`` (name: nodes, edges, features) whose seconds follow a power law."""
+    from orchestrator.records import TrialRecord
+    from orchestrator.store import Store
+
+    rng = np.random.default_rng(seed)
+    host = json.dumps({"device": "cpu", "hostname": "test"})
+    with Store(path) as store:
+        for method, scale in (("mlp", 1e-5), ("gcn", 4e-5)):
+            for name, (nodes, edges, features) in datasets.items():
+                for regime in ("10/10/80", "50/25/25"):
+                    for index, hidden in enumerate((16, 64, 256)):
+                        seconds = scale * nodes**0.8 * (edges + 1) ** 0.2 * hidden**0.5 * rng.lognormal(0, 0.05)
+                        store.write(
+                            TrialRecord(
+                                trial_key=f"{method}@v|{name}|{regime}|0|{hidden}|h", method=method, method_version="v",
+                                family="gnn", kind="supervised", dataset=name, dataset_hash="h", task_type="multiclass",
+                                num_classes=5, regime=regime, split=0, trial_index=index, is_default=index == 0,
+                                config_json=json.dumps({"hidden": hidden, "lr": 0.01 * (index + 1)}), config_hash="c",
+                                seed=0, status="ok", fit_service_s=seconds * 0.9, predict_service_s=seconds * 0.1,
+                                fit_peak_rss_bytes=int(2e8 + 50 * nodes * features), predict_peak_rss_bytes=int(2e8),
+                                host_json=host,
+                            )
+                        )  # fmt: skip
+
+
+# catalog datasets whose entries publish every size the estimate reads
+SIZED = {t["name"]: (t["nodes"], t["edges"], t["features"]) for t in tasks() if t.get("edges") and t.get("features")}
+
+
+def test_plan_estimate_prices_each_method_regime_and_shard_and_names_what_it_cannot(tmp_path, monkeypatch):
+    monkeypatch.setenv("NODEGROUND_CACHE", str(tmp_path / "cache"))
+    names = sorted(SIZED, key=lambda n: SIZED[n][0])[:6]
+    _store(tmp_path / "r.sqlite", {n: SIZED[n] for n in names})
+    args = ["plan", "--methods", "mlp,gcn,gat", "--datasets", ",".join([*names, "ogbn-arxiv"]), "--budget", "5"]
+    result = runner.invoke(app, [*args, "--regimes", "10/10/80,50/25/25", "--shards", "3"])
+    assert result.exit_code == 0 and "hours" not in result.output
+    result = runner.invoke(
+        app,
+        [*args, "--regimes", "10/10/80,50/25/25", "--shards", "3", "--estimate", "--from", str(tmp_path / "r.sqlite")],
+    )
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "estimated cost on cpu" in out and "hours (high)" in out and "memory (high)" in out
+    assert "no data for gat on cpu: 14 cells, 70 trials not priced" in out
+    assert "cells beyond 2x the records' largest graph" in out  # ogbn-arxiv is far larger than the records' graphs
+    assert "graph sizes imputed" in out and "ogbn-arxiv" in out.split("graph sizes imputed")[1]
+
+
+def test_backtest_prints_predicted_against_measured_per_method_and_the_median(tmp_path, monkeypatch):
+    monkeypatch.setenv("NODEGROUND_CACHE", str(tmp_path / "cache"))
+    names = sorted(SIZED, key=lambda n: SIZED[n][0])[:8]
+    _store(tmp_path / "r.sqlite", {n: SIZED[n] for n in names})
+    result = runner.invoke(app, ["backtest", "--from", str(tmp_path / "r.sqlite")])
+    assert result.exit_code == 0, result.output
+    assert "each of 8 in turn" in result.output and "median predicted / measured over 2 methods" in result.output
+    median = float(result.output.split("time ")[1].split()[0])
+    assert 0.8 < median < 1.25  # the records follow the model's form: held-out datasets are predicted closely
+    one = runner.invoke(app, ["backtest", "--from", str(tmp_path / "r.sqlite"), "--holdout", names[-1]])
+    assert one.exit_code == 0 and names[-1] in one.output
+    assert runner.invoke(app, ["backtest"]).exit_code == 2
+
+
+def test_predicted_hours_are_an_expectation_so_sums_of_noisy_trials_are_not_priced_low():
+    """Times vary log-normally around the model (load, early stopping): exp(log prediction) is their median, and a
+    sweep's hours are a sum, so the estimate carries the smearing factor (at sigma 1 the median is 40% low)."""
+    from orchestrator.estimate import _Ridge
+
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 3, size=(4000, 1))
+    y = 0.5 * x[:, 0] + rng.normal(0, 1.0, size=len(x))
+    model = _Ridge.fit(x, y, 0.01, np.array([False]))
+    measured = np.exp(y).sum()
+    assert abs(model.expected(x).sum() / measured - 1) < 0.05
+    assert np.exp(model.predict(x)).sum() / measured < 0.7  # the median alone
