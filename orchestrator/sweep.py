@@ -79,9 +79,12 @@ _STATUS_BY_CODE = {
     grpc.StatusCode.RESOURCE_EXHAUSTED: STATUS_OOM,
     grpc.StatusCode.UNAVAILABLE: STATUS_UNAVAILABLE,
     grpc.StatusCode.CANCELLED: STATUS_UNAVAILABLE,
-    # the service is not ready (weights): fixed outside the method
+    # the service is not ready (weights): fixed outside the method, and restarting it fixes nothing
     grpc.StatusCode.FAILED_PRECONDITION: STATUS_UNAVAILABLE,
 }
+# NOT_FOUND is not mapped: a Predict's NOT_FOUND (the model it just fitted is gone) is the method failing,
+# and a Fit's NOT_FOUND (the graph is not held) is answered by one upload and one more fit (``GraphNotHeld``).
+
 UNAVAILABLE_RETRIES = 1  # a trial whose replica went down is run again this many times (on it, recovered, or another)
 DEFAULT_TIME_LIMIT_S = 3600.0  # per fit and per predict, unless the plan says otherwise
 MAX_TIME_LIMIT_S = 7 * 24 * 3600.0
@@ -89,6 +92,14 @@ MAX_TIME_LIMIT_S = 7 * 24 * 3600.0
 
 class ReplyError(ValueError):
     """A service's reply cannot be used: malformed, or not the shape the trial asked for."""
+
+
+class GraphNotHeld(RuntimeError):
+    """A fit answered NOT_FOUND for its graph again right after the graph was uploaded to it.
+
+    The service is keeping nothing it is sent (memory pressure, a misbehaving service): recorded as
+    ``unavailable``, like a service that is not ready, and nothing is restarted for it.
+    """
 
 
 WARMUP_EPOCHS = 2  # a warm-up fit trains at most this many epochs (contract.space.capped_epochs)
@@ -479,6 +490,8 @@ class Sweep:
         except ServiceUnavailable as exc:
             record.status, record.error = STATUS_UNAVAILABLE, str(exc)
             lost = handed = True
+        except GraphNotHeld as exc:
+            record.status, record.error = STATUS_UNAVAILABLE, str(exc)
         except ReplyError as exc:
             record.status, record.error = STATUS_FAILED, f"malformed reply: {exc}"
         finally:
@@ -533,12 +546,19 @@ class Sweep:
                 method, bundle.graph_hash, split.train, split.val, config, split.index, self.plan.time_limit
             )
         except grpc.RpcError as exc:
-            if exc.code() != grpc.StatusCode.FAILED_PRECONDITION:
+            if exc.code() != grpc.StatusCode.NOT_FOUND:
                 raise
             client.ensure_graph(bundle)  # the service evicted or lost the graph: upload again, once
-            fit = client.fit(
-                method, bundle.graph_hash, split.train, split.val, config, split.index, self.plan.time_limit
-            )
+            try:
+                fit = client.fit(
+                    method, bundle.graph_hash, split.train, split.val, config, split.index, self.plan.time_limit
+                )
+            except grpc.RpcError as again:
+                if again.code() != grpc.StatusCode.NOT_FOUND:
+                    raise
+                raise GraphNotHeld(
+                    f"NOT_FOUND: {again.details()} (answered again right after the graph was uploaded)"
+                ) from None
         reply = fit.value
         stats = _check_stats(reply.stats, "fit")
         record.fit_e2e_s = fit.e2e_seconds
