@@ -20,7 +20,6 @@ import pandas as pd
 
 from orchestrator.analysis.views import reference_view
 
-COHORTS = ("all", "complete", "near_complete")
 COHORT_TITLES = {
     "all": "All datasets, built-in gaps imputed with gcn-Default",
     "complete": "Complete-case datasets only (no imputation)",

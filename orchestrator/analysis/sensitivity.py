@@ -64,19 +64,6 @@ def _agreement(a: pd.Series, b: pd.Series) -> tuple[float, float]:
 TASK_TYPE_COLUMNS = ["regime", "task_type", "metric", *BOARD_COLUMNS]
 
 
-def task_type_leaderboards(
-    results: pd.DataFrame, anchor: str | None = None, rounds: int = elo_mod.BOOTSTRAP_ROUNDS
-) -> pd.DataFrame:
-    """Per regime and task type, the primary-metric leaderboard on that task type's datasets."""
-    frames = []
-    for (regime, task), r in results.groupby(["regime", "task_type"], observed=True, sort=True):
-        b = board(r, "score", True, anchor, rounds)
-        frames.append(b.assign(regime=regime, task_type=task, metric=next(iter(METRICS.get(task, {"score": 0})))))
-    return (
-        pd.concat(frames, ignore_index=True)[TASK_TYPE_COLUMNS] if frames else pd.DataFrame(columns=TASK_TYPE_COLUMNS)
-    )
-
-
 def primary_boards(boards: pd.DataFrame) -> pd.DataFrame:
     """The task-type leaderboards out of ``metric_sensitivity``'s boards (their primary metric), computed once."""
     return boards[boards["primary"].astype(bool)][TASK_TYPE_COLUMNS].reset_index(drop=True)
