@@ -55,7 +55,7 @@ from orchestrator import __version__
 from orchestrator.data.graph import Graph
 from orchestrator.data.registry import dataset_hash, load_dataset
 from orchestrator.data.splits import PUBLIC, Split, SplitError, graph_split
-from orchestrator.metrics import evaluate, primary_metric_name, probabilities_ok
+from orchestrator.metrics import evaluate, probabilities_ok
 from orchestrator.records import (
     STATUS_FAILED,
     STATUS_NONFINITE,
@@ -65,6 +65,7 @@ from orchestrator.records import (
     STATUS_UNAVAILABLE,
     TrialRecord,
     config_hash,
+    primary_metric_name,
     trial_key,
 )
 from orchestrator.sampling import config_sequence, sequence_key

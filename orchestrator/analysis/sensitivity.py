@@ -18,15 +18,17 @@ from scipy import stats
 
 from orchestrator.analysis import elo as elo_mod
 from orchestrator.analysis import ranking as rk
+from orchestrator.records import TASK_BINARY, TASK_MULTICLASS
 
-#: Per task type: metric label -> (result column, higher is better). The first is the primary.
+#: Per task type: metric label -> (result column, higher is better). The first is the primary
+#: (orchestrator.records.primary_metric_name; tests/orchestrator/analysis checks they agree).
 METRICS: dict[str, dict[str, tuple[str, bool]]] = {
-    "multiclass": {
+    TASK_MULTICLASS: {
         "accuracy": ("test_accuracy", True),
         "macro_f1": ("test_macro_f1", True),
         "cross_entropy": ("test_cross_entropy", False),
     },
-    "binary": {
+    TASK_BINARY: {
         "auroc": ("test_auroc", True),
         "accuracy": ("test_accuracy", True),
         "precision": ("test_precision", True),

@@ -10,6 +10,7 @@ import pytest
 from orchestrator.analysis import sensitivity as se
 from orchestrator.analysis import tuning as tu
 from orchestrator.analysis.views import below_chance, build_results, reference_view
+from orchestrator.records import TASK_TYPES, primary_metric_name
 
 from .conftest import trial_rows
 
@@ -151,3 +152,8 @@ def test_reference_view_is_found_by_identity_not_by_spelling():
     assert reference_view(res) == "gcn@2-Default"  # the version with the most results
     assert reference_view(res, "graphany") == "graphany"
     assert reference_view(res, "GCN") is None and reference_view(res, "gat") is None
+
+
+def test_each_task_types_first_sensitivity_metric_is_the_primary_metric_it_is_scored_on():
+    assert set(se.METRICS) == set(TASK_TYPES)
+    assert {task: next(iter(m)) for task, m in se.METRICS.items()} == {t: primary_metric_name(t) for t in TASK_TYPES}
