@@ -69,7 +69,14 @@ from orchestrator.records import (
     trial_key,
 )
 from orchestrator.sampling import config_sequence, sequence_key
-from orchestrator.services.client import MethodClient, MethodSpec, Replica, ServiceNotReady, ServiceUnavailable
+from orchestrator.services.client import (
+    CallResult,
+    MethodClient,
+    MethodSpec,
+    Replica,
+    ServiceNotReady,
+    ServiceUnavailable,
+)
 from orchestrator.services.directory import Directory
 from orchestrator.store import ServiceRecord, ShardPlan, Store
 
@@ -538,28 +545,41 @@ class Sweep:
             started_at=_now(),
         )
 
-    def _execute(self, client: MethodClient, job: _Job, record: TrialRecord) -> None:
-        method, graph, split, bundle, config = job.trial.method, job.graph, job.split, job.bundle, job.trial.config
-        upload = client.ensure_graph(bundle)
-        record.upload_e2e_s = upload.e2e_seconds if upload.value else 0.0
-        try:
-            fit = client.fit(
-                method, bundle.graph_hash, split.train, split.val, config, split.index, self.plan.time_limit
+    def _fit(self, client: MethodClient, job: _Job) -> CallResult:
+        """The trial's fit; a graph the service no longer holds (NOT_FOUND: evicted, lost) is uploaded again, once."""
+        split, bundle = job.split, job.bundle
+
+        def fit() -> CallResult:
+            return client.fit(
+                job.trial.method,
+                bundle.graph_hash,
+                split.train,
+                split.val,
+                job.trial.config,
+                split.index,
+                self.plan.time_limit,
             )
+
+        try:
+            return fit()
         except grpc.RpcError as exc:
             if exc.code() != grpc.StatusCode.NOT_FOUND:
                 raise
-            client.ensure_graph(bundle)  # the service evicted or lost the graph: upload again, once
-            try:
-                fit = client.fit(
-                    method, bundle.graph_hash, split.train, split.val, config, split.index, self.plan.time_limit
-                )
-            except grpc.RpcError as again:
-                if again.code() != grpc.StatusCode.NOT_FOUND:
-                    raise
-                raise GraphNotHeld(
-                    f"NOT_FOUND: {again.details()} (answered again right after the graph was uploaded)"
-                ) from None
+        client.ensure_graph(bundle)
+        try:
+            return fit()
+        except grpc.RpcError as again:
+            if again.code() != grpc.StatusCode.NOT_FOUND:
+                raise
+            raise GraphNotHeld(
+                f"NOT_FOUND: {again.details()} (answered again right after the graph was uploaded)"
+            ) from None
+
+    def _execute(self, client: MethodClient, job: _Job, record: TrialRecord) -> None:
+        graph, split, bundle = job.graph, job.split, job.bundle
+        upload = client.ensure_graph(bundle)
+        record.upload_e2e_s = upload.e2e_seconds if upload.value else 0.0
+        fit = self._fit(client, job)
         reply = fit.value
         stats = _check_stats(reply.stats, "fit")
         record.fit_e2e_s = fit.e2e_seconds
