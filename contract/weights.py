@@ -5,7 +5,8 @@ Each GFM family lists its checkpoints in ``methods/<family>/weights.toml``
 description). Weights are never baked into images: they live in a directory
 laid out like their upstream URLs without the scheme (the same layout as a
 download mirror), mounted read-only into containers and named by
-``NODEGROUND_WEIGHTS`` (default ``$NODEGROUND_CACHE/weights``). The
+``NODEGROUND_WEIGHTS`` (default ``$NODEGROUND_CACHE/weights``) and inside
+a container always at ``WEIGHTS_MOUNT``. The
 orchestrator fetches into it (``orchestrator weights fetch``); a service
 verifies on load (``methods.sdk.weights``). Standard library only.
 """
@@ -54,13 +55,20 @@ def load_weights_catalog(root: Path = METHODS_ROOT) -> dict[str, WeightsEntry]:
     return entries
 
 
+WEIGHTS_MOUNT = "/weights"  # where a container sees the weights directory (read-only); its NODEGROUND_WEIGHTS
+
+
+def cache_dir() -> Path:
+    """NodeGround's cache on this host (``NODEGROUND_CACHE``, default ``~/.cache/nodeground``): data files, the
+    catalog lock and, unless ``NODEGROUND_WEIGHTS`` says otherwise, the weights."""
+    return Path(os.environ.get("NODEGROUND_CACHE") or Path.home() / ".cache" / "nodeground")
+
+
 def weights_dir() -> Path:
-    """Where weights live: the one rule that `orchestrator weights`, `make weights`, `make up` and the services use."""
+    """Where weights live: the one rule that `orchestrator weights`, `make weights`, `make up`, the compose and
+    Swarm files and the services use."""
     explicit = os.environ.get("NODEGROUND_WEIGHTS")
-    if explicit:
-        return Path(explicit)
-    cache = os.environ.get("NODEGROUND_CACHE") or Path.home() / ".cache" / "nodeground"
-    return Path(cache) / "weights"
+    return Path(explicit) if explicit else cache_dir() / "weights"
 
 
 _VERIFIED: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> sha256: hash each file once

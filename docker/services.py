@@ -34,6 +34,7 @@ import yaml  # noqa: E402
 from contract.families import ROOT, load_families  # noqa: E402
 from contract.handshake import FAMILY_LABEL, PORT_LABEL, SERVICE_PORT  # noqa: E402
 from contract.security import CERT_ENV, KEY_ENV, NAME_ENV, TOKEN_FILE_ENV  # noqa: E402
+from contract.weights import WEIGHTS_MOUNT, weights_dir  # noqa: E402
 
 NETWORK = "nodeground"
 TLS_NAME = "nodeground"  # the name the stack's certificate is issued for (clients check it, not the dialled IP)
@@ -63,8 +64,10 @@ COMPOSE_HEADER = """\
 #   NODEGROUND_MEM      memory limit per container (default 8g)
 #   NODEGROUND_WEIGHTS  host directory of pretrained weights, mounted read-only into GFM
 #                       containers; `make up` sets it to where `make weights` fetches them
-#                       (NODEGROUND_WEIGHTS, else $NODEGROUND_CACHE/weights, else the default
-#                       below). A GFM container whose weights are missing reports unhealthy.
+#                       (NODEGROUND_WEIGHTS, else $NODEGROUND_CACHE/weights, else
+#                       ~/.cache/nodeground/weights: contract.weights.weights_dir, which also
+#                       wrote the default below when this file was generated). A GFM container
+#                       whose weights are missing reports unhealthy.
 #   NODEGROUND_RANDOM_INIT_WEIGHTS=1  in-context GFMs without weights run with random init (smoke runs)
 #   NODEGROUND_RANDOM_INIT_ARCH=tiny  ... with their smallest structure (checks of the path, not its cost)
 #   NODEGROUND_IMAGE_PREFIX  image names are <prefix>/<family>:latest (default nodeground;
@@ -119,10 +122,10 @@ def compose() -> dict:
             "labels": s.labels,
         }
         if s.weights:
-            service["volumes"] = ["${NODEGROUND_WEIGHTS:-~/.cache/nodeground/weights}:/weights:ro"]
+            service["volumes"] = [f"${{NODEGROUND_WEIGHTS:-{weights_dir()}}}:{WEIGHTS_MOUNT}:ro"]
             # 1: an in-context GFM without its weights runs its structure with random init (smoke runs only)
             service["environment"].update(
-                NODEGROUND_WEIGHTS="/weights",
+                NODEGROUND_WEIGHTS=WEIGHTS_MOUNT,
                 NODEGROUND_RANDOM_INIT_WEIGHTS="${NODEGROUND_RANDOM_INIT_WEIGHTS:-0}",
                 NODEGROUND_RANDOM_INIT_ARCH="${NODEGROUND_RANDOM_INIT_ARCH:-}",
             )
@@ -173,8 +176,8 @@ def stack(
             },
         }
         if s.weights:
-            service["volumes"] = [f"{weights}:/weights:ro"]
-            service["environment"]["NODEGROUND_WEIGHTS"] = "/weights"
+            service["volumes"] = [f"{weights}:{WEIGHTS_MOUNT}:ro"]
+            service["environment"]["NODEGROUND_WEIGHTS"] = WEIGHTS_MOUNT
         if tls is not None:
             service["secrets"] = list(SECRETS)
             service["environment"].update(
@@ -214,8 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--replicas", nargs="*", default=[], help="FAMILY=N (default 1 each)")
     s.add_argument(
         "--weights",
-        default=str(Path.home() / ".cache" / "nodeground" / "weights"),
-        help="host directory of GFM weights",
+        default=str(weights_dir()),
+        help="host directory of GFM weights (default: NODEGROUND_WEIGHTS, else $NODEGROUND_CACHE/weights)",
     )
     s.add_argument("--families", nargs="*", default=[], help="deploy only these families (default: all)")
     s.add_argument("--prefix", default="nodeground", help="image name prefix (make's IMAGE_PREFIX)")

@@ -22,10 +22,6 @@ def cross_entropy(probs: np.ndarray, labels: np.ndarray, num_classes: int) -> fl
     return float(log_loss(labels, clipped, labels=list(range(num_classes))))
 
 
-def primary_metric_name(task_type: str) -> str:
-    return "auroc" if task_type == TASK_BINARY else "accuracy"
-
-
 def evaluate(
     probs: np.ndarray, labels: np.ndarray, task_type: str, num_classes: int, full: bool = True
 ) -> dict[str, float]:

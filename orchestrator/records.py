@@ -28,6 +28,12 @@ ACCEPTED_STATUSES = (STATUS_OK, STATUS_OOM, STATUS_TIMEOUT)
 
 TASK_BINARY = "binary"
 TASK_MULTICLASS = "multiclass"
+TASK_TYPES = (TASK_BINARY, TASK_MULTICLASS)  # the one list: registry checks, analysis tables
+
+
+def primary_metric_name(task_type: str) -> str:
+    """The metric a task is scored on (test_primary, val_primary, the leaderboards): AUROC for binary tasks."""
+    return "auroc" if task_type == TASK_BINARY else "accuracy"
 
 
 def config_hash(config: dict[str, Any]) -> str:

@@ -56,7 +56,7 @@ from orchestrator import __version__
 from orchestrator.data.graph import Graph
 from orchestrator.data.registry import dataset_hash, is_catalog_task, load_dataset
 from orchestrator.data.splits import PUBLIC, Split, SplitError, graph_split
-from orchestrator.metrics import evaluate, primary_metric_name, probabilities_ok
+from orchestrator.metrics import evaluate, probabilities_ok
 from orchestrator.plan import Plan, PlannedTrial, SweepPlan, make_plan, shard_of
 from orchestrator.records import (
     STATUS_FAILED,
@@ -67,8 +67,9 @@ from orchestrator.records import (
     STATUS_UNAVAILABLE,
     TrialRecord,
     config_hash,
+    primary_metric_name,
 )
-from orchestrator.services.client import MethodClient, Replica, ServiceNotReady, ServiceUnavailable
+from orchestrator.services.client import CallResult, MethodClient, Replica, ServiceNotReady, ServiceUnavailable
 from orchestrator.services.directory import Directory
 from orchestrator.store import ServiceRecord, ShardPlan, Store
 
@@ -79,14 +80,25 @@ _STATUS_BY_CODE = {
     grpc.StatusCode.RESOURCE_EXHAUSTED: STATUS_OOM,
     grpc.StatusCode.UNAVAILABLE: STATUS_UNAVAILABLE,
     grpc.StatusCode.CANCELLED: STATUS_UNAVAILABLE,
-    # the service is not ready (weights): fixed outside the method
+    # the service is not ready (weights): fixed outside the method, and restarting it fixes nothing
     grpc.StatusCode.FAILED_PRECONDITION: STATUS_UNAVAILABLE,
 }
+# NOT_FOUND is not mapped: a Predict's NOT_FOUND (the model it just fitted is gone) is the method failing,
+# and a Fit's NOT_FOUND (the graph is not held) is answered by one upload and one more fit (``GraphNotHeld``).
+
 UNAVAILABLE_RETRIES = 1  # a trial whose replica went down is run again this many times (on it, recovered, or another)
 
 
 class ReplyError(ValueError):
     """A service's reply cannot be used: malformed, or not the shape the trial asked for."""
+
+
+class GraphNotHeld(RuntimeError):
+    """A fit answered NOT_FOUND for its graph again right after the graph was uploaded to it.
+
+    The service is keeping nothing it is sent (memory pressure, a misbehaving service): recorded as
+    ``unavailable``, like a service that is not ready, and nothing is restarted for it.
+    """
 
 
 WARMUP_EPOCHS = 2  # a warm-up fit trains at most this many epochs (contract.space.capped_epochs)
@@ -472,6 +484,8 @@ class Sweep:
         except ServiceUnavailable as exc:
             record.status, record.error = STATUS_UNAVAILABLE, str(exc)
             lost = handed = True
+        except GraphNotHeld as exc:
+            record.status, record.error = STATUS_UNAVAILABLE, str(exc)
         except ReplyError as exc:
             record.status, record.error = STATUS_FAILED, f"malformed reply: {exc}"
         finally:
@@ -517,21 +531,41 @@ class Sweep:
             started_at=_now(),
         )
 
+    def _fit(self, client: MethodClient, job: _Job) -> CallResult:
+        """The trial's fit; a graph the service no longer holds (NOT_FOUND: evicted, lost) is uploaded again, once."""
+        split, bundle = job.split, job.bundle
+
+        def fit() -> CallResult:
+            return client.fit(
+                job.trial.method,
+                bundle.graph_hash,
+                split.train,
+                split.val,
+                job.trial.config,
+                split.index,
+                self.plan.time_limit,
+            )
+
+        try:
+            return fit()
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.NOT_FOUND:
+                raise
+        client.ensure_graph(bundle)
+        try:
+            return fit()
+        except grpc.RpcError as again:
+            if again.code() != grpc.StatusCode.NOT_FOUND:
+                raise
+            raise GraphNotHeld(
+                f"NOT_FOUND: {again.details()} (answered again right after the graph was uploaded)"
+            ) from None
+
     def _execute(self, client: MethodClient, job: _Job, record: TrialRecord) -> None:
-        method, graph, split, bundle, config = job.trial.method, job.graph, job.split, job.bundle, job.trial.config
+        graph, split, bundle = job.graph, job.split, job.bundle
         upload = client.ensure_graph(bundle)
         record.upload_e2e_s = upload.e2e_seconds if upload.value else 0.0
-        try:
-            fit = client.fit(
-                method, bundle.graph_hash, split.train, split.val, config, split.index, self.plan.time_limit
-            )
-        except grpc.RpcError as exc:
-            if exc.code() != grpc.StatusCode.FAILED_PRECONDITION:
-                raise
-            client.ensure_graph(bundle)  # the service evicted or lost the graph: upload again, once
-            fit = client.fit(
-                method, bundle.graph_hash, split.train, split.val, config, split.index, self.plan.time_limit
-            )
+        fit = self._fit(client, job)
         reply = fit.value
         stats = _check_stats(reply.stats, "fit")
         record.fit_e2e_s = fit.e2e_seconds

@@ -289,7 +289,7 @@ const service = {
     const r = call.request;
     if (r.method !== "centroid") throw invalid(`unknown method ${JSON.stringify(r.method)}; this centroid service hosts centroid`);
     const g = graphs.get(r.graph_hash);
-    if (!g) throw new RpcError(grpc.status.FAILED_PRECONDITION, `graph ${r.graph_hash} is not held; upload it first`);
+    if (!g) throw new RpcError(grpc.status.NOT_FOUND, `graph ${r.graph_hash} is not held; upload it first`);
     const train = nodeSet("train_nodes", r.train_nodes, g);
     nodeSet("val_nodes", r.val_nodes, g);
     const cfg = resolveConfig(r.config);

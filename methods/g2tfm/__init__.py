@@ -29,7 +29,7 @@ from sklearn.preprocessing import QuantileTransformer, StandardScaler
 
 from contract.wire import GraphBundle
 from methods.g2tfm.model import DEFAULT_PEARL, DEFAULT_TABPFN, G2TNet, load_tabpfn_state
-from methods.sdk import Capabilities, ChoiceParam, Config, FitContext
+from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, InputRefused
 from methods.sdk.frozen import FrozenGFM, load_frozen
 from methods.sdk.memory import memory_budget_bytes, require_memory
 from methods.sdk.method import seed_everything
@@ -90,7 +90,7 @@ class G2TFM(FrozenGFM):
         frozen.report(ctx)
         arch = frozen.config
         if graph.num_classes > arch["n_out"]:
-            raise ValueError(
+            raise InputRefused(
                 f"g2tfm supports at most {arch['n_out']} classes (TabPFN-v2's decoder, no output coding); the graph "
                 f"has {graph.num_classes}"
             )

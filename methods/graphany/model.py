@@ -24,7 +24,6 @@ from torch import nn
 
 from methods.graphany.checkpoint import GraphAnyCheckpoint
 
-CHANNELS = ("X", "L1", "L2", "H1", "H2")
 PERPLEXITY_TOLERANCE = 1e-5
 SEARCH_STEPS = 100
 

@@ -38,7 +38,7 @@ from methods.graphpfn.model import (
     load_limix_state,
     min_ecoc_members,
 )
-from methods.sdk import Capabilities, ChoiceParam, Config, FitContext
+from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, InputRefused
 from methods.sdk.frozen import FrozenGFM, load_frozen
 from methods.sdk.memory import require_memory
 from methods.sdk.method import seed_everything
@@ -111,7 +111,7 @@ class GraphPFN(FrozenGFM):
         if n_classes > alphabet:
             need = min_ecoc_members(n_classes, alphabet)
             if members_n < need:
-                raise ValueError(
+                raise InputRefused(
                     f"graphpfn: {n_classes} classes exceed the decoder's {alphabet} outputs; its ECOC output code "
                     f"needs ensemble_size >= {need} (got {members_n})"
                 )

@@ -29,7 +29,7 @@ from sklearn.preprocessing import PowerTransformer
 
 from contract.wire import GraphBundle
 from methods.nodepfn.model import DEFAULT_ARCH, NodePFNNet, arch_from_config
-from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, IntParam
+from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, InputRefused, IntParam
 from methods.sdk.frozen import FrozenGFM, load_frozen
 from methods.sdk.memory import memory_budget_bytes, require_memory
 from methods.sdk.method import seed_everything
@@ -95,12 +95,12 @@ class NodePFN(FrozenGFM):
         frozen.report(ctx)
         arch = frozen.config
         if graph.num_classes > arch["max_num_classes"]:
-            raise ValueError(
+            raise InputRefused(
                 f"nodepfn supports at most {arch['max_num_classes']} classes (its decoder's width, no output coding); "
                 f"the graph has {graph.num_classes}"
             )
         if int(config["n_components"]) > arch["num_features"]:
-            raise ValueError(
+            raise InputRefused(
                 f"n_components={config['n_components']} exceeds the model's {arch['num_features']} input features"
             )
 

@@ -52,21 +52,6 @@ class WeightedPropagation(MessagePassing):
         return edge_weight.view(-1, 1) * x_j
 
 
-def hop_features(graph: GraphBundle, hops: int, device: torch.device) -> list[Tensor]:
-    """[X, ÂX, Â²X, ..., Â^hops X] with Â the normalized adjacency; cached per hop count."""
-    key = ("hop_features", hops, str(device))
-    if key not in graph.cache:
-        data = graph_tensors(graph, device)
-        weights = sym_norm_weights(graph, device)
-        prop = WeightedPropagation()
-        feats = [data.x]
-        with torch.no_grad():
-            for _ in range(hops):
-                feats.append(prop(feats[-1], data.edge_index, weights))
-        graph.cache[key] = feats
-    return graph.cache[key]
-
-
 def laplacian_eigenvectors(graph: GraphBundle, k: int, seed: int = 0) -> np.ndarray:
     """The ``k`` non-trivial eigenvectors of the normalized Laplacian with the smallest eigenvalues (N x k).
 

@@ -28,6 +28,14 @@ from contract.wire import GraphBundle
 from methods.sdk.weights import unverified_allowed, weights_problems
 
 
+class InputRefused(ValueError):
+    """Raised by a method that declines this input on purpose (more classes than its decoder has, ...).
+
+    The service answers INVALID_ARGUMENT with the message: the request has to change. Any
+    other exception a method raises is the method failing (INTERNAL, a ``failed`` trial).
+    """
+
+
 class FitInterrupted(Exception):
     """Raised inside a fit when its time limit ran out or the caller went away."""
 

@@ -20,6 +20,12 @@ until they verify. While any does not, gRPC health says NOT_SERVING, Describe li
 why (``not_ready``) and such a fit is refused with FAILED_PRECONDITION. The check is
 repeated when health or Describe is asked and the last one is a few seconds old, so
 weights fetched after the service started make it healthy without a restart.
+
+Errors (the proto's status codes): a graph not held is NOT_FOUND, like a model handle
+not held; a method that declines its input on purpose raises ``InputRefused`` and the
+client gets INVALID_ARGUMENT; any other exception in a method's code is the method
+failing, INTERNAL, whatever its type (a ``ValueError`` deep in a model is no verdict
+on the request).
 """
 
 from __future__ import annotations
@@ -61,7 +67,7 @@ from contract.wire import (
 )
 from methods.sdk.lifeline import watch_parent
 from methods.sdk.memory import ResourceError, available_ram_bytes
-from methods.sdk.method import FitContext, FitInterrupted, Method, pick_device
+from methods.sdk.method import FitContext, FitInterrupted, InputRefused, Method, pick_device
 from methods.sdk.probe import ResourceProbe
 
 log = logging.getLogger("nodeground.service")
@@ -361,9 +367,7 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         method_cls = self._method(request.method, context)
         graph = self.graphs.get(request.graph_hash)
         if graph is None:
-            context.abort(
-                grpc.StatusCode.FAILED_PRECONDITION, f"graph {request.graph_hash} is not held; upload it first"
-            )
+            context.abort(grpc.StatusCode.NOT_FOUND, f"graph {request.graph_hash} is not held; upload it first")
         train = _node_set("train_nodes", request.train_nodes, graph, context)
         val = _node_set("val_nodes", request.val_nodes, graph, context)
         if np.intersect1d(train, val).size:
@@ -407,7 +411,7 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
             except WeightsError as exc:  # removed or altered since the last readiness check
                 self.check_readiness()
                 context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"{request.method} is not ready: {exc}")
-            except (ConfigError, ValueError) as exc:
+            except (ConfigError, InputRefused) as exc:  # declared refusals of the request, not failures
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{request.method}: {exc}")
             except Exception as exc:  # a method bug must come back as a failed trial, not a dead service
                 log.exception("fit failed")

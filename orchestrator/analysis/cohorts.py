@@ -1,6 +1,6 @@
 """Missing results: imputation with the matched GCN-Default result, coverage, analysis cohorts.
 
-Rules (SPEC §3 "Aggregation"):
+Rules (docs/analysis.md, "Missing results and cohorts"):
 
 - Only built-in views are imputed; a user submission (``origin`` "user:<id>") never is, so its
   holes stay holes and every aggregation handles it on the datasets it covers.
@@ -20,7 +20,6 @@ import pandas as pd
 
 from orchestrator.analysis.views import reference_view
 
-COHORTS = ("all", "complete", "near_complete")
 COHORT_TITLES = {
     "all": "All datasets, built-in gaps imputed with gcn-Default",
     "complete": "Complete-case datasets only (no imputation)",

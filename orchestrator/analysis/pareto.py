@@ -1,4 +1,4 @@
-"""Mean Improvability, Mean Overhead, and their Pareto frontiers (SPEC §3, paper §D.5).
+"""Mean Improvability, Mean Overhead, and their Pareto frontiers (docs/analysis.md, "Aggregations"; paper §D.5).
 
 Both axes are computed on per-dataset means over partitions, then averaged with equal dataset
 weight; lower is better on both.

@@ -1,6 +1,6 @@
 """Mean ranks, win rates, paired significance tests and aggregation-rule sensitivity.
 
-Mean rank (SPEC §3): average each view's score over the partitions of a dataset, rank the views
+Mean rank (docs/analysis.md, "Aggregations"): average each view's score over the partitions of a dataset, rank the views
 per dataset (1 = best, ties share the average rank), then average ranks with equal dataset
 weight; the interquartile range is over the per-dataset ranks. bencheval ranks each partition
 first and averages those ranks, which is a different rule, so mean rank is computed here.

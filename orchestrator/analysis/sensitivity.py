@@ -18,15 +18,17 @@ from scipy import stats
 
 from orchestrator.analysis import elo as elo_mod
 from orchestrator.analysis import ranking as rk
+from orchestrator.records import TASK_BINARY, TASK_MULTICLASS
 
-#: Per task type: metric label -> (result column, higher is better). The first is the primary.
+#: Per task type: metric label -> (result column, higher is better). The first is the primary
+#: (orchestrator.records.primary_metric_name; tests/orchestrator/analysis checks they agree).
 METRICS: dict[str, dict[str, tuple[str, bool]]] = {
-    "multiclass": {
+    TASK_MULTICLASS: {
         "accuracy": ("test_accuracy", True),
         "macro_f1": ("test_macro_f1", True),
         "cross_entropy": ("test_cross_entropy", False),
     },
-    "binary": {
+    TASK_BINARY: {
         "auroc": ("test_auroc", True),
         "accuracy": ("test_accuracy", True),
         "precision": ("test_precision", True),
@@ -62,19 +64,6 @@ def _agreement(a: pd.Series, b: pd.Series) -> tuple[float, float]:
 
 
 TASK_TYPE_COLUMNS = ["regime", "task_type", "metric", *BOARD_COLUMNS]
-
-
-def task_type_leaderboards(
-    results: pd.DataFrame, anchor: str | None = None, rounds: int = elo_mod.BOOTSTRAP_ROUNDS
-) -> pd.DataFrame:
-    """Per regime and task type, the primary-metric leaderboard on that task type's datasets."""
-    frames = []
-    for (regime, task), r in results.groupby(["regime", "task_type"], observed=True, sort=True):
-        b = board(r, "score", True, anchor, rounds)
-        frames.append(b.assign(regime=regime, task_type=task, metric=next(iter(METRICS.get(task, {"score": 0})))))
-    return (
-        pd.concat(frames, ignore_index=True)[TASK_TYPE_COLUMNS] if frames else pd.DataFrame(columns=TASK_TYPE_COLUMNS)
-    )
 
 
 def primary_boards(boards: pd.DataFrame) -> pd.DataFrame:

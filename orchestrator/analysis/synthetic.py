@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from contract.families import load_families
-from orchestrator.records import COLUMNS
+from orchestrator.records import COLUMNS, TASK_BINARY, TASK_MULTICLASS
 
 # Method names as the records store them, read from the family manifests (the one place a
 # method's name is declared): a synthetic table and a real store spell every view the same way.
@@ -127,7 +127,7 @@ def synthetic_trials(
     is_bin = binary[df["dataset"].cat.codes.to_numpy()]
     score = df.pop("score").to_numpy()
     ok = df["status"].to_numpy() == "ok"
-    df["task_type"] = np.where(is_bin, "binary", "multiclass")
+    df["task_type"] = np.where(is_bin, TASK_BINARY, TASK_MULTICLASS)
     df["primary_metric"] = np.where(ok, np.where(is_bin, "auroc", "accuracy"), _NONE)
     df["test_primary"] = score
     df["test_accuracy"] = np.where(is_bin, score - 0.05, score)

@@ -24,6 +24,7 @@ import pandas as pd
 
 from orchestrator.analysis.load import METRIC_COLUMNS, complete_columns
 from orchestrator.analysis.workflow import BUDGETS, FULL, workflow_costs
+from orchestrator.records import TASK_BINARY, primary_metric_name
 
 GROUP = ["method", "dataset", "regime", "split"]
 COST_COLUMNS = [
@@ -132,9 +133,10 @@ def _attach_trial_columns(sel: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFra
     cand = trials[trials["status"] == "ok"][[*GROUP, "trial_index", *wanted]]
     merged = sel.merge(cand, on=[*GROUP, "trial_index"], how="left", validate="many_to_one")
     merged = merged.drop(columns=["trial_index"]).rename(columns={"test_primary": "score"})
-    merged["val_primary"] = np.where(
-        merged["task_type"].astype(str) == "binary", merged["val_auroc"], merged["val_accuracy"]
-    )
+    primary = merged["task_type"].astype(str).map(primary_metric_name)  # the sweep's rule for test_primary
+    merged["val_primary"] = np.nan
+    for name in primary.unique():
+        merged.loc[primary == name, "val_primary"] = merged.loc[primary == name, f"val_{name}"]
     return merged.drop(columns=["val_accuracy", "val_auroc"])
 
 
@@ -239,7 +241,7 @@ def below_chance(results: pd.DataFrame) -> pd.DataFrame:
 
     Such a result usually means an untrained or inverted head was kept; the report flags each one.
     """
-    r = results[(results["task_type"] == "binary") & (results["test_auroc"] < 0.5)]
+    r = results[(results["task_type"] == TASK_BINARY) & (results["test_auroc"] < 0.5)]
     if "imputed" in r.columns:
         r = r[~r["imputed"].astype(bool)]
     cols = ["regime", "view", "dataset", "split", "selected_trial_index", "val_loss", "test_auroc"]

@@ -26,6 +26,8 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from orchestrator.records import STATUS_OK
+
 #: Intermediate tuning budgets (numbers of first trials) reported for supervised methods.
 BUDGETS: tuple[int, ...] = (1, 2, 5, 10, 25, 50, 100, 200)
 #: The label of the full-search budget in the ``budget`` column.
@@ -47,6 +49,28 @@ OUTPUT_COLUMNS = (
     "workflow_peak_bytes",
     "memory_kind",  # "gpu" or "cpu"
 )
+
+
+def selectable(status: np.ndarray, val_loss: np.ndarray) -> np.ndarray:
+    """The selection rule's candidates: "ok" trials with a finite validation loss; nothing else takes part."""
+    return (status == STATUS_OK) & np.isfinite(val_loss)
+
+
+def running_selection(
+    candidate: np.ndarray, val_loss: np.ndarray, group_of_row: np.ndarray, starts: np.ndarray
+) -> np.ndarray:
+    """The selection rule, for every prefix of every group at once.
+
+    Rows are sorted by group, then trial index; ``starts`` are the groups' first rows. For each row,
+    the position of the trial selected among its group's rows up to it (the lowest validation loss
+    among candidates; ties go to the earlier trial), NaN while no candidate has been seen.
+    """
+    vl = np.where(candidate, val_loss, np.inf)
+    running_min = pd.Series(vl).groupby(group_of_row).cummin().to_numpy()
+    prev_min = np.r_[np.inf, running_min[:-1]] if len(vl) else running_min
+    prev_min[starts] = np.inf
+    new_best = candidate & (vl < prev_min)
+    return pd.Series(np.where(new_best, np.arange(len(vl)), np.nan)).groupby(group_of_row).ffill().to_numpy()
 
 
 def _num(trials: pd.DataFrame, col: str) -> np.ndarray:
@@ -110,15 +134,10 @@ def workflow_costs(
 
     status = df["status"].astype("string").to_numpy(dtype=object, na_value="")
     val_loss = _num(df, "val_loss")
-    selectable = (status == "ok") & np.isfinite(val_loss)
-    ok_count = np.cumsum(selectable)
+    candidate = selectable(status, val_loss)
+    ok_count = np.cumsum(candidate)
     ok_count -= np.repeat(np.r_[0, ok_count[starts[1:] - 1]] if n_groups else [], sizes).astype(ok_count.dtype)
-    vl = np.where(selectable, val_loss, np.inf)
-    running_min = pd.Series(vl).groupby(group_of_row).cummin().to_numpy()
-    prev_min = np.r_[np.inf, running_min[:-1]] if n else running_min
-    prev_min[starts] = np.inf
-    new_best = selectable & (vl < prev_min)
-    best_pos = pd.Series(np.where(new_best, np.arange(n), np.nan)).groupby(group_of_row).ffill().to_numpy()
+    best_pos = running_selection(candidate, val_loss, group_of_row, starts)
 
     group_frame = df.iloc[starts][keys].reset_index(drop=True)
     last_slot = np.maximum.reduceat(trial_index, starts) + 1 if n else np.array([], dtype=int)

@@ -12,8 +12,9 @@ returns one ``CheckResult`` per contract item:
   isolated nodes and a graph larger than one 4 MiB message return an N x C
   matrix of finite probabilities whose rows sum to one;
 - release frees the model (predict on it is NOT_FOUND afterwards);
-- malformed input is answered with INVALID_ARGUMENT (FAILED_PRECONDITION for a
-  graph not held, NOT_FOUND for an unknown handle) and the service lives on;
+- malformed input is answered with INVALID_ARGUMENT (NOT_FOUND for a graph not
+  held or an unknown handle; FAILED_PRECONDITION is kept for a service that is
+  not ready) and the service lives on;
 - no label outside train ∪ val was ever sent (``guard.GuardedClient``);
 - a fit given a time limit answers (OK or DEADLINE_EXCEEDED) within the limit
   plus a grace period.
@@ -373,7 +374,7 @@ class Conformance:
                 {**good, "config": {"no_such_key_xyz": pb.Value(int_value=1)}},
                 grpc.StatusCode.INVALID_ARGUMENT,
             ),
-            ("graph not held", {**good, "graph_hash": "f" * 64}, grpc.StatusCode.FAILED_PRECONDITION),
+            ("graph not held", {**good, "graph_hash": "f" * 64}, grpc.StatusCode.NOT_FOUND),
         ]
         defaults = config_from_proto(method.default_config)
         if defaults:

@@ -25,6 +25,8 @@ from urllib.parse import urlparse
 
 import pooch
 
+from contract.weights import cache_dir
+
 UNVERIFIED = "unverified"
 
 
@@ -72,11 +74,6 @@ def resolve_sha256(url: str, declared: str) -> str | None:
     if declared and declared != UNVERIFIED:
         return declared
     return read_lock().get(url)
-
-
-def cache_dir() -> Path:
-    root = os.environ.get("NODEGROUND_CACHE") or Path.home() / ".cache" / "nodeground"
-    return Path(root)
 
 
 def mirror_dir() -> Path | None:

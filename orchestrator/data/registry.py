@@ -25,12 +25,12 @@ from orchestrator.data.graph import Graph
 from orchestrator.data.loaders import LOADERS, run_loader
 from orchestrator.data.synthetic import SYNTHETIC, load_synthetic
 from orchestrator.data.user import UserDatasetError, load_user_dataset, store_user_dataset, user_registry
+from orchestrator.records import TASK_TYPES
 
 CATALOG_PATH = Path(__file__).resolve().parents[2] / "datasets" / "catalog.toml"
 
 DOMAINS = ("web", "social", "scholarly", "e-commerce", "transportation", "finance")
 SOURCES = ("pyg", "hf-tag", "heterophilous", "ogb")
-TASK_TYPES = ("binary", "multiclass")
 REQUIRED = (
     "name",
     "aliases",

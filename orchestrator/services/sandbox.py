@@ -13,7 +13,7 @@ The method container gets:
 - **memory** (swap included), **CPU** and **process-count** limits;
 - a fixed **non-root user** (uid:gid 10001:10001 unless told otherwise),
   whatever ``USER`` the image declares;
-- only the **weights directory**, if any, mounted read-only at ``/weights``.
+- only the **weights directory**, if any, mounted read-only at ``/weights`` (``contract.weights.WEIGHTS_MOUNT``).
 
 ``Sandbox.applied()`` reads back from the engine what actually applied, so a
 run can record it. Works with the Docker SDK against Docker 20.10+ on Linux.
@@ -32,6 +32,7 @@ from typing import Any
 
 from contract.handshake import PORT_LABEL, SERVICE_PORT
 from contract.security import Security
+from contract.weights import WEIGHTS_MOUNT
 from orchestrator.services.client import ServiceUnavailable
 from orchestrator.services.containers import SANDBOX_LABEL
 
@@ -195,8 +196,8 @@ class Sandbox:
         env = {"HOME": "/tmp", "TMPDIR": "/tmp", "NODEGROUND_THREADS": str(max(1, int(limits.cpus))), **self.env}
         volumes = {}
         if self.weights is not None:
-            volumes[str(self.weights)] = {"bind": "/weights", "mode": "ro"}
-            env["NODEGROUND_WEIGHTS"] = "/weights"
+            volumes[str(self.weights)] = {"bind": WEIGHTS_MOUNT, "mode": "ro"}
+            env["NODEGROUND_WEIGHTS"] = WEIGHTS_MOUNT
         return dict(
             name=self.name,
             detach=True,

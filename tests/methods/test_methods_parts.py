@@ -21,7 +21,7 @@ from methods.graphtransformer.models import (
     SGFormerAttention,
 )
 from methods.sdk import ResourceError
-from methods.sdk.graph_ops import hop_features, laplacian_eigenvectors
+from methods.sdk.graph_ops import laplacian_eigenvectors
 from methods.sdk.service import MethodServicer
 from tests.methods.helpers import cpu_context
 from tests.methods.test_methods_catalog import all_methods
@@ -59,15 +59,6 @@ def test_sgformer_attention_equals_its_quadratic_form() -> None:
     scores = torch.einsum("nhd,mhd->hnm", q, k) + 9 * torch.eye(9)
     want = torch.einsum("hnm,mhd->nhd", scores / scores.sum(-1, keepdim=True), v).mean(1)
     torch.testing.assert_close(attn(x), want, atol=1e-5, rtol=1e-4)
-
-
-def test_hop_features_are_powers_of_the_normalized_adjacency(multiclass) -> None:
-    bundle, _, _ = multiclass
-    feats = hop_features(bundle, 3, torch.device("cpu"))
-    a, x = _dense_adjacency(bundle), bundle.features.astype(np.float64)
-    for k, f in enumerate(feats):
-        np.testing.assert_allclose(f.numpy(), np.linalg.matrix_power(a, k) @ x, atol=1e-4)
-    assert hop_features(bundle, 3, torch.device("cpu")) is feats  # cached per graph
 
 
 def test_nagphormer_tokens_carry_positional_encodings(multiclass) -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
 from typing import Any
 
+import grpc
 import numpy as np
 import pytest
 import torch
@@ -15,7 +17,7 @@ from contract.families import Family
 from contract.wire import GraphBundle
 from methods.gnn import MLP
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, Method, ResourceError
-from methods.sdk.service import MethodServicer, build_server
+from methods.sdk.service import GraphCache, MethodServicer, build_server
 from orchestrator.results import selected_results, selected_with_workflow
 from orchestrator.services.client import MethodClient
 from orchestrator.services.directory import Directory, ServiceDirectory, resolve_methods
@@ -443,3 +445,78 @@ def test_a_store_keyed_by_content_hashes_is_upgraded_and_skips_exactly_what_it_s
     current = frame[frame["dataset_hash"] == content]
     assert len(current) == 3 and all(k.endswith(f"|{identity}") for k in current["trial_key"])
     assert "0" * 64 not in set(frame["dataset_hash"])  # the earlier content moved to superseded_trials
+
+
+class Uploads(MethodServicer):
+    """Counts the graph uploads it is sent."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.upload_count = 0
+
+    def UploadGraph(self, request_iterator, context):
+        self.upload_count += 1
+        return super().UploadGraph(request_iterator, context)
+
+
+class Forgetful(Uploads):
+    """Loses every graph it holds before each of its first ``forget`` fits (an eviction between HasGraph and Fit)."""
+
+    def __init__(self, *args, forget: int = 1, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.forget = forget
+
+    def Fit(self, request, context):
+        if self.forget:
+            self.forget -= 1
+            self.graphs = GraphCache(1 << 30)
+        return super().Fit(request, context)
+
+
+class NotReady(Uploads):
+    """Every fit refused as not ready (what a service whose weights are missing answers)."""
+
+    def Fit(self, request, context):
+        context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"{request.method} is not ready: weights missing")
+
+
+class LostModels(MethodServicer):
+    """Every predict answers NOT_FOUND: the model the trial just fitted is gone."""
+
+    def Predict(self, request, context):
+        context.abort(grpc.StatusCode.NOT_FOUND, f"no model with handle {request.model_handle!r}")
+
+
+def one_trial(tmp_path, endpoint):
+    directory = OneClient(endpoint)
+    plan = SweepPlan(("modes",), ("synthetic-tiny",), ("10/10/80",), (0,), budget=1)
+    with Store(tmp_path / "r.sqlite") as store:
+        (record,) = Sweep(plan, store, directory, warmup="none").run()
+    directory.close()
+    return record, directory.recovered
+
+
+def test_a_fit_whose_graph_is_not_held_uploads_it_again_once_and_succeeds(tmp_path, servers):
+    endpoint, _, servicer = servers(methods=(Modes,), servicer_cls=partial(Forgetful, forget=1))
+    record, recovered = one_trial(tmp_path, endpoint)
+    assert record.status == "ok" and servicer.upload_count == 2 and not recovered
+
+
+def test_a_graph_not_held_even_after_the_upload_is_unavailable_and_restarts_nothing(tmp_path, servers):
+    endpoint, _, servicer = servers(methods=(Modes,), servicer_cls=partial(Forgetful, forget=2))
+    record, recovered = one_trial(tmp_path, endpoint)
+    assert record.status == "unavailable" and record.error.startswith("NOT_FOUND: graph ")
+    assert servicer.upload_count == 2 and not recovered  # one re-upload, no loop, no restart
+
+
+def test_a_service_that_is_not_ready_is_unavailable_and_nothing_is_uploaded_again_or_restarted(tmp_path, servers):
+    endpoint, _, servicer = servers(methods=(Modes,), servicer_cls=NotReady)
+    record, recovered = one_trial(tmp_path, endpoint)
+    assert record.status == "unavailable" and record.error.startswith("FAILED_PRECONDITION: modes is not ready")
+    assert servicer.upload_count == 1 and not recovered
+
+
+def test_a_predict_whose_model_is_gone_is_a_failed_trial_not_a_missing_graph(tmp_path, servers):
+    endpoint, _, _ = servers(methods=(Modes,), servicer_cls=LostModels)
+    record, recovered = one_trial(tmp_path, endpoint)
+    assert record.status == "failed" and record.error.startswith("NOT_FOUND: no model") and not recovered

@@ -14,7 +14,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from contract.v1 import method_service_pb2_grpc as pb_grpc
 from contract.wire import GraphBundle, make_bundle
 from methods.gnn import GCN, MLP
-from methods.sdk import Capabilities, Config, FitContext, FloatParam, Method
+from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, FloatParam, InputRefused, Method
 from methods.sdk.method import pick_device
 from methods.sdk.service import MethodServicer, nvidia_driver_version
 from tests.conftest import tiny_graph
@@ -48,9 +48,22 @@ class Narrow(MLP):
     capabilities = Capabilities(max_classes=2)
 
 
+class Raises(SleepMethod):
+    """Raises in its fit: a declared refusal of the input, or a ValueError of its own code."""
+
+    name = "raises"
+    default_config: Config = {"what": "refused"}
+    search_space = (ChoiceParam("what", ("refused", "bug")),)
+
+    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> Any:
+        if config["what"] == "refused":
+            raise InputRefused("this graph has no feature the decoder can read")
+        raise ValueError("operands could not be broadcast together")  # a bug deep in the model, not the input
+
+
 @pytest.fixture
 def service():
-    servicer = MethodServicer("test", [MLP, GCN, SleepMethod, Narrow])
+    servicer = MethodServicer("test", [MLP, GCN, SleepMethod, Narrow, Raises])
     with in_process_service(servicer) as client:
         yield servicer, client
 
@@ -66,7 +79,7 @@ def graph():
 def test_describe_and_health(service):
     servicer, client = service
     specs = {s.name: s for s in client.describe()}
-    assert set(specs) == {"mlp", "gcn", "sleep", "narrow"}
+    assert set(specs) == {"mlp", "gcn", "sleep", "narrow", "raises"}
     gcn = specs["gcn"]
     assert gcn.kind == "supervised" and gcn.version and "torch" in gcn.library_versions
     assert gcn.default_config["hidden"] == 64 and {p.name for p in gcn.search_space} >= {
@@ -156,11 +169,28 @@ def test_malformed_requests_get_invalid_argument(service, graph, method, train, 
     assert err.value.code() == code and message in err.value.details()
 
 
-def test_unknown_graph_is_a_failed_precondition(service):
+def test_a_graph_not_held_is_not_found_not_a_service_that_is_not_ready(service):
     _, client = service
     with pytest.raises(grpc.RpcError) as err:
         client.fit("mlp", "0" * 64, np.arange(3), np.arange(3, 6), {}, seed=0, time_limit=None)
-    assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND and "upload it first" in err.value.details()
+
+
+@pytest.mark.parametrize(
+    "what, code, message",
+    [
+        ("refused", grpc.StatusCode.INVALID_ARGUMENT, "raises: this graph has no feature"),
+        ("bug", grpc.StatusCode.INTERNAL, "operands could not be broadcast"),
+    ],
+)
+def test_only_a_declared_refusal_is_invalid_argument_any_other_value_error_is_the_method_failing(
+    service, graph, what, code, message
+):
+    _, client = service
+    client.ensure_graph(graph)
+    with pytest.raises(grpc.RpcError) as err:
+        client.fit("raises", graph.graph_hash, np.arange(30), np.arange(30, 60), {"what": what}, 0, None)
+    assert err.value.code() == code and message in err.value.details()
 
 
 def test_corrupt_upload_is_refused_and_service_stays_up(service, graph):

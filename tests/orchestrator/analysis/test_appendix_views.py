@@ -10,6 +10,7 @@ import pytest
 from orchestrator.analysis import sensitivity as se
 from orchestrator.analysis import tuning as tu
 from orchestrator.analysis.views import below_chance, build_results, reference_view
+from orchestrator.records import TASK_TYPES, primary_metric_name
 
 from .conftest import trial_rows
 
@@ -45,7 +46,7 @@ def two_tasks() -> pd.DataFrame:
 
 
 def test_task_type_leaderboards_rank_each_task_type_on_its_primary_metric():
-    tt = se.task_type_leaderboards(two_tasks(), rounds=5)
+    tt = se.primary_boards(se.metric_sensitivity(two_tasks(), rounds=5)[0])
     lead = tt[tt["position"] == 1].set_index("task_type")
     assert lead.loc["binary", "view"] == "a" and lead.loc["binary", "metric"] == "auroc"
     assert lead.loc["multiclass", "view"] == "b" and lead.loc["multiclass", "metric"] == "accuracy"
@@ -67,8 +68,6 @@ def test_metric_sensitivity_finds_the_precision_reordering():
     b = boards[(boards["task_type"] == "binary") & (boards["metric"] == "precision")].set_index("view")
     assert b.loc["b", "position"] == 1 and b.loc["b", "position_change"] == 1 and b.loc["a", "position_change"] == -1
     assert set(boards.loc[boards["primary"], "metric"]) == {"auroc", "accuracy"}
-    tt = se.task_type_leaderboards(two_tasks(), rounds=5)
-    assert se.primary_boards(boards).drop(columns=["lower", "upper"]).equals(tt.drop(columns=["lower", "upper"]))
 
 
 def searches() -> pd.DataFrame:
@@ -153,3 +152,8 @@ def test_reference_view_is_found_by_identity_not_by_spelling():
     assert reference_view(res) == "gcn@2-Default"  # the version with the most results
     assert reference_view(res, "graphany") == "graphany"
     assert reference_view(res, "GCN") is None and reference_view(res, "gat") is None
+
+
+def test_each_task_types_first_sensitivity_metric_is_the_primary_metric_it_is_scored_on():
+    assert set(se.METRICS) == set(TASK_TYPES)
+    assert {task: next(iter(m)) for task, m in se.METRICS.items()} == {t: primary_metric_name(t) for t in TASK_TYPES}
