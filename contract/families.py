@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,6 +107,27 @@ def _class_name_literal(node: ast.ClassDef) -> str | None:
             ):
                 return right.value
     return None
+
+
+# A family's own Python dependencies (methods/<family>/requirements.txt: exact pins over the service
+# runtime) are installed --no-deps into the family's image, and on a host into this folder of the
+# virtual environment (`make install`), which a local service of the family puts first on its path.
+REQUIREMENTS = "requirements.txt"
+
+
+def family_site(name: str, prefix: str = sys.prefix) -> Path | None:
+    """Where this environment holds the family's own dependencies; None when it has none installed apart."""
+    site = Path(prefix) / "families" / name
+    return site if site.is_dir() else None
+
+
+def family_env(name: str, env: dict[str, str]) -> dict[str, str]:
+    """``env`` for a local service process of ``name``: its own dependencies first on the import path."""
+    site = family_site(name)
+    if site is None:
+        return env
+    rest = env.get("PYTHONPATH", "")
+    return {**env, "PYTHONPATH": os.pathsep.join(p for p in (str(site), rest) if p)}
 
 
 def family_of(method: str, families: dict[str, Family]) -> Family | None:

@@ -1,1 +1,2 @@
-"""Method family "ephris" (scaffolded by `orchestrator methods new ephris`): its methods are the classes in this folder that set `name`."""
+"""Method family "ephris": Ephris served from the upstream `ephris` package (method.py); its own pins are
+requirements.txt (CPU, over the service runtime) and requirements-cuda.txt (CUDA, upstream's exactly)."""
