@@ -17,7 +17,7 @@ import functools
 import os
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import tomllib
@@ -38,6 +38,9 @@ class Family:
     # None: a family that trains from scratch on each task declares nothing.
     pretraining_graphs: tuple[str, ...] | None = None
     kind: str = "supervised"  # or "gfm"; every method of the family has it
+    # Upstream pins the family's image does not follow: requirement name -> how and why
+    # (manifest [dependencies.differs]); its build's `pip check` may report only these.
+    differs: dict[str, str] = field(default_factory=dict)
 
 
 def load_families(root: Path = ROOT) -> dict[str, Family]:
@@ -58,6 +61,7 @@ def load_families(root: Path = ROOT) -> dict[str, Family]:
             declared_methods(manifest.parent),
             None if graphs is None else tuple(graphs),
             data.get("kind", "supervised"),
+            dict(data.get("dependencies", {}).get("differs", {})),
         )
         families[family.name] = family
     return families

@@ -44,6 +44,9 @@ DEBOOTSTRAP_INCLUDE ?= python3,python3-venv,ca-certificates,libgomp1,passwd
 WHEELHOUSE ?= wheelhouse
 WHEEL_PLATFORMS ?= manylinux_2_36_x86_64 manylinux_2_28_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64 linux_x86_64
 WHEELS_PIP_ARGS ?=
+# A family's own dependencies (methods/<family>/requirements.txt) as wheels, one folder per family; the
+# family images' build context includes this folder (.dockerignore), a few MB.
+WHEELHOUSE_FAMILIES ?= wheelhouse-families
 
 # CUDA variant (GPU=1): PyPI's CUDA torch (docker/requirements-cuda.txt) in its own
 # wheelhouse and under its own tag, so CPU and CUDA images never mix.
@@ -75,7 +78,7 @@ export NODEGROUND_IMAGE_PREFIX := $(IMAGE_PREFIX)
 COMPOSE ?= $(shell if $(DOCKER) compose version >/dev/null 2>&1; then echo "$(DOCKER) compose"; \
 	elif command -v docker-compose >/dev/null 2>&1; then echo docker-compose; else echo false; fi)
 
-.PHONY: wheels base base-offline base-os base-cuda images compose gpu-compose up down test-docker test-user-path test-swarm
+.PHONY: wheels family-wheels base base-offline base-os base-cuda images compose gpu-compose up down test-docker test-user-path test-swarm
 
 # GPU=1: the CUDA closure (requirements.txt without its torch, plus requirements-cuda.txt)
 # into $(WHEELHOUSE_CUDA) (about 3 GB; not part of CI). The CPU closure is downloaded
@@ -90,6 +93,16 @@ wheels: install
 		$(foreach p,$(if $(filter 1,$(GPU)),$(CUDA_WHEEL_PLATFORMS),$(WHEEL_PLATFORMS)),--platform $(p)) \
 		$(WHEELS_PIP_ARGS) $(WHEELS_REQUIREMENTS)
 	@ls $(WHEELS_DIR) | wc -l | xargs echo "wheels in $(WHEELS_DIR):"
+	$(if $(filter 1,$(GPU)),,@$(MAKE) --no-print-directory family-wheels)
+
+# Each family's own dependencies (methods/<family>/requirements.txt) into $(WHEELHOUSE_FAMILIES)/<family>
+# (seconds; `make wheels` runs it): the offline family image installs them from there.
+family-wheels: install
+	@set -e; for r in $(wildcard methods/*/requirements.txt); do f=$$(basename $$(dirname $$r)); \
+		$(PYTHON) -m pip download --disable-pip-version-check --no-cache-dir -q -d $(WHEELHOUSE_FAMILIES)/$$f --no-deps \
+			--only-binary=:all: --implementation cp --python-version 3.11 --abi cp311 \
+			$(foreach p,$(WHEEL_PLATFORMS),--platform $(p)) $(WHEELS_PIP_ARGS) -r $$r; \
+		ls $(WHEELHOUSE_FAMILIES)/$$f | wc -l | xargs echo "family $$f: wheels in $(WHEELHOUSE_FAMILIES)/$$f:"; done
 
 # The base image's build context is its own: the Dockerfile, requirements.txt and,
 # offline, the wheelhouse, streamed as a tar, so that the repository-root context
