@@ -116,11 +116,29 @@ def resolve_name(name: str) -> str:
 
 
 def add_user_dataset(path: Path | str, name: str, replace: bool = False) -> Graph:
-    """Register a user's graph file as ``name`` (``orchestrator datasets add``); a built-in name is refused."""
+    """Register a user's graph file as ``name`` (``orchestrator datasets add``); a built-in name is refused.
+
+    The registry records which known datasets hold the same content (``same_content_as``):
+    the catalog tasks whose content is known offline, and other registered datasets.
+    """
     name = name.strip()
     if name in SYNTHETIC or name in catalog():
         raise UserDatasetError(f"{name!r} is already a built-in dataset name; choose another --name")
-    return store_user_dataset(path, name, replace)
+    return store_user_dataset(path, name, replace, same_content=same_content)
+
+
+def same_content(content_hash: str, name: str) -> list[str]:
+    """The datasets other than ``name`` whose content hash is ``content_hash``: catalog tasks (when cached) first."""
+    matches = [t["name"] for t in tasks() if _cached_hash(t) == content_hash]
+    matches += [
+        n for n, info in sorted(user_registry().items()) if n != name and info.get("content_hash") == content_hash
+    ]
+    return matches
+
+
+def _cached_hash(entry: dict[str, Any]) -> str | None:
+    key = entry_key(entry)
+    return read_content_hash(cache_path(key)) if key is not None and cache_path(key).exists() else None
 
 
 def is_cached(entry: dict[str, Any]) -> bool:
