@@ -41,6 +41,19 @@ class Family:
     # Upstream pins the family's image does not follow: requirement name -> how and why
     # (manifest [dependencies.differs]); its build's `pip check` may report only these.
     differs: dict[str, str] = field(default_factory=dict)
+    # Pretraining graphs per checkpoint: configuration key -> its value -> that checkpoint's graphs
+    # (manifest [pretraining_by.<key>]); a family whose search chooses among checkpoints declares them so.
+    pretraining_by: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
+
+    def pretrained_on(self, config: dict | None) -> tuple[str, ...]:
+        """The pretraining graphs of the checkpoint ``config`` selects; all the family's if it cannot tell."""
+        if not self.pretraining_by or config is None:
+            return self.pretraining_graphs or ()
+        graphs: list[str] = []
+        for key, by_value in self.pretraining_by.items():
+            value = config.get(key)
+            graphs.extend(by_value.get(str(value), self.pretraining_graphs or ()) if value is not None else ())
+        return tuple(dict.fromkeys(graphs))
 
 
 def load_families(root: Path = ROOT) -> dict[str, Family]:
@@ -62,7 +75,11 @@ def load_families(root: Path = ROOT) -> dict[str, Family]:
             None if graphs is None else tuple(graphs),
             data.get("kind", "supervised"),
             dict(data.get("dependencies", {}).get("differs", {})),
+            {k: {v: tuple(g) for v, g in by.items()} for k, by in data.get("pretraining_by", {}).items()},
         )
+        undeclared = {g for by in family.pretraining_by.values() for gs in by.values() for g in gs} - set(graphs or ())
+        if undeclared:
+            raise ValueError(f"{manifest}: pretraining_by names {sorted(undeclared)}, which pretraining_graphs lacks")
         families[family.name] = family
     return families
 

@@ -51,6 +51,7 @@ from contract.space import capped_epochs
 from contract.v1 import method_service_pb2 as pb
 from contract.wire import BundleError, GraphBundle, make_bundle
 from orchestrator import __version__
+from orchestrator.analysis.overlap import excluded_by_pretraining
 from orchestrator.data.graph import Graph
 from orchestrator.data.registry import dataset_hash, load_dataset
 from orchestrator.data.splits import PUBLIC, Split, SplitError, graph_split
@@ -320,6 +321,8 @@ class Sweep:
                             spec.default_config, spec.search_space, sequence_key(m, d, r, s), self.plan.budget
                         )
                         for index, config in enumerate(configs):
+                            if excluded_by_pretraining(m, config, d):
+                                continue  # a checkpoint on its own pretraining graph is never run, so never selected
                             key = trial_key(m, spec.version, d, r, s, config_hash(config), content)
                             out.append(PlannedTrial(m, d, r, s, index, config, key))
         return out

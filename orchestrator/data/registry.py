@@ -127,6 +127,21 @@ def add_user_dataset(path: Path | str, name: str, replace: bool = False) -> Grap
     return store_user_dataset(path, name, replace, same_content=same_content)
 
 
+def graph_identities(name: str) -> set[str]:
+    """The canonical graphs a dataset name stands for: its catalog task (an alias resolves to it, a task
+    sharing another's topology counts as that one), and, for a registered dataset, every dataset whose
+    content it was found to equal when it was added (``same_content_as``)."""
+    key = str(name).strip().lower()
+    entry = catalog().get(key)
+    if entry is not None:
+        return {str(entry.get("same_topology_as", entry["name"])).lower()}
+    users = {n.lower(): info for n, info in user_registry().items()}
+    found = {key}
+    for other in users.get(key, {}).get("same_content_as", []):
+        found |= graph_identities(other) if str(other).lower() != key else set()
+    return found
+
+
 def same_content(content_hash: str, name: str) -> list[str]:
     """The datasets other than ``name`` whose content hash is ``content_hash``: catalog tasks (when cached) first."""
     matches = [t["name"] for t in tasks() if _cached_hash(t) == content_hash]
