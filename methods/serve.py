@@ -34,7 +34,9 @@ from methods.sdk.service import (
 )
 
 # One line of `pip check`: "<dist> <version> has requirement <req>, but you have <name> <version>."
-_PIP_CHECK_LINE = re.compile(r"^(\S+) \S+ has requirement ([A-Za-z0-9._-]+)")
+# or "<dist> <version> requires <name>, which is not installed."
+_PIP_CHECK_LINE = re.compile(r"^(\S+) \S+ (?:has requirement ([A-Za-z0-9._-]+)|requires ([A-Za-z0-9._-]+))")
+PROJECT = "nodeground"
 
 
 def undeclared_conflicts(family: Family, pip_check: str) -> list[str]:
@@ -46,7 +48,9 @@ def undeclared_conflicts(family: Family, pip_check: str) -> list[str]:
         if not line or line.startswith("No broken requirements"):
             continue
         match = _PIP_CHECK_LINE.match(line)
-        if match is None or _normalise(match.group(2)) not in declared:
+        if match is not None and _normalise(match.group(1)) == PROJECT:
+            continue  # this project is installed --no-deps on purpose: services need only the runtime
+        if match is None or match.group(2) is None or _normalise(match.group(2)) not in declared:
             bad.append(line)
     return bad
 
