@@ -85,3 +85,27 @@ def test_the_packages_own_check_also_refuses_a_config_it_does_not_accept(tmp_pat
     )
     with pytest.raises(WeightsError, match="package's own check"):
         locate_checkpoint()
+
+
+def test_weights_fetch_gets_the_file_the_pinned_config_names_and_refuses_another(tmp_path, monkeypatch):
+    """`orchestrator weights fetch ephris` from a mirror laid out like the hub: config.json first, then the
+    checkpoint against the sha256 it records; a checkpoint that does not match is refused."""
+    from typer.testing import CliRunner
+
+    from orchestrator.cli import weights as weights_cli
+
+    mirror, weights = tmp_path / "mirror", tmp_path / "weights"
+    checkpoint, _ = _hub_layout(mirror)
+    monkeypatch.setenv("NODEGROUND_MIRROR", str(mirror))
+    monkeypatch.setenv("NODEGROUND_WEIGHTS", str(weights))
+    monkeypatch.setenv("NODEGROUND_CACHE", str(tmp_path / "cache"))
+    fetched = CliRunner().invoke(weights_cli.app, ["fetch", "ephris"])
+    assert fetched.exit_code == 0, fetched.output
+    entry = load_weights_catalog()[WEIGHTS_ID]
+    assert file_sha256(weights / entry.relative_path) == file_sha256(checkpoint)
+    assert locate_checkpoint()[1].official
+    _hub_layout(mirror, sha256="0" * 64)
+    (weights / entry.relative_path).unlink()
+    (weights / url_path(entry.sha256_from)).unlink()
+    refused = CliRunner().invoke(weights_cli.app, ["fetch", "ephris"])
+    assert refused.exit_code == 2 and "checksum mismatch" in refused.output
