@@ -36,6 +36,7 @@ from methods.sdk.frozen import (
     arch_overrides,
     locate_or_random,
 )
+from methods.sdk.memory import require_memory
 from methods.sdk.pfn import edge_array_without_self_loops, finish_probs
 from methods.sdk.weights import WeightsError, load_weights_catalog
 
@@ -132,6 +133,26 @@ def locate_checkpoint() -> tuple[Path, Provenance]:
     return _RANDOM[key]
 
 
+# Peak memory rise per (node, feature, unit of width) on CPU, in float32s: the feature tokenizer keeps one
+# token per cell. Measured peak RSS over prepare + predict on random structures of width 16 and 32
+# (1,000-2,000 nodes x 200 features): 12.6-15.5; 16 leaves a margin.
+FLOATS_PER_CELL_AND_WIDTH = 16
+_WIDTH: dict[str, int] = {}
+
+
+def memory_estimate(graph: GraphBundle, checkpoint: Path) -> dict[str, float]:
+    """Bytes a CPU prepare + predict needs: the per-cell feature tokens dominate, then the weights."""
+    if str(checkpoint) not in _WIDTH:
+        from ephris.checkpoints import load_checkpoint
+
+        _WIDTH[str(checkpoint)] = int(load_checkpoint(checkpoint)["model"]["width"])
+    cells = float(graph.num_nodes) * graph.features.shape[1]
+    return {
+        "feature tokens": 4.0 * FLOATS_PER_CELL_AND_WIDTH * cells * _WIDTH[str(checkpoint)],
+        "weights": float(checkpoint.stat().st_size),
+    }
+
+
 @dataclass
 class EphrisState:
     classifier: Any  # ephris.EphrisClassifier, prepared on the graph with the training nodes as context
@@ -158,6 +179,8 @@ class Ephris(FrozenGFM):
 
         checkpoint, provenance = locate_checkpoint()
         ctx.info.update(provenance.info())
+        if ctx.device.type == "cpu":  # on CUDA the package sizes its own chunks to the free memory (ChunkBudget)
+            require_memory(self.name, memory_estimate(graph, checkpoint), ctx.device, "in-context inference", ctx.info)
         ctx.check()
         classifier = EphrisClassifier(device=str(ctx.device), random_state=int(ctx.seed), checkpoint=checkpoint)
         train = np.sort(train)

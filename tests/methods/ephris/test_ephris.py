@@ -109,3 +109,15 @@ def test_weights_fetch_gets_the_file_the_pinned_config_names_and_refuses_another
     (weights / url_path(entry.sha256_from)).unlink()
     refused = CliRunner().invoke(weights_cli.app, ["fetch", "ephris"])
     assert refused.exit_code == 2 and "checksum mismatch" in refused.output
+
+
+def test_a_graph_too_large_for_the_memory_budget_is_refused_before_it_is_built(monkeypatch):
+    from methods.sdk.memory import ResourceError
+
+    monkeypatch.setenv("NODEGROUND_RANDOM_INIT_WEIGHTS", "1")
+    monkeypatch.setenv("NODEGROUND_RANDOM_INIT_ARCH", "tiny")
+    monkeypatch.setenv("NODEGROUND_MEMORY_BUDGET_BYTES", str(1 << 20))
+    graph, train, val = tiny_bundle(n=200, classes=3, features=64)
+    ctx = cpu_context()
+    with pytest.raises(ResourceError, match="feature tokens"):
+        Ephris().fit(graph, train, val, {}, ctx)
