@@ -73,6 +73,7 @@ METRIC_COLUMNS = (
 )
 
 _CHUNK_ROWS = 250_000
+GFM_CONFIG_SQL = "CASE WHEN kind = 'gfm' THEN config_json ELSE '' END AS config_json"
 
 
 class AnalysisInputError(Exception):
@@ -120,7 +121,9 @@ def _read_sqlite(path: Path) -> pd.DataFrame:
             raise AnalysisInputError(f"{path} has no table named 'trials'")
         _check_required(present, path)
         wanted = [c for c in (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS) if c in present]
-        cur = con.execute(f"SELECT {', '.join(wanted)} FROM trials")
+        # config_json of GFM rows only, blanked in SQL so that 2 M supervised configs never leave the database
+        select = [GFM_CONFIG_SQL if c == "config_json" and "kind" in present else c for c in wanted]
+        cur = con.execute(f"SELECT {', '.join(select)} FROM trials")
         chunks = []
         while True:
             rows = cur.fetchmany(_CHUNK_ROWS)

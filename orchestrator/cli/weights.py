@@ -8,6 +8,7 @@ go through the same verified, mirror-aware fetch as datasets (NODEGROUND_MIRROR)
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -74,7 +75,7 @@ def list_command() -> None:
     out.print(table)
 
 
-def fetch_entry(entry: WeightsEntry, root) -> None:
+def fetch_entry(entry: WeightsEntry, root: Path) -> None:
     """Download (or copy from the mirror) one entry's file and verify it by its integrity field.
 
     ``sha256_from``: the pinned manifest first, then the file against the digest it records.

@@ -126,15 +126,21 @@ def test_overlap_is_judged_per_checkpoint_and_gvt_keeps_the_papers_omission():
 def test_a_copy_of_wisconsin_under_another_name_is_wisconsin(cache, mirror, tmp_path, monkeypatch):
     """Content recognised: no sweep runs the wisconsin checkpoint on the copy; the audit takes it for wisconsin."""
     import numpy as np
+    from typer.testing import CliRunner
 
-    from orchestrator.data.registry import add_user_dataset, dataset_hash, load_dataset
+    from orchestrator.data.registry import dataset_hash, load_dataset
+    from orchestrator.data.user import user_registry
 
     monkeypatch.setenv("NODEGROUND_MIRROR", str(mirror))
     wisconsin = load_dataset("wisconsin")  # cached: its content hash is known offline
     path = tmp_path / "w.npz"
     np.savez(path, x=wisconsin.x, edge_index=wisconsin.edge_index, y=wisconsin.y)
-    copy = add_user_dataset(path, "my-webpages")
-    assert copy.content_hash == wisconsin.content_hash == dataset_hash("my-webpages")
+    from orchestrator.cli.main import app
+
+    added = CliRunner().invoke(app, ["datasets", "add", str(path), "--name", "my-webpages"])
+    assert added.exit_code == 0 and "same content as wisconsin" in " ".join(added.output.split()), added.output
+    assert user_registry()["my-webpages"]["same_content_as"] == ["wisconsin"]
+    assert load_dataset("my-webpages").content_hash == wisconsin.content_hash == dataset_hash("my-webpages")
     assert ov.excluded_by_pretraining("graphany", {"checkpoint": "wisconsin"}, "my-webpages")
     assert ov.excluded_by_pretraining("graphany", {"checkpoint": "wisconsin"}, "wisconsin")
     assert not ov.excluded_by_pretraining("graphany", {"checkpoint": "cora"}, "my-webpages")
