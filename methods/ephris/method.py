@@ -20,7 +20,7 @@ import os
 import tempfile
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -169,7 +169,7 @@ class Ephris(FrozenGFM):
         "the context; at most 10 classes natively, error-correcting output codes beyond."
     )
     capabilities = Capabilities(uses_gpu=True)
-    default_config: Config = {}
+    default_config: ClassVar[Config] = {}
     weights = (WEIGHTS_ID,)
 
     def fit(

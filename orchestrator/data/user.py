@@ -168,7 +168,11 @@ def store_user_dataset(
     user_dir().mkdir(parents=True, exist_ok=True)
     save_graph(graph, user_dir() / f"{name}.npz")
     registry = user_registry()
-    entry = {"file": f"{name}.npz", "source": str(path.resolve()), "content_hash": graph.content_hash}
+    entry: dict[str, str | list[str]] = {
+        "file": f"{name}.npz",
+        "source": str(path.resolve()),
+        "content_hash": graph.content_hash,
+    }
     matches = same_content(graph.content_hash, name) if same_content is not None else []
     if matches:
         entry["same_content_as"] = matches
