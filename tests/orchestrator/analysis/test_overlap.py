@@ -123,8 +123,10 @@ def test_overlap_is_judged_per_checkpoint_and_gvt_keeps_the_papers_omission():
     assert ga.loc["ogbn-arxiv", "overlap"].all()  # the arxiv checkpoint on arxiv: replaced
 
 
-def test_a_copy_of_wisconsin_under_another_name_is_wisconsin(cache, mirror, tmp_path, monkeypatch):
+def test_a_copy_of_wisconsin_under_another_name_is_wisconsin(mirror, tmp_path, monkeypatch):
     """Content recognised: no sweep runs the wisconsin checkpoint on the copy; the audit takes it for wisconsin."""
+    monkeypatch.setenv("NODEGROUND_CACHE", str(tmp_path / "cache"))  # a private cache: the registration is this test's
+    monkeypatch.delenv("NODEGROUND_LOCK", raising=False)
     import numpy as np
     from typer.testing import CliRunner
 
