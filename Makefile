@@ -25,12 +25,20 @@ endif
 # About 2-6 min on a fresh machine (a venv, torch and the locked closure); nothing once installed.
 install: $(STAMP)
 
-$(STAMP): pyproject.toml $(LOCK)
+# A family with its own Python dependencies (methods/<family>/requirements.txt, exact pins over the
+# service runtime, which may conflict with the orchestrator's) gets them apart, in $(VENV)/families/<family>
+# (--no-deps: the file is the closure); its local services put that folder first on their path.
+FAMILY_REQUIREMENTS := $(wildcard methods/*/requirements.txt)
+
+$(STAMP): pyproject.toml $(LOCK) $(FAMILY_REQUIREMENTS)
 	test -x $(PYTHON) || python3 -m venv $(VENV)
 	grep -v '^torch==' $(LOCK) > $(VENV)/constraints.txt
 	$(PYTHON) -m pip install -q -c $(VENV)/constraints.txt pip setuptools
 	$(PYTHON) -m pip install -q -c $(VENV)/constraints.txt "$(TORCH_SPEC)"
 	$(PYTHON) -m pip install -q -c $(VENV)/constraints.txt --no-build-isolation -e ".[dev]"
+	@set -e; for r in $(FAMILY_REQUIREMENTS); do f=$$(basename $$(dirname $$r)); rm -rf $(VENV)/families/$$f; \
+		echo "family $$f: its own dependencies into $(VENV)/families/$$f"; \
+		$(PYTHON) -m pip install -q --no-deps --target $(VENV)/families/$$f -r $$r; done
 	touch $(STAMP)
 
 # Upgrade on purpose (about 3 min, needs PyPI): the newest versions pyproject.toml allows today,

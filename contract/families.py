@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 import re
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import tomllib
@@ -36,6 +38,22 @@ class Family:
     # None: a family that trains from scratch on each task declares nothing.
     pretraining_graphs: tuple[str, ...] | None = None
     kind: str = "supervised"  # or "gfm"; every method of the family has it
+    # Upstream pins the family's image does not follow: requirement name -> how and why
+    # (manifest [dependencies.differs]); its build's `pip check` may report only these.
+    differs: dict[str, str] = field(default_factory=dict)
+    # Pretraining graphs per checkpoint: configuration key -> its value -> that checkpoint's graphs
+    # (manifest [pretraining_by.<key>]); a family whose search chooses among checkpoints declares them so.
+    pretraining_by: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
+
+    def pretrained_on(self, config: dict | None) -> tuple[str, ...]:
+        """The pretraining graphs of the checkpoint ``config`` selects; all the family's if it cannot tell."""
+        if not self.pretraining_by or config is None:
+            return self.pretraining_graphs or ()
+        graphs: list[str] = []
+        for key, by_value in self.pretraining_by.items():
+            value = config.get(key)
+            graphs.extend(by_value.get(str(value), self.pretraining_graphs or ()) if value is not None else ())
+        return tuple(dict.fromkeys(graphs))
 
 
 def load_families(root: Path = ROOT) -> dict[str, Family]:
@@ -56,7 +74,12 @@ def load_families(root: Path = ROOT) -> dict[str, Family]:
             declared_methods(manifest.parent),
             None if graphs is None else tuple(graphs),
             data.get("kind", "supervised"),
+            dict(data.get("dependencies", {}).get("differs", {})),
+            {k: {v: tuple(g) for v, g in by.items()} for k, by in data.get("pretraining_by", {}).items()},
         )
+        undeclared = {g for by in family.pretraining_by.values() for gs in by.values() for g in gs} - set(graphs or ())
+        if undeclared:
+            raise ValueError(f"{manifest}: pretraining_by names {sorted(undeclared)}, which pretraining_graphs lacks")
         families[family.name] = family
     return families
 
@@ -105,6 +128,27 @@ def _class_name_literal(node: ast.ClassDef) -> str | None:
             ):
                 return right.value
     return None
+
+
+# A family's own Python dependencies (methods/<family>/requirements.txt: exact pins over the service
+# runtime) are installed --no-deps into the family's image, and on a host into this folder of the
+# virtual environment (`make install`), which a local service of the family puts first on its path.
+REQUIREMENTS = "requirements.txt"
+
+
+def family_site(name: str, prefix: str = sys.prefix) -> Path | None:
+    """Where this environment holds the family's own dependencies; None when it has none installed apart."""
+    site = Path(prefix) / "families" / name
+    return site if site.is_dir() else None
+
+
+def family_env(name: str, env: dict[str, str]) -> dict[str, str]:
+    """``env`` for a local service process of ``name``: its own dependencies first on the import path."""
+    site = family_site(name)
+    if site is None:
+        return env
+    rest = env.get("PYTHONPATH", "")
+    return {**env, "PYTHONPATH": os.pathsep.join(p for p in (str(site), rest) if p)}
 
 
 def family_of(method: str, families: dict[str, Family]) -> Family | None:

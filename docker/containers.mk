@@ -44,6 +44,9 @@ DEBOOTSTRAP_INCLUDE ?= python3,python3-venv,ca-certificates,libgomp1,passwd
 WHEELHOUSE ?= wheelhouse
 WHEEL_PLATFORMS ?= manylinux_2_36_x86_64 manylinux_2_28_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64 linux_x86_64
 WHEELS_PIP_ARGS ?=
+# A family's own dependencies (methods/<family>/requirements.txt) as wheels, one folder per family; the
+# family images' build context includes this folder (.dockerignore), a few MB.
+WHEELHOUSE_FAMILIES ?= wheelhouse-families
 
 # CUDA variant (GPU=1): PyPI's CUDA torch (docker/requirements-cuda.txt) in its own
 # wheelhouse and under its own tag, so CPU and CUDA images never mix.
@@ -75,7 +78,7 @@ export NODEGROUND_IMAGE_PREFIX := $(IMAGE_PREFIX)
 COMPOSE ?= $(shell if $(DOCKER) compose version >/dev/null 2>&1; then echo "$(DOCKER) compose"; \
 	elif command -v docker-compose >/dev/null 2>&1; then echo docker-compose; else echo false; fi)
 
-.PHONY: wheels base base-offline base-os base-cuda images compose gpu-compose up down test-docker test-user-path test-swarm
+.PHONY: wheels family-wheels family-base-cuda base base-offline base-os base-cuda images compose gpu-compose up down test-docker test-user-path test-swarm
 
 # GPU=1: the CUDA closure (requirements.txt without its torch, plus requirements-cuda.txt)
 # into $(WHEELHOUSE_CUDA) (about 3 GB; not part of CI). The CPU closure is downloaded
@@ -90,6 +93,21 @@ wheels: install
 		$(foreach p,$(if $(filter 1,$(GPU)),$(CUDA_WHEEL_PLATFORMS),$(WHEEL_PLATFORMS)),--platform $(p)) \
 		$(WHEELS_PIP_ARGS) $(WHEELS_REQUIREMENTS)
 	@ls $(WHEELS_DIR) | wc -l | xargs echo "wheels in $(WHEELS_DIR):"
+	$(if $(filter 1,$(GPU)),,@$(MAKE) --no-print-directory family-wheels)
+	@set -e; for r in $(if $(filter 1,$(GPU)),$(wildcard methods/*/requirements-cuda.txt)); do f=$$(basename $$(dirname $$r)); \
+		$(PYTHON) -m pip download --disable-pip-version-check --no-cache-dir -q -d $(WHEELHOUSE_CUDA)-$$f --no-deps \
+			--only-binary=:all: --implementation cp --python-version 3.11 --abi cp311 \
+			$(foreach p,$(CUDA_WHEEL_PLATFORMS),--platform $(p)) $(WHEELS_PIP_ARGS) -r $$r; \
+		ls $(WHEELHOUSE_CUDA)-$$f | wc -l | xargs echo "family $$f: wheels in $(WHEELHOUSE_CUDA)-$$f:"; done
+
+# Each family's own dependencies (methods/<family>/requirements.txt) into $(WHEELHOUSE_FAMILIES)/<family>
+# (seconds; `make wheels` runs it): the offline family image installs them from there.
+family-wheels: install
+	@set -e; for r in $(wildcard methods/*/requirements.txt); do f=$$(basename $$(dirname $$r)); \
+		$(PYTHON) -m pip download --disable-pip-version-check --no-cache-dir -q -d $(WHEELHOUSE_FAMILIES)/$$f --no-deps \
+			--only-binary=:all: --implementation cp --python-version 3.11 --abi cp311 \
+			$(foreach p,$(WHEEL_PLATFORMS),--platform $(p)) $(WHEELS_PIP_ARGS) -r $$r; \
+		ls $(WHEELHOUSE_FAMILIES)/$$f | wc -l | xargs echo "family $$f: wheels in $(WHEELHOUSE_FAMILIES)/$$f:"; done
 
 # The base image's build context is its own: the Dockerfile, requirements.txt and,
 # offline, the wheelhouse, streamed as a tar, so that the repository-root context
@@ -152,14 +170,38 @@ images:
 	@for f in $(FAMILIES); do [ -f methods/$$f/manifest.toml ] || { \
 		echo "no family $$f (no methods/$$f/manifest.toml); the families: $(ALL_FAMILIES)" >&2; exit 2; }; done
 	@set -e; for f in $(FAMILIES); do \
-		if [ "$(GPU)" = 1 ] && pin=$$($(CUDA_PIN_OF) $$f); then \
+		base=$(IMAGE_BASE); \
+		if [ "$(GPU)" = 1 ] && [ -f methods/$$f/requirements-cuda.txt ]; then \
+			$(MAKE) --no-print-directory family-base-cuda FAMILY=$$f; base=$(IMAGE_PREFIX)/base-$$f:cuda; \
+		elif [ "$(GPU)" = 1 ] && pin=$$($(CUDA_PIN_OF) $$f); then \
 			echo "skipping $(IMAGE_PREFIX)/$$f:cuda: its manifest pins torch $$pin, not the torch of $(BASE_TAG_CUDA)"; continue; \
 		fi; \
 		echo "building $(IMAGE_PREFIX)/$$f:$(IMAGE_TAG)"; \
 		if [ -f methods/$$f/Dockerfile ]; then df=methods/$$f/Dockerfile; else df=docker/family/Dockerfile; fi; \
 		$(DOCKER) build -f $$df -t $(IMAGE_PREFIX)/$$f:$(IMAGE_TAG) \
-			--build-arg BASE=$(IMAGE_BASE) --build-arg FAMILY=$$f . ; \
+			--build-arg BASE=$$base --build-arg FAMILY=$$f . ; \
 	done
+
+# A family whose CUDA pins differ from the runtime's (methods/FAMILY/requirements-cuda.txt, its whole
+# closure): its own base, nodeground/base-FAMILY:cuda, from docker/base/Dockerfile with that file as the
+# requirements (--no-deps, pip check). The context is a folder of its own: the file and, offline, hard
+# links to $(WHEELHOUSE_CUDA)-FAMILY (make wheels GPU=1 fills it). Built once; remove the image to rebuild.
+family-base-cuda:
+	@test -n "$(FAMILY)" && test -f methods/$(FAMILY)/requirements-cuda.txt
+	@if $(DOCKER) image inspect $(IMAGE_PREFIX)/base-$(FAMILY):cuda >/dev/null 2>&1; then \
+		echo "$(IMAGE_PREFIX)/base-$(FAMILY):cuda present"; exit 0; fi; \
+	ctx=.cache/$(FAMILY)-cuda-base-context; rm -rf $$ctx && mkdir -p $$ctx/docker/base $$ctx/wheelhouse; \
+	cp docker/base/Dockerfile $$ctx/docker/base/; cp methods/$(FAMILY)/requirements-cuda.txt $$ctx/docker/requirements.txt; \
+	if [ "$(OFFLINE)" = 1 ]; then \
+		test -n "$$(ls $(WHEELHOUSE_CUDA)-$(FAMILY)/*.whl 2>/dev/null)" || { echo "no wheels in $(WHEELHOUSE_CUDA)-$(FAMILY)/: run 'make wheels GPU=1' first" >&2; exit 1; }; \
+		$(MAKE) --no-print-directory base-os; \
+		cp -l $(WHEELHOUSE_CUDA)-$(FAMILY)/*.whl $$ctx/wheelhouse/ 2>/dev/null || cp $(WHEELHOUSE_CUDA)-$(FAMILY)/*.whl $$ctx/wheelhouse/; \
+		src="--build-arg BASE_IMAGE=$(BASE_OS_TAG) --build-arg OFFLINE=1"; \
+	else \
+		src="--build-arg BASE_IMAGE=$(PUBLIC_BASE_IMAGE) --build-arg OFFLINE=0 --build-arg TORCH_INDEX_URL=$(TORCH_INDEX_CUDA)"; \
+	fi; \
+	$(DOCKER) build -f $$ctx/docker/base/Dockerfile -t $(IMAGE_PREFIX)/base-$(FAMILY):cuda $$src $$ctx; \
+	rm -rf $$ctx
 
 # A family whose manifest says `torch = "..."` pins its own torch: prints it (exit 0), else exit 1.
 CUDA_PIN_OF = f() { sed -n 's/^torch *= *"\(.*\)".*/\1/p' methods/$$1/manifest.toml | grep .; }; f

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -32,10 +33,43 @@ from methods.sdk.service import (
     build_server,
 )
 
+# One line of `pip check`: "<dist> <version> has requirement <req>, but you have <name> <version>."
+# or "<dist> <version> requires <name>, which is not installed."
+_PIP_CHECK_LINE = re.compile(r"^(\S+) \S+ (?:has requirement ([A-Za-z0-9._-]+)|requires ([A-Za-z0-9._-]+))")
+PROJECT = "nodeground"
 
-def check(family: Family) -> str:
-    """What an image must hold to serve ``family``: its methods import and match the manifest, and the
-    weights catalog of a family with a weights.toml is installed (the weights themselves are mounted)."""
+
+def undeclared_conflicts(family: Family, pip_check: str) -> list[str]:
+    """The lines of a `pip check` report that the family's manifest does not declare ([dependencies.differs])."""
+    declared = {_normalise(name) for name in family.differs}
+    bad = []
+    for line in pip_check.splitlines():
+        line = line.strip()
+        if not line or line.startswith("No broken requirements"):
+            continue
+        match = _PIP_CHECK_LINE.match(line)
+        if match is not None and _normalise(match.group(1)) == PROJECT:
+            continue  # this project is installed --no-deps on purpose: services need only the runtime
+        if match is None or match.group(2) is None or _normalise(match.group(2)) not in declared:
+            bad.append(line)
+    return bad
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def check(family: Family, pip_check: str | None = None) -> str:
+    """What an image must hold to serve ``family``: its methods import and match the manifest, the
+    weights catalog of a family with a weights.toml is installed (the weights themselves are mounted),
+    and the installed distributions conflict only where the manifest says they may (``pip_check``)."""
+    if pip_check is not None:
+        bad = undeclared_conflicts(family, pip_check)
+        if bad:
+            raise RuntimeError(
+                f"family {family.name}: pip check reports {'; '.join(bad)} (declare an upstream pin the image does not "
+                f"follow, and why, in methods/{family.name}/manifest.toml [dependencies.differs])"
+            )
     names = [m.name for m in method_classes(family)]
     if (Path(__file__).resolve().parent / family.name / "weights.toml").exists():
         if not any(entry.model == family.name for entry in load_weights_catalog().values()):
@@ -80,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--check", action="store_true", help="load the family, check it against its manifest, print one line and exit"
     )
+    parser.add_argument(
+        "--pip-check", type=Path, help="with --check: a `pip check` report, which may name only declared conflicts"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
 
@@ -95,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("nodeground.serve").info("family %s, torch threads %d", args.family, torch.get_num_threads())
     family = families[args.family]
     if args.check:
-        print(check(family))
+        print(check(family, args.pip_check.read_text() if args.pip_check else None))
         return 0
     servicer = MethodServicer(
         family.name,

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from contract.descriptions import MethodSpec, read_description
 from contract.families import Family
+from orchestrator.analysis.overlap import excluded_by_pretraining, may_exclude
 from orchestrator.data.registry import dataset_identity, is_catalog_task, known_content_hash
 from orchestrator.records import config_hash, trial_key
 from orchestrator.sampling import config_sequence, sequence_key, sequence_length
@@ -119,6 +120,8 @@ class Plan:
             )
             identity = self.identities[cell.dataset]
             for index, config in enumerate(configs):
+                if excluded_by_pretraining(cell.method, config, cell.dataset):
+                    continue  # a checkpoint on its own pretraining graph is never run, so never selected
                 key = trial_key(
                     cell.method, spec.version, cell.dataset, cell.regime, cell.split, config_hash(config), identity
                 )
@@ -136,6 +139,9 @@ def make_plan(sweep: SweepPlan, specs: Mapping[str, MethodSpec], identities: Map
                     spec = specs[method]
                     key = sequence_key(method, dataset, regime, split)
                     count = sequence_length(spec.default_config, spec.search_space, key, sweep.budget)
+                    if may_exclude(method, dataset):  # a checkpoint is never run on its own pretraining graph
+                        configs = config_sequence(spec.default_config, spec.search_space, key, sweep.budget)
+                        count = sum(not excluded_by_pretraining(method, c, dataset) for c in configs)
                     cells.append(Cell(dataset, regime, split, method, count, start))
                     start += count
     return Plan(sweep, dict(specs), identities, tuple(cells))

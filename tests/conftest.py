@@ -83,13 +83,14 @@ def tiny_graph(
 @contextlib.contextmanager
 def served(family: str, *flags: str, **env: str) -> Iterator[tuple[psutil.Process, str]]:
     """A real service process for ``family`` on a free loopback port (one torch thread): its process and endpoint."""
+    from contract.families import family_env
     from contract.handshake import READY_PREFIX
     from orchestrator.services.client import MethodClient
 
     proc = subprocess.Popen(
         [sys.executable, "-m", "methods.serve", "--family", family, "--port", "0", *flags],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        env={**os.environ, "NODEGROUND_THREADS": "1", **env},
+        env=family_env(family, {**os.environ, "NODEGROUND_THREADS": "1", **env}),
     )  # fmt: skip
     try:
         line = proc.stdout.readline()

@@ -39,11 +39,11 @@ import torch
 from torch import nn
 
 from contract.space import ChoiceParam, Config
+from contract.weights import verify_file, weights_dir
 from methods.sdk.method import SELECTION_RULES, EpochSelection, FitContext, Method, make_optimizer, train_epochs
 from methods.sdk.weights import (
     ResolvedWeights,
     WeightsError,
-    file_sha256,
     load_weights_catalog,
     resolve,
     safe_torch_load,
@@ -98,14 +98,14 @@ def locate_weights(weights_id: str, override: str = "") -> tuple[Path, Provenanc
         path = Path(override)
         if not path.is_file():
             raise WeightsError(f"weights_file {path} does not exist")
-        digest = file_sha256(path)
-        official = digest == entry.sha256
-        return path, Provenance(weights_id if official else f"file:{path.name}", digest, official)
+        verdict = verify_file(entry, path, weights_dir())
+        official = verdict.official
+        return path, Provenance(weights_id if official else f"file:{path.name}", verdict.sha256, official)
     resolved = resolve(entry, allow_unverified=unverified_allowed())
     return resolved.path, Provenance(entry.id, resolved.sha256, resolved.official)
 
 
-def _locate_or_random(weights_id: str) -> tuple[Path, Provenance] | None:
+def locate_or_random(weights_id: str) -> tuple[Path, Provenance] | None:
     """``locate_weights``, or None when the file is absent and random init is allowed."""
     try:
         return locate_weights(weights_id)
@@ -197,7 +197,7 @@ def load_frozen(
     checkpoint (overriding ``default_config``), the state_dict in our module's
     names, and key prefixes/suffixes that may legitimately be absent.
     """
-    located = {wid: _locate_or_random(wid) for wid in weights_ids}
+    located = {wid: locate_or_random(wid) for wid in weights_ids}
     present = {wid: found for wid, found in located.items() if found is not None}
     if present and len(present) != len(located):
         missing = sorted(set(located) - set(present))

@@ -11,7 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from contract.weights import WeightsEntry, WeightsError, file_sha256, load_weights_catalog, weights_dir
+from contract.weights import (
+    UNVERIFIED,
+    WeightsEntry,
+    WeightsError,
+    load_weights_catalog,
+    verify_file,
+    weights_dir,
+)
 
 
 @dataclass(frozen=True)
@@ -22,7 +29,6 @@ class ResolvedWeights:
     official: bool  # the catalog's file, byte for byte
 
 
-UNVERIFIED = "unverified"  # catalog sha256 for a file whose digest could not be recorded yet
 UNVERIFIED_ENV = "NODEGROUND_ALLOW_UNVERIFIED_WEIGHTS"
 
 
@@ -34,9 +40,10 @@ def unverified_allowed() -> bool:
 def resolve(entry: WeightsEntry, root: Path | None = None, allow_unverified: bool = False) -> ResolvedWeights:
     """The verified local file of ``entry``; WeightsError if it is absent or was altered.
 
-    An entry whose catalog sha256 is ``"unverified"`` is refused unless
-    ``allow_unverified``; then it resolves with ``official=False`` and the file's
-    actual sha256, so results from it are never labeled official.
+    The entry's integrity field decides (``contract.weights.verify_file``: sha256, Git
+    blob id, or the sha256 of a pinned manifest). An entry whose catalog sha256 is
+    ``"unverified"`` is refused unless ``allow_unverified``; then it resolves with
+    ``official=False`` and the file's actual sha256, so results from it are never labeled official.
     """
     root = root or weights_dir()
     path = root / entry.relative_path
@@ -45,20 +52,18 @@ def resolve(entry: WeightsEntry, root: Path | None = None, allow_unverified: boo
             f"weights {entry.id} not found at {path}; fetch them with `orchestrator weights fetch {entry.id}` "
             f"(or point NODEGROUND_WEIGHTS at a directory holding {entry.relative_path})"
         )
-    digest = file_sha256(path)
+    verdict = verify_file(entry, path, root)
     if entry.sha256 == UNVERIFIED:
         if not allow_unverified:
             raise WeightsError(
-                f'weights {entry.id} at {path} have no recorded sha256 in the catalog (sha256 = "unverified"); '
-                f"record the upstream file's sha256 in the catalog, or allow unverified weights explicitly "
-                f"(results are then labeled non-official); file sha256 {digest}"
+                f'weights {entry.id} at {path} have no recorded digest in the catalog (sha256 = "unverified": '
+                f"{entry.unverified_reason}); allow unverified weights explicitly with {UNVERIFIED_ENV}=1 "
+                f"(results are then labeled non-official); file sha256 {verdict.sha256}"
             )
-        return ResolvedWeights(entry, path, digest, official=False)
-    if digest != entry.sha256:
-        raise WeightsError(
-            f"weights {entry.id} at {path} fail verification: sha256 {digest}, catalog says {entry.sha256}"
-        )
-    return ResolvedWeights(entry, path, digest, official=True)
+        return ResolvedWeights(entry, path, verdict.sha256, official=False)
+    if verdict.problem:
+        raise WeightsError(f"weights {entry.id} at {path} fail verification: {verdict.problem}")
+    return ResolvedWeights(entry, path, verdict.sha256, official=True)
 
 
 def safe_torch_load(path: Path) -> Any:

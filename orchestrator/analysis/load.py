@@ -46,6 +46,8 @@ OPTIONAL_COLUMNS: tuple[str, ...] = (
     "test_cross_entropy",
     "test_auroc",
     "test_precision",
+    "dataset_hash",
+    "config_json",  # kept for GFM rows only (the overlap audit reads their checkpoint); others are blank
 )
 CATEGORICAL = (
     "method",
@@ -57,6 +59,8 @@ CATEGORICAL = (
     "status",
     "origin",
     "primary_metric",
+    "dataset_hash",
+    "config_json",
 )
 INTEGER = ("split", "trial_index")
 METRIC_COLUMNS = (
@@ -69,6 +73,7 @@ METRIC_COLUMNS = (
 )
 
 _CHUNK_ROWS = 250_000
+GFM_CONFIG_SQL = "CASE WHEN kind = 'gfm' THEN config_json ELSE '' END AS config_json"
 
 
 class AnalysisInputError(Exception):
@@ -76,6 +81,8 @@ class AnalysisInputError(Exception):
 
 
 def _typed(chunk: pd.DataFrame) -> pd.DataFrame:
+    if "config_json" in chunk.columns and "kind" in chunk.columns:  # 2 M supervised configs would cost GBs
+        chunk["config_json"] = chunk["config_json"].where(chunk["kind"].astype(str) == "gfm", "")
     for col in chunk.columns:
         if col in CATEGORICAL:
             chunk[col] = chunk[col].astype("string").astype("category")
@@ -114,7 +121,9 @@ def _read_sqlite(path: Path) -> pd.DataFrame:
             raise AnalysisInputError(f"{path} has no table named 'trials'")
         _check_required(present, path)
         wanted = [c for c in (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS) if c in present]
-        cur = con.execute(f"SELECT {', '.join(wanted)} FROM trials")
+        # config_json of GFM rows only, blanked in SQL so that 2 M supervised configs never leave the database
+        select = [GFM_CONFIG_SQL if c == "config_json" and "kind" in present else c for c in wanted]
+        cur = con.execute(f"SELECT {', '.join(select)} FROM trials")
         chunks = []
         while True:
             rows = cur.fetchmany(_CHUNK_ROWS)
@@ -180,7 +189,7 @@ def complete_columns(df: pd.DataFrame) -> pd.DataFrame:
     for col in REQUIRED_COLUMNS:
         if col not in df.columns:
             raise AnalysisInputError(f"the trials table lacks required column: {col}")
-    defaults = {"method_version": "", "origin": "builtin", "primary_metric": ""}
+    defaults = {"method_version": "", "origin": "builtin", "primary_metric": "", "dataset_hash": "", "config_json": ""}
     for col in OPTIONAL_COLUMNS:
         if col not in df.columns:
             df[col] = defaults.get(col, np.nan)

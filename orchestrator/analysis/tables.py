@@ -24,7 +24,7 @@ from orchestrator.analysis import sensitivity as se
 from orchestrator.analysis import subgroups as sg
 from orchestrator.analysis import tuning as tu
 from orchestrator.analysis.load import AnalysisInputError
-from orchestrator.analysis.views import REFERENCE_METHOD, below_chance, build_results, reference_view
+from orchestrator.analysis.views import AUDIT_COLUMNS, REFERENCE_METHOD, below_chance, build_results, reference_view
 from orchestrator.analysis.workflow import FULL, workflow_costs
 
 Tables = dict[str, pd.DataFrame]
@@ -129,6 +129,9 @@ def _common_universe(
     an.tables["workflow_costs"] = costs
     # Pretraining overlaps leave the common universe before cohorts, so imputation replaces them.
     held_out, omitted = ov.audit(results)
+    results, held_out, omitted = (
+        df.drop(columns=AUDIT_COLUMNS, errors="ignore") for df in (results, held_out, omitted)
+    )
     cohorts = co.cohorts(held_out, near_complete_min=near_complete_min)
     main, an.tables["pretraining_overlap"] = ov.mark_replacements(cohorts["all"], omitted)
     cohorts["all"] = main

@@ -38,6 +38,8 @@ COST_COLUMNS = [
     "n_trials",
     "n_ok",
 ]
+# What the pretraining-overlap audit reads of the selected trial (its content and checkpoint); not published.
+AUDIT_COLUMNS = ["dataset_hash", "config_json"]
 RESULT_COLUMNS = [
     "view",
     "method",  # the label: the registered name, suffixed @version when a store holds several
@@ -58,6 +60,7 @@ RESULT_COLUMNS = [
     *METRIC_COLUMNS[1:],
     *COST_COLUMNS,
     "imputed",
+    *AUDIT_COLUMNS,
 ]
 
 
@@ -125,6 +128,8 @@ def _attach_trial_columns(sel: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFra
         "test_primary",
         "primary_metric",
         *METRIC_COLUMNS[1:],
+        "dataset_hash",
+        "config_json",
     ]
     ok = sel["selected_trial_index"].notna()
     sel = sel[ok].copy()

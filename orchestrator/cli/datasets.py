@@ -16,6 +16,7 @@ from orchestrator.cli.errors import UserError, user_errors
 from orchestrator.data.registry import add_user_dataset, list_tasks, load_dataset, resolve_name, tasks
 from orchestrator.data.splits import ALL_REGIMES, export_splits
 from orchestrator.data.stats import SUBGROUP_PROPERTIES, stats_rows
+from orchestrator.data.user import user_registry
 
 app = typer.Typer(
     help="The dataset catalog: list tasks, compute statistics, export splits, add your own graph.", no_args_is_help=True
@@ -162,3 +163,10 @@ def add_command(
         f"{graph.x.shape[1]} features, {graph.num_classes} classes ({graph.task_type}); content hash "
         f"{graph.content_hash[:16]}"
     )
+    same = user_registry().get(graph.name, {}).get("same_content_as", [])
+    if same:
+        out.print(
+            f"same content as {', '.join(same)}: the pretraining-overlap audit and GFM searches treat {graph.name} as "
+            "that graph; its splits are seeded by this content (every registered dataset's are; a catalog "
+            "task's by its name), so another registration of this file gets the same splits"
+        )

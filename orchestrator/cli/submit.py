@@ -23,6 +23,7 @@ from rich.console import Console
 
 from orchestrator.cli.errors import UserError, user_errors
 from orchestrator.cli.run import MAX_BUDGET, _csv, check_count, check_time_limit, parse_splits
+from orchestrator.cli.validate import parse_env
 from orchestrator.conformance.bundle import SUBMISSION, TRIALS, finalize_store, seal
 from orchestrator.conformance.guard import GuardedClient
 from orchestrator.data.registry import resolve_name, tasks
@@ -62,6 +63,14 @@ def submit(
     memory: Annotated[str, typer.Option(help="Sandbox memory limit.")] = "8g",
     cpus: Annotated[float, typer.Option(help="Sandbox CPU limit.")] = 2.0,
     weights: Annotated[Path | None, typer.Option(help="Weights directory, mounted read-only at /weights.")] = None,
+    env: Annotated[
+        list[str],
+        typer.Option(
+            "--env",
+            help="KEY=VALUE set in the sandbox (repeatable), e.g. NODEGROUND_RANDOM_INIT_WEIGHTS=1 for a GFM "
+            "without its weights (its records then say weights_official: false).",
+        ),
+    ] = [],  # noqa: B006
 ) -> None:
     """Benchmark an image in the sandbox and write a checksummed submission bundle."""
     from google.protobuf.json_format import MessageToDict
@@ -87,7 +96,7 @@ def submit(
     out.mkdir(parents=True, exist_ok=True)
     limits = SandboxLimits(memory=memory, cpus=cpus)
     try:
-        sandbox = Sandbox(image, limits, weights=weights)
+        sandbox = Sandbox(image, limits, weights=weights, env=parse_env(env))
         sandbox.start()
     except SandboxError as exc:
         raise UserError(str(exc)) from None
@@ -151,6 +160,7 @@ def submit(
                 "memory": memory,
                 "cpus": cpus,
                 "weights": weights,
+                "env": env,
             },
         ),
         "argv": sys.argv,

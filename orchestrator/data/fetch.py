@@ -111,15 +111,16 @@ def is_local(url: str, sha256: str) -> bool:
     return mirror is not None and any(c.exists() for c in mirror_candidates(url, mirror))
 
 
-def fetch(url: str, sha256: str, dest: Path | None = None) -> Path:
+def fetch(url: str, sha256: str, dest: Path | None = None, lock: bool = True) -> Path:
     """Return a local, verified copy of ``url`` (at ``dest`` if given).
 
     ``sha256`` may be ``"unverified"``: then the lock file's hash is used, or,
-    on a first download, the file's hash is recorded there.
+    on a first download, the file's hash is recorded there; ``lock=False`` leaves
+    the lock alone, for a caller that verifies the file by other means (a Git blob id).
     """
-    known = resolve_sha256(url, sha256)
+    known = resolve_sha256(url, sha256) if lock or sha256 != UNVERIFIED else None
     if known is None:
-        return _fetch_first(url, dest)
+        return _fetch_first(url, dest, lock)
     sha256 = known
     dest = dest or cache_dir() / "files" / sha256[:2] / f"{sha256}-{Path(urlparse(url).path).name}"
     if dest.exists() and sha256_of(dest) == sha256:
@@ -154,7 +155,7 @@ def fetch(url: str, sha256: str, dest: Path | None = None) -> Path:
     return Path(downloaded)
 
 
-def _fetch_first(url: str, dest: Path | None) -> Path:
+def _fetch_first(url: str, dest: Path | None, lock: bool = True) -> Path:
     """First download of a file with no known hash: hash it, record it, keep it."""
     staging = cache_dir() / "files" / "unverified"
     staging.mkdir(parents=True, exist_ok=True)
@@ -182,5 +183,6 @@ def _fetch_first(url: str, dest: Path | None) -> Path:
         partial.replace(final)
     finally:
         partial.unlink(missing_ok=True)
-    record_lock(url, digest)
+    if lock:
+        record_lock(url, digest)
     return final

@@ -125,11 +125,44 @@ def resolve_name(name: str) -> str:
 
 
 def add_user_dataset(path: Path | str, name: str, replace: bool = False) -> Graph:
-    """Register a user's graph file as ``name`` (``orchestrator datasets add``); a built-in name is refused."""
+    """Register a user's graph file as ``name`` (``orchestrator datasets add``); a built-in name is refused.
+
+    The registry records which known datasets hold the same content (``same_content_as``):
+    the catalog tasks whose content is known offline, and other registered datasets.
+    """
     name = name.strip()
     if name in SYNTHETIC or name in catalog():
         raise UserDatasetError(f"{name!r} is already a built-in dataset name; choose another --name")
-    return store_user_dataset(path, name, replace)
+    return store_user_dataset(path, name, replace, same_content=same_content)
+
+
+def graph_identities(name: str) -> set[str]:
+    """The canonical graphs a dataset name stands for: its catalog task (an alias resolves to it, a task
+    sharing another's topology counts as that one), and, for a registered dataset, every dataset whose
+    content it was found to equal when it was added (``same_content_as``)."""
+    key = str(name).strip().lower()
+    entry = catalog().get(key)
+    if entry is not None:
+        return {str(entry.get("same_topology_as", entry["name"])).lower()}
+    users = {n.lower(): info for n, info in user_registry().items()}
+    found = {key}
+    for other in users.get(key, {}).get("same_content_as", []):
+        found |= graph_identities(other) if str(other).lower() != key else set()
+    return found
+
+
+def same_content(content_hash: str, name: str) -> list[str]:
+    """The datasets other than ``name`` whose content hash is ``content_hash``: catalog tasks (when cached) first."""
+    matches = [t["name"] for t in tasks() if _cached_hash(t) == content_hash]
+    matches += [
+        n for n, info in sorted(user_registry().items()) if n != name and info.get("content_hash") == content_hash
+    ]
+    return matches
+
+
+def _cached_hash(entry: dict[str, Any]) -> str | None:
+    key = entry_key(entry)
+    return read_content_hash(cache_path(key)) if key is not None and cache_path(key).exists() else None
 
 
 def is_cached(entry: dict[str, Any]) -> bool:

@@ -2,7 +2,10 @@
 
 The order within each class comes from a keyed integer hash (splitmix64) of
 the node id, written here in numpy integer arithmetic, so it does not depend
-on any library's random stream. The key derives from (dataset, regime, index).
+on any library's random stream. The key derives from (dataset, regime, index),
+where a user dataset is its content (``split_identity``): the same graph registered
+under two names gets the same splits. Catalog and built-in tasks keep their names,
+so no published split moves.
 """
 
 from __future__ import annotations
@@ -83,6 +86,16 @@ def make_split(dataset: str, labels: np.ndarray, regime: str, index: int) -> Spl
     return Split(regime, index, train, val, test)
 
 
+def split_identity(graph: Graph) -> str:
+    """What a graph's splits are keyed by: a user dataset's content hash, a catalog or built-in task's name."""
+    from orchestrator.data.user import user_registry
+
+    registered = user_registry().get(graph.name)
+    if registered is None:
+        return graph.name
+    return f"content:{registered.get('content_hash') or graph.content_hash}"
+
+
 def graph_split(graph: Graph, regime: str, index: int) -> Split:
     """The split of ``graph`` for a regime: the two stratified ratios, or ``public``.
 
@@ -91,7 +104,7 @@ def graph_split(graph: Graph, regime: str, index: int) -> Split:
     OGB ship one, index 0).
     """
     if regime != PUBLIC:
-        return make_split(graph.name, graph.y, regime, index)
+        return make_split(split_identity(graph), graph.y, regime, index)
     if index not in SPLIT_INDICES:
         raise SplitError(f"split index {index} is outside 0..{SPLIT_INDICES[-1]}")
     published = graph.public_splits

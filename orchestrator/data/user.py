@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -140,7 +141,9 @@ def validate_user_graph(
     return graph
 
 
-def store_user_dataset(path: Path | str, name: str, replace: bool = False) -> Graph:
+def store_user_dataset(
+    path: Path | str, name: str, replace: bool = False, same_content: Callable[[str, str], list[str]] | None = None
+) -> Graph:
     """Validate ``path`` and register it as ``name``; returns the canonical graph.
 
     Built-in names are the registry's to refuse (``registry.add_user_dataset``, the entry point).
@@ -165,7 +168,15 @@ def store_user_dataset(path: Path | str, name: str, replace: bool = False) -> Gr
     user_dir().mkdir(parents=True, exist_ok=True)
     save_graph(graph, user_dir() / f"{name}.npz")
     registry = user_registry()
-    registry[name] = {"file": f"{name}.npz", "source": str(path.resolve()), "content_hash": graph.content_hash}
+    entry: dict[str, str | list[str]] = {
+        "file": f"{name}.npz",
+        "source": str(path.resolve()),
+        "content_hash": graph.content_hash,
+    }
+    matches = same_content(graph.content_hash, name) if same_content is not None else []
+    if matches:
+        entry["same_content_as"] = matches
+    registry[name] = entry
     tmp = _registry_path().with_suffix(".json.part")
     tmp.write_text(json.dumps(registry, indent=2, sort_keys=True))
     os.replace(tmp, _registry_path())

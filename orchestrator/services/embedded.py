@@ -29,6 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO
 
+from contract.families import family_env
 from contract.handshake import PARENT_PID_ENV, READY_PREFIX
 from contract.security import ENV_NAMES as SECURITY_ENV
 from orchestrator.services.client import ServiceUnavailable
@@ -81,12 +82,15 @@ class EmbeddedService:
             stderr=stderr,
             stdin=subprocess.DEVNULL,
             # loopback: plaintext whatever TLS settings this process has for remote services
-            env={
-                **{k: v for k, v in os.environ.items() if k not in SECURITY_ENV},
-                **self._thread_env(),
-                "PYTHONUNBUFFERED": "1",
-                PARENT_PID_ENV: str(os.getpid()),
-            },
+            env=family_env(
+                self.family,
+                {
+                    **{k: v for k, v in os.environ.items() if k not in SECURITY_ENV},
+                    **self._thread_env(),
+                    "PYTHONUNBUFFERED": "1",
+                    PARENT_PID_ENV: str(os.getpid()),
+                },
+            ),
         )
         if not isinstance(stderr, int):
             stderr.close()  # the child holds its own descriptor

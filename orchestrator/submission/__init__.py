@@ -100,5 +100,6 @@ def exact_command(image: str, options: dict[str, Any]) -> str:
     for name, value in options.items():
         if value is None or value == "":
             continue
-        args += [f"--{name.replace('_', '-')}", str(value)]
+        for one in value if isinstance(value, list | tuple) else [value]:  # a repeatable option once per value
+            args += [f"--{name.replace('_', '-')}", str(one)]
     return shlex.join(args)

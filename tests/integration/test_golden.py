@@ -96,7 +96,7 @@ def _environment(mirror: Path, cache: Path) -> dict[str, str]:
 
 # One method per family (two for the GNNs), the cheapest to train: every family's service,
 # SDK paths and report rows, in minutes rather than the ~40 min of all 21 methods on two cores.
-METHODS = ("gcn", "appnp", "sgformer", "graphany", "gvt", "node4all", "graphpfn", "nodepfn", "g2tfm")
+METHODS = ("gcn", "appnp", "sgformer", "graphany", "gvt", "node4all", "graphpfn", "nodepfn", "g2tfm", "ephris")
 
 
 def test_the_golden_sweep_covers_every_family():

@@ -3,69 +3,99 @@ each family's official structure is tested in its own folder."""
 
 from __future__ import annotations
 
-import numpy as np
+import dataclasses
+import subprocess
+from pathlib import Path
+
 import pytest
 
-from contract.weights import WeightsError, load_weights_catalog
+from contract.weights import WeightsEntry, WeightsError, file_sha256, git_blob_sha1, load_weights_catalog
 from methods.sdk.weights import resolve
 
 
-def test_catalog_entries_and_unverified_refusal(tmp_path):
+def _place(root: Path, entry, data: bytes) -> Path:
+    path = root / entry.relative_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def test_nodepfn_and_tabpfn_verify_by_sha256_and_pearl_by_git_blob_id(tmp_path):
+    """Each catalog entry with the digest its upstream publishes; a file with the right digest is official,
+    one with a wrong digest is refused (the right one is the test file's own, put in a copy of the entry)."""
     catalog = load_weights_catalog()
-    ids = {"limix-16m", "graphpfn-1.3-adapters", "nodepfn-epoch30", "tabpfn-v2-classifier", "g2tfm-pearl-random"}
-    assert ids <= set(catalog)
-    entry = catalog["nodepfn-epoch30"]
-    assert entry.url.startswith("https://") and entry.sha256 == "unverified"
-    path = tmp_path / entry.relative_path
-    path.parent.mkdir(parents=True)
-    path.write_bytes(b"not the upstream file")
-    with pytest.raises(WeightsError, match="unverified"):
-        resolve(entry, tmp_path)
-    resolved = resolve(entry, tmp_path, allow_unverified=True)
-    assert resolved.official is False and len(resolved.sha256) == 64
+    nodepfn, tabpfn, pearl = catalog["nodepfn-epoch30"], catalog["tabpfn-v2-classifier"], catalog["g2tfm-pearl-random"]
+    assert nodepfn.integrity == ("sha256", "6c2da16cedd2646e81b3e6e36ff71f269fcb5d63d04537a25c603bf407d7a961")
+    assert "/refs/tags/v1.0.0/models_ckpts/nodepfn/" in nodepfn.url
+    assert tabpfn.integrity == ("sha256", "f65a35685aeef42e31b796d9bfa34e68d6fc780bc98e7bff7763802964cf435f")
+    assert "/resolve/6d4df8b4cf086282df228a3e7d0addca00c1fd7e/" in tabpfn.url  # a revision, not main
+    assert pearl.integrity == ("git_blob_sha1", "64795a38350d96bc3d5fa4b9d279cf7612e76964")
+    assert "/raw/e01d796303904c358dce968571560a9803bae8a9/" in pearl.url
+    data = b"a checkpoint's bytes"
+    for entry in (nodepfn, tabpfn, pearl):
+        path = _place(tmp_path, entry, data)
+        with pytest.raises(WeightsError, match="fail verification"):
+            resolve(entry, tmp_path)  # the upstream digest: these bytes are not the upstream file
+        kind, _ = entry.integrity
+        right = file_sha256(path) if kind == "sha256" else git_blob_sha1(path)
+        resolved = resolve(dataclasses.replace(entry, **{kind: right}), tmp_path)
+        assert resolved.official and resolved.sha256 == file_sha256(path)
 
 
-def _weights_present(*ids: str) -> bool:
-    from contract.weights import weights_dir
+def test_git_blob_id_is_gits_own(tmp_path):
+    path = tmp_path / "f.bin"
+    path.write_bytes(bytes(range(256)) * 3)
+    assert git_blob_sha1(path) == subprocess.check_output(["git", "hash-object", str(path)], text=True).strip()
 
+
+def test_unverified_entries_say_why_and_are_refused_unless_allowed(tmp_path):
     catalog = load_weights_catalog()
-    return all((weights_dir() / catalog[i].relative_path).is_file() for i in ids)
+    unverified = [e for e in catalog.values() if e.sha256 == "unverified"]
+    assert {e.id for e in unverified} == {"limix-16m", "graphpfn-1.3-adapters"}
+    for entry in unverified:
+        assert "would verify" in entry.unverified_reason
+        _place(tmp_path, entry, b"not the upstream file")
+        with pytest.raises(WeightsError, match="unverified"):
+            resolve(entry, tmp_path)
+        resolved = resolve(entry, tmp_path, allow_unverified=True)
+        assert resolved.official is False and len(resolved.sha256) == 64
 
 
-@pytest.mark.weights
 @pytest.mark.parametrize(
-    "method, ids",
+    "fields, problem",
     [
-        ("graphpfn", ("limix-16m", "graphpfn-1.3-adapters")),
-        ("nodepfn", ("nodepfn-epoch30",)),
-        ("g2tfm", ("tabpfn-v2-classifier", "g2tfm-pearl-random")),
+        ({"sha256": "unverified"}, "without unverified_reason"),
+        ({"sha256": "ab" * 32, "git_blob_sha1": "cd" * 20}, "exactly one"),
+        ({}, "exactly one"),
+        ({"git_blob_sha1": "XYZ"}, "lower-case hex"),
+        ({"sha256_from": "http://example.org/config.json"}, "https"),
     ],
 )
-def test_real_weights_on_texas(method, ids, monkeypatch):
-    """With the upstream files in NODEGROUND_WEIGHTS: loads them as they are and classifies texas well above chance."""
-    if not _weights_present(*ids):
-        pytest.skip(
-            f"{method}: official weights {', '.join(ids)} not in NODEGROUND_WEIGHTS (fetch them; not reachable offline)"
-        )
-    monkeypatch.setenv("NODEGROUND_ALLOW_UNVERIFIED_WEIGHTS", "1")
+def test_a_catalog_entry_names_exactly_one_sound_integrity_field(fields, problem):
+    entry = WeightsEntry(id="w", model="m", version="1", url="https://example.org/w.pt", license="MIT", **fields)
+    assert any(problem in p for p in entry.problems())
 
-    from contract.families import load_families
-    from contract.wire import make_bundle
-    from methods.families import method_classes
-    from methods.sdk.method import FitContext, pick_device
-    from orchestrator.data.registry import load_dataset
-    from orchestrator.data.splits import graph_split
 
-    cls = method_classes(load_families()[method])[0]
-    graph = load_dataset("texas")
-    split = graph_split(graph, "public", 0)
-    labels = np.full(graph.num_nodes, -1)
-    seen = np.concatenate([split.train, split.val])
-    labels[seen] = graph.y[seen]
-    bundle = make_bundle(graph.x, graph.edge_index, labels, graph.num_classes)
-    ctx = FitContext(seed=0, device=pick_device(True))
-    m = cls()
-    probs = m.predict(m.fit(bundle, split.train, split.val, cls.resolve_config({}), ctx), bundle)
-    assert ctx.info["weights_id"] != "random-init"
-    acc = float((probs[split.test].argmax(1) == graph.y[split.test]).mean())
-    assert acc > 0.6, f"{method} test accuracy on texas {acc:.3f}"
+def test_weights_list_says_how_each_file_verifies(monkeypatch, tmp_path):
+    from typer.testing import CliRunner
+
+    from orchestrator.cli import weights as weights_cli
+
+    monkeypatch.setenv("NODEGROUND_WEIGHTS", str(tmp_path))
+    listing = CliRunner().invoke(weights_cli.app, ["list"], env={"COLUMNS": "400"})
+    assert listing.exit_code == 0, listing.output
+    current = ""
+    rows: dict[str, str] = {}  # id -> its "verified by" cell, the folded lines of a row joined
+    for line in listing.output.splitlines():
+        cells = [c.strip() for c in line.strip().strip("│").split("│")]
+        if len(cells) != 6 or cells[0] == "id":
+            continue
+        current = cells[0] or current
+        rows[current] = (rows.get(current, "") + " " + cells[4]).strip()
+    assert rows["nodepfn-epoch30"] == "sha256 6c2da16cedd2"
+    assert rows["tabpfn-v2-classifier"] == "sha256 f65a35685aee"
+    assert rows["g2tfm-pearl-random"] == "git blob 64795a38350d"
+    assert "UNVERIFIED: no published digest" in rows["limix-16m"] and "would verify" in rows["limix-16m"]
+    assert (
+        rows["ephris-1.0.0"].startswith("sha256 in https://huggingface.co/") and "config.json" in rows["ephris-1.0.0"]
+    )

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 
 from contract.families import load_families
+from contract.space import ChoiceParam
 from orchestrator.analysis import overlap as ov
 from orchestrator.analysis.tables import compute_analysis
 
@@ -82,7 +85,7 @@ def test_every_gfm_family_declares_its_pretraining_graphs():
         assert (family.pretraining_graphs is not None) == (kinds == {"gfm"}), family.name
     declared = ov.declared_pretraining()
     assert "ogbn-arxiv" in declared["graphany"] and declared["gvt"] == ("ogbn-arxiv",)
-    assert {m for m, graphs in declared.items() if not graphs} == {"node4all", "graphpfn", "nodepfn", "g2tfm"}
+    assert {m for m, graphs in declared.items() if not graphs} == {"node4all", "graphpfn", "nodepfn", "g2tfm", "ephris"}
 
 
 def test_the_site_of_a_store_without_validation_metrics_is_written(tmp_path):
@@ -92,3 +95,78 @@ def test_the_site_of_a_store_without_validation_metrics_is_written(tmp_path):
     an = build_report(store(), tmp_path / "site", rounds=5, compute_stats=False)
     assert an.tables["validation_test_gap"]["val_gain"].isna().all()
     assert (tmp_path / "site" / "figures" / "validation_test_gap_10-10-80.png").is_file()
+
+
+def _gfm_results(method: str, dataset: str, config: dict, dataset_hash: str = "h") -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "method_name": [method],
+            "dataset": [dataset],
+            "origin": ["builtin"],
+            "config_json": [json.dumps(config)],
+            "dataset_hash": [dataset_hash],
+        }
+    )
+
+
+def test_overlap_is_judged_per_checkpoint_and_gvt_keeps_the_papers_omission():
+    """GraphAny on cora with the arxiv checkpoint selected stays in the common universe, with the cora
+    checkpoint it does not; GVT on ogbn-arxiv (its one pretraining graph) is replaced by gcn-Default."""
+    assert not ov.overlapping(_gfm_results("graphany", "cora", {"checkpoint": "arxiv"})).any()
+    assert ov.overlapping(_gfm_results("graphany", "cora-tag", {"checkpoint": "cora"})).all()
+    assert ov.overlapping(_gfm_results("gvt", "ogbn-arxiv", {"hops": 3})).all()
+    rows = store()
+    rows["config_json"] = json.dumps({"checkpoint": "arxiv", "weights_file": ""})
+    main = compute_analysis(rows, rounds=5, compute_stats=False).tables["results"]
+    ga = main[main["view"] == "graphany"].set_index(["dataset", "split"])
+    assert not ga.loc["cora-tag", "overlap"].any() and (ga.loc["cora-tag", "score"] == 0.99).all()
+    assert ga.loc["ogbn-arxiv", "overlap"].all()  # the arxiv checkpoint on arxiv: replaced
+
+
+def test_a_copy_of_wisconsin_under_another_name_is_wisconsin(mirror, tmp_path, monkeypatch):
+    """Content recognised: no sweep runs the wisconsin checkpoint on the copy; the audit takes it for wisconsin."""
+    monkeypatch.setenv("NODEGROUND_CACHE", str(tmp_path / "cache"))  # a private cache: the registration is this test's
+    monkeypatch.delenv("NODEGROUND_LOCK", raising=False)
+    import numpy as np
+    from typer.testing import CliRunner
+
+    from orchestrator.data.registry import dataset_hash, load_dataset
+    from orchestrator.data.user import user_registry
+
+    monkeypatch.setenv("NODEGROUND_MIRROR", str(mirror))
+    wisconsin = load_dataset("wisconsin")  # cached: its content hash is known offline
+    path = tmp_path / "w.npz"
+    np.savez(path, x=wisconsin.x, edge_index=wisconsin.edge_index, y=wisconsin.y)
+    from orchestrator.cli.main import app
+
+    added = CliRunner().invoke(app, ["datasets", "add", str(path), "--name", "my-webpages"])
+    assert added.exit_code == 0 and "same content as wisconsin" in " ".join(added.output.split()), added.output
+    assert user_registry()["my-webpages"]["same_content_as"] == ["wisconsin"]
+    assert load_dataset("my-webpages").content_hash == wisconsin.content_hash == dataset_hash("my-webpages")
+    assert ov.excluded_by_pretraining("graphany", {"checkpoint": "wisconsin"}, "my-webpages")
+    assert ov.excluded_by_pretraining("graphany", {"checkpoint": "wisconsin"}, "wisconsin")
+    assert not ov.excluded_by_pretraining("graphany", {"checkpoint": "cora"}, "my-webpages")
+    assert not ov.excluded_by_pretraining("gvt", {}, "ogbn-arxiv")  # one set of graphs: run, then replaced
+    assert ov.overlapping(_gfm_results("graphany", "my-webpages", {"checkpoint": "wisconsin"})).all()
+    # Another store's unregistered name with wisconsin's content hash is wisconsin too.
+    both = pd.concat(
+        [
+            _gfm_results("graphany", "wisconsin", {"checkpoint": "arxiv"}, wisconsin.content_hash),
+            _gfm_results("graphany", "their-copy", {"checkpoint": "wisconsin"}, wisconsin.content_hash),
+        ],
+        ignore_index=True,
+    )
+    assert ov.overlapping(both).tolist() == [False, True]
+
+
+def test_the_sweep_plans_no_checkpoint_on_its_own_pretraining_graph():
+    from orchestrator.sampling import config_sequence, sequence_key
+
+    configs = config_sequence(
+        {"checkpoint": "arxiv", "weights_file": ""},
+        (ChoiceParam("checkpoint", ("arxiv", "cora", "product", "wisconsin")),),
+        sequence_key("graphany", "wisconsin", "10/10/80", 0),
+        4,
+    )
+    kept = [c["checkpoint"] for c in configs if not ov.excluded_by_pretraining("graphany", c, "wisconsin")]
+    assert "wisconsin" in [c["checkpoint"] for c in configs] and "wisconsin" not in kept and "arxiv" in kept

@@ -162,3 +162,30 @@ def test_an_existing_name_is_refused_unless_replace(cache, tmp_path):
     replaced = CliRunner().invoke(app, ["datasets", "add", str(other), "--name", "mine", "--replace"])
     assert replaced.exit_code == 0, replaced.output
     assert load_dataset("mine").content_hash != first.content_hash
+
+
+def test_a_user_dataset_is_its_content_and_catalog_splits_keep_their_name_seeds(cache, tmp_path):
+    """Two names, one file: the same splits, each registration told the other holds the same content.
+    A catalog task's split stays keyed by its name (test_splits.py pins digests of those)."""
+    from orchestrator.data.splits import make_split, split_identity
+    from orchestrator.data.user import user_registry
+
+    x, edges, y = good_arrays()
+    path = write_npz(tmp_path / "g.npz", x=x, edge_index=edges, y=y)
+    first, second = add_user_dataset(path, "mine"), add_user_dataset(path, "theirs")
+    assert first.content_hash == second.content_hash
+    assert (
+        split_identity(load_dataset("mine"))
+        == split_identity(load_dataset("theirs"))
+        == f"content:{first.content_hash}"
+    )
+    for regime in ("10/10/80", "50/25/25"):
+        assert (
+            graph_split(load_dataset("mine"), regime, 1).digest == graph_split(load_dataset("theirs"), regime, 1).digest
+        )
+    assert user_registry()["theirs"]["same_content_as"] == ["mine"] and "same_content_as" not in user_registry()["mine"]
+    texas_like = load_dataset("synthetic-homophilous")
+    assert split_identity(texas_like) == "synthetic-homophilous"
+    assert (
+        graph_split(texas_like, "10/10/80", 0).digest == make_split(texas_like.name, texas_like.y, "10/10/80", 0).digest
+    )

@@ -1,0 +1,2 @@
+"""Method family "ephris": Ephris served from the upstream `ephris` package (method.py); its own pins are
+requirements.txt (CPU, over the service runtime) and requirements-cuda.txt (CUDA, upstream's exactly)."""

@@ -1,0 +1,28 @@
+"""The image build's smoke test (`methods.serve --check`): a family's installed dependencies may conflict
+with its upstream's pins only where its manifest declares it ([dependencies.differs])."""
+
+from __future__ import annotations
+
+import pytest
+
+from contract.families import load_families
+from methods.serve import check, undeclared_conflicts
+
+DECLARED = (
+    "nodeground 0.1.0 requires bencheval, which is not installed.\n"  # the project, installed --no-deps on purpose
+    "ephris 1.0.1 has requirement torch==2.11.0, but you have torch 2.13.0+cpu.\n"
+    "ephris 1.0.1 has requirement torch-geometric==2.8.0, but you have torch-geometric 2.8.1.\n"
+)
+
+
+def test_only_declared_conflicts_pass():
+    ephris = load_families()["ephris"]
+    assert set(ephris.differs) == {"torch", "torch-geometric"}
+    assert undeclared_conflicts(ephris, DECLARED) == [] and "smoke ok" in check(ephris, DECLARED)
+    assert undeclared_conflicts(ephris, "No broken requirements found.\n") == []
+    missing = "ephris 1.0.1 requires huggingface-hub, which is not installed."
+    other = "huggingface-hub 1.20.1 has requirement typer<0.26.0,>=0.20.0, but you have typer 0.29.2."
+    assert undeclared_conflicts(ephris, DECLARED + missing + "\n" + other) == [missing, other]
+    with pytest.raises(RuntimeError, match="dependencies.differs"):
+        check(ephris, other)
+    assert undeclared_conflicts(load_families()["gnn"], DECLARED) == DECLARED.splitlines()[1:]  # gnn declares none
