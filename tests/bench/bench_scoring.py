@@ -1,9 +1,11 @@
-"""Scoring cost against its references, measured side by side in one run.
+"""Scoring and record-write cost, each against its reference, measured side by side in one run.
 
 - scoring: ``orchestrator.metrics.evaluate`` (numpy) against the scikit-learn calls it replaced (the
-  reference ``tests/orchestrator/test_metrics.py`` checks it against) and against a minimal numpy
+  reference ``tests/orchestrator/test_metrics.py`` checks it against) and against a plain numpy
   reference (the same multiclass numbers in plain numpy, written the obvious way), per call, at 300 x 3 and
   20,000 x 10 (multiclass, full test metrics) and 20,000 x 2 (binary, with AUROC);
+- store writes: ``Store.write`` of one trial record at ``synchronous=NORMAL`` (the store's setting)
+  against the same at ``synchronous=FULL`` (the previous setting), on a fresh store each.
 
 CPU time (``time.process_time``), the candidates interleaved round by round, the median of the rounds.
 """
@@ -11,9 +13,11 @@ CPU time (``time.process_time``), the candidates interleaved round by round, the
 from __future__ import annotations
 
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 
@@ -103,8 +107,39 @@ def bench_scoring() -> None:
         print(line, flush=True)
 
 
+def bench_store() -> None:
+    import sqlite3
+
+    from orchestrator.store import Store
+    from tests.orchestrator.test_metrics_and_store import record
+
+    writes = 200
+
+    def write_cost(tmp: Path, synchronous: str, tag: int) -> float:
+        with Store(tmp / f"{synchronous}-{tag}.sqlite") as store:
+            db: sqlite3.Connection = store._db
+            db.execute(f"PRAGMA synchronous={synchronous}")
+            start = time.perf_counter()
+            for i in range(writes):
+                store.write(record(f"k{i}"))
+            return (time.perf_counter() - start) / writes
+
+    wall: dict[str, list[float]] = {"NORMAL": [], "FULL": []}
+    with tempfile.TemporaryDirectory(prefix="bench-store-", dir=Path.cwd()) as tmp:
+        for tag in range(ROUNDS):
+            for synchronous in wall:
+                wall[synchronous].append(write_cost(Path(tmp), synchronous, tag))
+    normal, full = (statistics.median(wall[s]) for s in ("NORMAL", "FULL"))
+    print(
+        f"store write, wall ms per trial record (own transaction, WAL; {writes} writes x {ROUNDS} rounds, median): "
+        f"synchronous=NORMAL {normal * 1e3:.3f}  FULL {full * 1e3:.3f}  FULL/NORMAL {full / normal:.1f}x",
+        flush=True,
+    )
+
+
 def main() -> None:
     bench_scoring()
+    bench_store()
 
 
 if __name__ == "__main__":
