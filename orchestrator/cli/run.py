@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import contextlib
 import math
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from orchestrator.cli.errors import UserError, user_errors
+from orchestrator.cli.progress import run_with_progress
 from orchestrator.data.registry import resolve_name
 from orchestrator.data.splits import ALL_REGIMES, SPLIT_INDICES
 from orchestrator.plan import DEFAULT_TIME_LIMIT_S, MAX_TIME_LIMIT_S, SweepPlan, described_specs
-from orchestrator.records import STATUS_OK, TrialRecord
+from orchestrator.records import TrialRecord
 from orchestrator.results import (
     failures,
     failures_table,
@@ -294,52 +293,12 @@ def report_failures(records: list[TrialRecord]) -> bool:
     return False
 
 
-def _eta(seconds: float | None) -> str:
-    if seconds is None:
-        return "eta -:--:--"
-    seconds = int(round(seconds))
-    return f"eta {seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-
-
 def _run_with_progress(sweep: Sweep) -> list[TrialRecord]:
-    """A rich bar: done/total, failed, remaining, and an ETA from the rate of trials run in this session."""
-    state = {"total": 0, "done": 0, "failed": 0, "ran": 0, "start": time.monotonic()}
-    with Progress(
-        TextColumn("[bold]sweep"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[failed]} failed, {task.fields[remaining]} remaining"),
-        TimeElapsedColumn(),
-        TextColumn("{task.fields[eta]}"),
-        console=console,
-        transient=False,
-    ) as bar:
-        task = bar.add_task("sweep", total=None, failed=0, remaining="?", eta=_eta(None))
-
-        def refresh() -> None:
-            remaining = max(0, state["total"] - state["done"])
-            rate = state["ran"] / max(1e-9, time.monotonic() - state["start"])
-            eta = remaining / rate if state["ran"] else None
-            bar.update(task, completed=state["done"], failed=state["failed"], remaining=remaining, eta=_eta(eta))
-
-        def on_total(total: int) -> None:
-            state["total"] = total
-            bar.update(task, total=total)
-            refresh()
-
-        def on_skip(count: int) -> None:
-            state["done"] += count
-            state["start"] = time.monotonic()  # the rate counts only trials run now
-            refresh()
-
-        def on_trial(record: TrialRecord) -> None:
-            state["done"] += 1
-            state["ran"] += 1
-            state["failed"] += record.status != STATUS_OK
-            refresh()
-
-        sweep.progress = SweepProgress(on_total=on_total, on_skip=on_skip, on_trial=on_trial)
+    def run(hooks: SweepProgress) -> list[TrialRecord]:
+        sweep.progress = hooks
         return sweep.run()
+
+    return run_with_progress(run, console)
 
 
 @user_errors

@@ -161,3 +161,10 @@ def test_rows_of_a_replaced_dataset_move_aside_when_its_new_content_is_first_sto
     with sqlite3.connect(path) as db:
         kept = sorted(key for (key,) in db.execute("SELECT trial_key FROM superseded_trials"))
     assert kept == ["k-old-1", "k-old-2"], "superseded rows are kept, not lost"
+
+
+def test_store_is_wal_at_synchronous_normal(tmp_path):
+    """WAL + NORMAL: a commit is not fsync'd but survives a killed process (see Store.__init__ for why it is safe)."""
+    with Store(tmp_path / "runs.sqlite") as store:
+        assert store._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert store._db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
