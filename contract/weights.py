@@ -36,6 +36,7 @@ class WeightsEntry:
     sha256: str
     license: str
     description: str = ""
+    family: str = ""  # the family folder whose weights.toml lists it (set by load_weights_catalog)
 
     @property
     def relative_path(self) -> Path:
@@ -47,7 +48,7 @@ def load_weights_catalog(root: Path = METHODS_ROOT) -> dict[str, WeightsEntry]:
     entries: dict[str, WeightsEntry] = {}
     for path in sorted(root.glob("*/weights.toml")):
         for item in tomllib.loads(path.read_text()).get("weights", []):
-            entry = WeightsEntry(**item)
+            entry = WeightsEntry(**item, family=path.parent.name)
             if entry.id in entries:
                 raise WeightsError(f"weights id {entry.id!r} is listed twice ({path})")
             entries[entry.id] = entry
