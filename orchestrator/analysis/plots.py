@@ -240,7 +240,7 @@ def pareto(df: pd.DataFrame, path: Path, title: str, xlabel: str, budgets: bool 
     ax.set_xlabel(xlabel)
     ax.set_ylabel("Mean Improvability (lower is better)")
     ax.set_title(title, fontsize=9)
-    ax.legend(handles=handles, fontsize=7, loc="upper right")
+    ax.legend(handles=handles, fontsize=7, loc="best")  # where it hides the fewest points
     _margins(fig)
     order = sorted(
         df.index,
