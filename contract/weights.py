@@ -53,6 +53,7 @@ class WeightsEntry:
     git_blob_sha1: str = ""  # Git's object id of the file: sha1 of "blob <size>\0" + its bytes
     sha256_from: str = ""  # URL of a revision-pinned JSON manifest whose "sha256" key is this file's digest
     unverified_reason: str = ""  # with sha256 = "unverified": why no digest is known and what would verify it
+    family: str = ""  # the family folder whose weights.toml lists it (set by load_weights_catalog)
 
     @property
     def relative_path(self) -> Path:
@@ -93,7 +94,7 @@ def load_weights_catalog(root: Path = METHODS_ROOT) -> dict[str, WeightsEntry]:
     for path in sorted(root.glob("*/weights.toml")):
         for item in tomllib.loads(path.read_text()).get("weights", []):
             try:
-                entry = WeightsEntry(**item)
+                entry = WeightsEntry(**item, family=path.parent.name)
             except TypeError as exc:
                 raise WeightsError(f"{path}: weights entry {item.get('id', '?')!r}: {exc}") from None
             problems = entry.problems()

@@ -4,7 +4,7 @@
 #   make images            base (public python:3.11-slim) if absent, then every family image
 #   make wheels base-offline images OFFLINE=1
 #                          offline path: wheelhouse + debootstrapped Debian base
-#   make up [GPU=1]        build what is missing, start every family's service (compose), wait for healthy
+#   make up [GPU=1]        build what is missing or changed, start every family's service (compose), wait for healthy
 #   make up FAMILIES="gnn graphany"          only these families
 #   make up SCALE="gnn=2 graphtransformer=2"  replicas per family (compose v1 and v2)
 #   make compose           write .cache/compose.yaml from the manifests (make up does it first)
@@ -159,8 +159,22 @@ base-offline: base-os
 	@test -n "$$(ls $(WHEELHOUSE)/*.whl 2>/dev/null)" || { echo "no wheels in $(WHEELHOUSE)/: run 'make wheels' first" >&2; exit 1; }
 	$(call build_base,$(BASE_OS_TAG),1)
 
-# Base only if absent (OFFLINE=1 picks the offline base); family images are
-# always (re)built, which is a cache hit unless contract/ or methods/ changed.
+# What a family image is built from, as one hash: the files its build can COPY (the shared Dockerfile copies
+# pyproject.toml, README*, contract/ and methods/; a family's own Dockerfile may copy anything .dockerignore
+# lets into the context), minus what .dockerignore drops, its Dockerfile, the family and the base image's id.
+# `make images` labels each image with it (nodeground.inputs) and skips a family whose image already
+# carries it, so `make up` does not rebuild current images (the classic builder takes minutes even cached).
+INPUTS_LABEL = nodeground.inputs
+SHARED_COPIES = pyproject.toml README* contract methods $(wildcard wheelhouse-families)
+OWN_COPIES = $(SHARED_COPIES) proto orchestrator datasets docker/requirements.txt docker/requirements-cuda.txt
+INPUTS_OF = f() { { find $$([ "$$2" = docker/family/Dockerfile ] && echo $(SHARED_COPIES) || echo $(OWN_COPIES)) "$$2" \
+	-type f ! -path '*/__pycache__/*' ! -name '*.pyc' ! -path '*.egg-info/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum; \
+	echo "base $$($(DOCKER) image inspect -f '{{.Id}}' $$3 2>/dev/null) family $$1"; } | sha256sum | cut -c1-32; }; f
+LABEL_OF = f() { $(DOCKER) image inspect -f '{{index .Config.Labels "$(INPUTS_LABEL)"}}' "$$1" 2>/dev/null; }; f
+
+# Base only if absent (OFFLINE=1 picks the offline base); a family image is built when its inputs
+# changed (INPUTS_OF) or it is absent; REBUILD=1 builds every one anyway.
+REBUILD ?= 0
 images:
 	@if $(DOCKER) image inspect $(IMAGE_BASE) >/dev/null 2>&1; then \
 		echo "$(IMAGE_BASE) present"; \
@@ -176,9 +190,12 @@ images:
 		elif [ "$(GPU)" = 1 ] && pin=$$($(CUDA_PIN_OF) $$f); then \
 			echo "skipping $(IMAGE_PREFIX)/$$f:cuda: its manifest pins torch $$pin, not the torch of $(BASE_TAG_CUDA)"; continue; \
 		fi; \
-		echo "building $(IMAGE_PREFIX)/$$f:$(IMAGE_TAG)"; \
 		if [ -f methods/$$f/Dockerfile ]; then df=methods/$$f/Dockerfile; else df=docker/family/Dockerfile; fi; \
-		$(DOCKER) build -f $$df -t $(IMAGE_PREFIX)/$$f:$(IMAGE_TAG) \
+		img=$(IMAGE_PREFIX)/$$f:$(IMAGE_TAG); inputs=$$($(INPUTS_OF) $$f $$df $$base); \
+		if [ "$(REBUILD)" != 1 ] && [ "$$($(LABEL_OF) $$img)" = "$$inputs" ]; then \
+			echo "$$img is current (inputs $$inputs)"; continue; fi; \
+		echo "building $$img"; \
+		$(DOCKER) build -f $$df -t $$img --label $(INPUTS_LABEL)=$$inputs \
 			--build-arg BASE=$$base --build-arg FAMILY=$$f . ; \
 	done
 

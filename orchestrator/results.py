@@ -222,3 +222,127 @@ def services_table(services: pd.DataFrame) -> Table:
             _seconds(row.warmup_seconds), row.warmup_methods or "-", row.warmup_error or "",
         )  # fmt: skip
     return table
+
+
+# ---- summary over splits ------------------------------------------------------
+
+#: Columns of ``summarize`` (what `show --summary` prints), in order.
+SUMMARY_COLUMNS = (
+    "view", "method", "method_version", "variant", "dataset", "regime",
+    "splits", "selected_splits", "primary_metric", "mean", "std", "selected", "reason",
+)  # fmt: skip
+
+
+def summarize(trials: pd.DataFrame) -> pd.DataFrame:
+    """Per view, dataset and regime: the primary test metric's mean and std over the splits, and what was selected.
+
+    Views as the report names them (``<METHOD>-Default``: trial 0; ``<METHOD>``: the full search; a
+    GFM: its search), selected by the one rule (``workflow_costs``); a method whose every search in a
+    regime ran one trial is shown once, as its default (``views.single_trial_searches_dropped``).
+    ``selected`` gives the selected trial index per split (``s0:2 s1:0``); ``reason`` says, for the
+    splits without a selectable trial, what their trials ended as (``workflow.unselectable_reasons``).
+    """
+    from orchestrator.analysis.views import default_view, single_trial_searches_dropped
+    from orchestrator.analysis.workflow import FULL, unselectable_reasons, workflow_costs
+
+    if trials.empty:
+        return pd.DataFrame(columns=list(SUMMARY_COLUMNS))
+    keys = ["method", "method_version", "dataset", "regime", "split"]
+    costs = workflow_costs(trials, budgets=(1,), include_full=True)
+    costs["budget"] = costs["budget"].astype(str)
+    kind = trials.drop_duplicates("method").set_index("method")["kind"].astype(str)
+    costs["kind"] = costs["method"].map(kind)
+    sup = costs["kind"] == "supervised"
+    full = costs[costs["budget"] == FULL]
+    default = costs[(costs["budget"] == "1") & sup].copy()
+    # The default view holds trial 0 alone: selectable or not, its reason is trial 0's outcome.
+    default.loc[default["selected_trial_index"].fillna(-1) != 0, "selected_trial_index"] = pd.NA
+    tuned = single_trial_searches_dropped(full[full["kind"] == "supervised"])
+    parts = [
+        default.assign(variant="default", _first_only=True),
+        tuned.assign(variant="tuned", _first_only=False),
+        full[full["kind"] != "supervised"].assign(variant="gfm", _first_only=False),
+    ]
+    cells = pd.concat(parts, ignore_index=True)
+    score = trials[[*keys, "trial_index", "primary_metric", "test_primary"]].rename(
+        columns={"trial_index": "selected_trial_index"}
+    )
+    cells = cells.astype({"selected_trial_index": "Int64"}).merge(
+        score.astype({"selected_trial_index": "Int64"}), on=[*keys, "selected_trial_index"], how="left"
+    )
+    first = trials[trials["trial_index"] == 0]
+    why = pd.concat(
+        [
+            unselectable_reasons(first, keys).assign(_first_only=True),
+            unselectable_reasons(trials, keys).assign(_first_only=False),
+        ],
+        ignore_index=True,
+    )
+    cells = cells.merge(why, on=[*keys, "_first_only"], how="left")
+    versions = trials.groupby("method", observed=True)["method_version"].nunique()
+    rows = []
+    for (method, version, variant, dataset, regime), g in cells.groupby(
+        ["method", "method_version", "variant", "dataset", "regime"], observed=True, sort=True
+    ):
+        g = g.sort_values("split")
+        chosen = g[g["selected_trial_index"].notna()]
+        label = f"{method}@{version}" if versions.get(method, 1) > 1 else str(method)
+        metric = chosen["primary_metric"].dropna()
+        values = chosen["test_primary"].astype(float)
+        rows.append(
+            {
+                "view": default_view(label) if variant == "default" else label,
+                "method": method,
+                "method_version": version,
+                "variant": variant,
+                "dataset": dataset,
+                "regime": regime,
+                "splits": len(g),
+                "selected_splits": len(chosen),
+                "primary_metric": metric.iloc[0] if len(metric) else "",
+                "mean": values.mean() if len(values) else float("nan"),
+                "std": values.std(ddof=1) if len(values) > 1 else float("nan"),
+                "selected": " ".join(
+                    f"s{s}:{int(i)}" for s, i in zip(chosen["split"], chosen["selected_trial_index"], strict=True)
+                ),
+                "reason": "; ".join(
+                    f"s{s}: {r}" for s, r in zip(g["split"], g["reason"], strict=True) if isinstance(r, str)
+                ),
+            }
+        )
+    out = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+    order = {"default": 0, "tuned": 1, "gfm": 1}
+    out["_o"] = out["variant"].map(order)
+    return out.sort_values(["regime", "dataset", "method", "_o"]).drop(columns="_o").reset_index(drop=True)
+
+
+def summary_table(summary: pd.DataFrame) -> Table:
+    """``summarize`` as a rich table: mean ± std over splits, the selections, and why a split has none."""
+    table = Table(title="Summary over splits (primary test metric of the validation-selected trial; std over splits)")
+    for column in (
+        "regime",
+        "dataset",
+        "method",
+        "splits",
+        "metric",
+        "mean ± std",
+        "selected trial per split",
+        "not selectable",
+    ):
+        table.add_column(
+            column,
+            justify="right" if column in ("splits", "mean ± std") else "left",
+            no_wrap=column not in ("not selectable", "selected trial per split"),
+            overflow="fold",
+        )
+    for row in summary.itertuples(index=False):
+        if row.selected_splits:
+            spread = f" ± {row.std:.4f}" if pd.notna(row.std) else " (1 split)"
+            value = f"{row.mean:.4f}{spread}"
+        else:
+            value = "none selectable"
+        table.add_row(
+            row.regime, row.dataset, row.view, f"{row.selected_splits}/{row.splits}",
+            row.primary_metric or "-", value, row.selected or "-", row.reason or "",
+        )  # fmt: skip
+    return table

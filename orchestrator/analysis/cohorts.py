@@ -19,6 +19,7 @@ from __future__ import annotations
 import pandas as pd
 
 from orchestrator.analysis.views import reference_view
+from orchestrator.analysis.workflow import count_words, trial_outcomes
 
 COHORT_TITLES = {
     "all": "All datasets, built-in gaps imputed with gcn-Default",
@@ -93,6 +94,40 @@ def coverage(results: pd.DataFrame) -> pd.DataFrame:
     origin = results.drop_duplicates("view").set_index("view")["origin"]
     cov["origin"] = cov["view"].map(origin)
     return cov.sort_values(["regime", "native_fraction", "view"], ascending=[True, False, True]).reset_index(drop=True)
+
+
+CELL = ["method", "dataset", "regime", "split"]
+_CELL_COUNTS = ["regime", "method", "kind", "origin", "planned_cells", "selected_cells", "unselectable_cells"]
+
+
+def cell_coverage(trials: pd.DataFrame) -> pd.DataFrame:
+    """Per (regime, method): the cells planned, with a selectable result, with trials but none selectable, absent.
+
+    The store does not record a sweep's plan, so the planned grid is what the store implies: each
+    regime's methods times the (dataset, split) partitions any trial of that regime ran on. A cell
+    is one method on one partition. ``unselectable_statuses`` counts the trials of the unselectable
+    cells by outcome, in the words of ``workflow.unselectable_reasons`` (what `show --summary` prints).
+    """
+    outcome, selectable = trial_outcomes(trials)
+    t = trials[CELL].assign(_outcome=outcome, _sel=selectable)
+    has = t.groupby(CELL, observed=True)["_sel"].transform("any").to_numpy(dtype=bool)
+    per_cell = t.groupby(CELL, observed=True)["_sel"].any().rename("selectable").reset_index()
+    per_cell[["regime", "method"]] = per_cell[["regime", "method"]].astype(str)
+    parts = per_cell[["regime", "dataset", "split"]].drop_duplicates().groupby("regime").size()
+    cov = per_cell.groupby(["regime", "method"]).agg(
+        present_cells=("selectable", "size"), selected_cells=("selectable", "sum")
+    )
+    cov = cov.reset_index()
+    cov["planned_cells"] = cov["regime"].map(parts).astype(int)
+    cov["unselectable_cells"] = cov["present_cells"] - cov["selected_cells"]
+    cov["absent_cells"] = cov["planned_cells"] - cov["present_cells"]
+    bad = t[~has].astype({"regime": str, "method": str})
+    words = bad.groupby(["regime", "method"])["_outcome"].agg(lambda o: count_words(o.value_counts()))
+    cov["unselectable_statuses"] = cov.join(words, on=["regime", "method"])["_outcome"].fillna("")
+    ident = trials.drop_duplicates("method")[["method", "kind", "origin"]].astype(str)
+    cov = cov.merge(ident, on="method", how="left")
+    cols = [*_CELL_COUNTS, "absent_cells", "unselectable_statuses"]
+    return cov[cols].sort_values(["regime", "method"]).reset_index(drop=True)
 
 
 def _complete_datasets(native: pd.DataFrame, views: pd.Index, regime: str) -> list[str]:

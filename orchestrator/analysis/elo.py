@@ -21,6 +21,7 @@ about 1/(datasets x opponents) of each gap, well under one Elo on the paper's 51
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +32,7 @@ SCALE = 400
 INIT_RATING = 1000.0
 BOOTSTRAP_ROUNDS = 200
 PRIOR_DRAWS = 1.0  # virtual draws per view against the centre, in datasets' worth of battles
+TAIL = 0.025  # each tail of the 95% interval: its ends are the TAIL and 1 - TAIL quantiles of the resamples
 _STEP_TOL = 1e-12  # Newton stops when no log-strength moves more than this (about 2e-10 Elo)
 _MAX_NEWTON = 100
 
@@ -137,6 +139,28 @@ def bradley_terry(
     return SCALE * t / np.log(10) + INIT_RATING
 
 
+def bootstrap_supported(datasets: int, tail: float = TAIL) -> bool:
+    """Whether a dataset bootstrap over ``datasets`` datasets can resolve an interval cut at ``tail`` each side.
+
+    A resample is a multiset of d datasets drawn from d, so there are at most C(2d - 1, d) distinct
+    ones, however many rounds are drawn; a quantile at ``tail`` falls between distinct resamples only
+    when there are at least 1 / ``tail`` of them (40 for a 95% interval). Below that the ends are
+    single resamples such as one dataset repeated d times (d = 2: three resamples in all).
+    """
+    return datasets >= 1 and math.comb(2 * datasets - 1, datasets) >= math.ceil(1 / tail - 1e-9)
+
+
+def min_bootstrap_datasets(tail: float = TAIL) -> int:
+    """The fewest datasets whose bootstrap supports the interval (5 for 95%: C(9, 5) = 126; C(7, 4) = 35 < 40)."""
+    d = 1
+    while not bootstrap_supported(d, tail):
+        d += 1
+    return d
+
+
+MIN_BOOTSTRAP_DATASETS = min_bootstrap_datasets()
+
+
 def _bootstrap(totals: PairTotals, rounds: int, seed: int) -> pd.DataFrame:
     """Ratings of ``rounds`` dataset resamples (with replacement, drawn as bencheval draws them)."""
     n_tasks = len(totals.datasets)
@@ -196,7 +220,7 @@ def _elo_ratings(pe: pd.DataFrame, anchor: str | None, anchor_rating: float, rou
     boot = _bootstrap(totals, rounds=rounds, seed=seed)
     offset = (anchor_rating - point[anchor]) if anchored else (anchor_rating - INIT_RATING)
     out = pd.DataFrame(
-        {"elo": point + offset, "lower": boot.quantile(0.025) + offset, "upper": boot.quantile(0.975) + offset}
+        {"elo": point + offset, "lower": boot.quantile(TAIL) + offset, "upper": boot.quantile(1 - TAIL) + offset}
     )
     out.index.name = "view"
     out = out.reset_index()

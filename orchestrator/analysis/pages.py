@@ -28,17 +28,26 @@ figure{display:inline-block;margin:10px 12px 10px 0;vertical-align:top;backgroun
   padding:6px}
 figcaption{font-size:12px;color:#57606a;max-width:760px}figure img{max-width:760px;height:auto;display:block}
 .small{font-size:12px;color:#57606a}.wrap{overflow-x:auto}
+.warn{background:#ffebe9;border:1px solid #cf222e;padding:6px 10px;font-size:13px}
+table.compact .sec{display:none}th[aria-sort=ascending]::after{content:" \\25B2"}
+th[aria-sort=descending]::after{content:" \\25BC"}button{font-size:12px;margin-left:6px}
+figure.wide img,figure.wide figcaption{max-width:1000px}
 """
 
 _JS = """
 document.querySelectorAll('table.sortable').forEach(function(t){
   t.querySelectorAll('th').forEach(function(th,i){th.addEventListener('click',function(){
     var b=t.tBodies[0],rows=Array.from(b.rows),asc=th.dataset.asc!=='1';th.dataset.asc=asc?'1':'0';
+    t.querySelectorAll('th').forEach(function(o){o.removeAttribute('aria-sort')});
+    th.setAttribute('aria-sort',asc?'ascending':'descending');
     rows.sort(function(x,y){var a=x.cells[i].dataset.v||x.cells[i].textContent,
         c=y.cells[i].dataset.v||y.cells[i].textContent;
       var na=parseFloat(a),nc=parseFloat(c);if(!isNaN(na)&&!isNaN(nc))return asc?na-nc:nc-na;
       return asc?a.localeCompare(c):c.localeCompare(a)});
     rows.forEach(function(r){b.appendChild(r)})})})});
+document.querySelectorAll('button[data-columns]').forEach(function(b){b.addEventListener('click',function(){
+  var c=document.getElementById(b.dataset.columns).classList.toggle('compact');
+  b.textContent=c?'Show all columns':'Fewer columns'})});
 document.querySelectorAll('img').forEach(function(img){
   function mark(){img.setAttribute('data-loaded', img.naturalWidth>0?'1':'0')}
   if(img.complete){mark()}else{img.addEventListener('load',mark);img.addEventListener('error',mark)}});
@@ -75,30 +84,59 @@ def html_table(
     cols: list[tuple[str, str, int]],
     row_class: Callable[[pd.Series], str] | None = None,
     table_id: str = "",
+    secondary: frozenset[str] = frozenset(),
+    sort_keys: dict[str, str] | None = None,
+    titles: dict[str, str] | None = None,
 ) -> str:
-    """A sortable table of ``cols`` (column, header, digits; negative digits: left-aligned text)."""
-    head = "".join(f'<th class="{"l" if d < 0 else ""}">{html.escape(h)}</th>' for _, h, d in cols)
+    """A sortable table of ``cols`` (column, header, digits; negative digits: left-aligned text).
+
+    ``secondary`` columns are hidden until the reader asks for them (a button above the table toggles
+    them; it needs ``table_id``); ``sort_keys`` sorts a column by another's values (a text interval
+    by its lower end); ``titles`` are header tooltips.
+    """
+    sort_keys, titles = sort_keys or {}, titles or {}
+
+    def cls(c: str, d: int) -> str:
+        return " ".join(x for x in ("l" if d < 0 else "", "sec" if c in secondary else "") if x)
+
+    head = "".join(
+        f'<th class="{cls(c, d)}"'
+        + (f' title="{html.escape(titles[c])}"' if c in titles else "")
+        + f">{html.escape(h)}</th>"
+        for c, h, d in cols
+    )
     body = []
     for _, r in df.iterrows():
-        cls = row_class(r) if row_class else ""
+        rc = row_class(r) if row_class else ""
         cells = []
         for c, _h, d in cols:
             v = r[c]
-            sv = "" if v is None or (isinstance(v, float) and not np.isfinite(v)) else str(v)
-            cells.append(f'<td class="{"l" if d < 0 else ""}" data-v="{html.escape(sv)}">{_fmt(v, max(d, 0))}</td>')
-        body.append(f'<tr class="{cls}">{"".join(cells)}</tr>')
+            key = r[sort_keys[c]] if c in sort_keys else v
+            sv = "" if key is None or (isinstance(key, float) and not np.isfinite(key)) else str(key)
+            cells.append(f'<td class="{cls(c, d)}" data-v="{html.escape(sv)}">{_fmt(v, max(d, 0))}</td>')
+        body.append(f'<tr class="{rc}">{"".join(cells)}</tr>')
     tid = f' id="{table_id}"' if table_id else ""
+    compact = ' class="sortable compact"' if secondary else ' class="sortable"'
+    toggle = (
+        f'<p class="small">Click a heading to sort. <button data-columns="{table_id}">Show all columns</button></p>'
+        if secondary and table_id
+        else ""
+    )
     return (
-        f'<div class="wrap"><table class="sortable"{tid}><thead><tr>{head}</tr></thead>'
+        f'{toggle}<div class="wrap"><table{compact}{tid}><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table></div>"
     )
 
 
-def figure(rel: str, caption: str) -> str:
-    """A figure with its caption and links to the data it plots (CSV and Parquet beside the PNG)."""
+def figure(rel: str, caption: str, wide: bool = False) -> str:
+    """A figure with its caption and links to the data it plots (CSV and Parquet beside the PNG).
+
+    ``wide``: shown at its full 1,000 pixels (a plot whose every point is named), not shrunk to 760.
+    """
     stem = rel.rsplit(".", 1)[0]
     return (
-        f'<figure><img src="{rel}" alt="{html.escape(caption)}" loading="eager"><figcaption>{html.escape(caption)} '
+        f'<figure{" class=wide" if wide else ""}><img src="{rel}" alt="{html.escape(caption)}" loading="eager">'
+        f"<figcaption>{html.escape(caption)} "
         f'Data: <a href="{stem}.csv">CSV</a> · <a href="{stem}.parquet">Parquet</a></figcaption></figure>'
     )
 

@@ -34,7 +34,7 @@ def improvability(dm: pd.DataFrame, best_error: pd.Series | None = None) -> pd.S
     if best_error is None:
         best = err.groupby(dm["dataset"]).transform("min")
     else:
-        best = dm["dataset"].map(best_error)
+        best = dm["dataset"].map(best_error).astype(float)  # float: mapping no rows at all gives text
     with np.errstate(divide="ignore", invalid="ignore"):
         imp = np.where(err > 0, (err - best) / err, 0.0)
     return pd.Series(imp, index=dm.index, name="improvability")
@@ -46,7 +46,7 @@ def overhead(dm: pd.DataFrame, reference_cost: pd.Series | None = None) -> pd.Se
     if reference_cost is None:
         ref = cost.groupby(dm["dataset"]).transform("min")
     else:
-        ref = dm["dataset"].map(reference_cost)
+        ref = dm["dataset"].map(reference_cost).astype(float)
     return pd.Series(np.log2(cost / ref), index=dm.index, name="overhead")
 
 

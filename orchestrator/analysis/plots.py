@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -10,6 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
 
 from orchestrator.analysis.workflow import FULL
 
@@ -17,8 +19,8 @@ KIND_COLORS = {"default": "#9aa5b1", "tuned": "#1f6feb", "gfm": "#d1495b", "budg
 DPI = 90
 
 
-def _save(fig, path: Path, left_labels=(), bottom_labels=()) -> None:
-    """Save with margins sized from the tick labels (much cheaper than tight_layout)."""
+def _margins(fig, left_labels=(), bottom_labels=()) -> None:
+    """Margins sized from the tick labels (much cheaper than tight_layout)."""
     w, h = fig.get_size_inches()
     left = min(0.45, (0.6 + 0.055 * max((len(str(x)) for x in left_labels), default=6)) / w)
     bottom = min(0.45, (0.55 + 0.05 * max((len(str(x)) for x in bottom_labels), default=0)) / h)
@@ -26,6 +28,12 @@ def _save(fig, path: Path, left_labels=(), bottom_labels=()) -> None:
     fig.subplots_adjust(
         left=left, bottom=bottom, top=top, right=0.97 if not fig.axes[-1].get_label() == "<colorbar>" else 0.9
     )
+
+
+def _save(fig, path: Path, left_labels=(), bottom_labels=(), adjusted: bool = False) -> None:
+    """Save; ``adjusted``: the margins are already set (labels were placed against the final layout)."""
+    if not adjusted:
+        _margins(fig, left_labels, bottom_labels)
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
 
@@ -76,45 +84,178 @@ def cohort_elo(df: pd.DataFrame, path: Path, title: str) -> None:
     _save(fig, path, piv.index)
 
 
-def pareto(df: pd.DataFrame, path: Path, title: str, xlabel: str, budgets: bool = False) -> None:
-    """The views' tradeoffs, the frontier as a step line; ``budgets``: each method's path through its budgets."""
-    fig, ax = plt.subplots(figsize=(7.5, 5.5))
-    trajectories = None
+@dataclass(frozen=True)
+class Placed:
+    """Where ``place_labels`` put one label: its box in display pixels, and whether it overlaps anything."""
+
+    label: str
+    box: tuple[float, float, float, float]  # x0, y0, x1, y1
+    leader: bool  # drawn away from its point, with a line back to it
+    collides: bool  # no free position was found: it overlaps a label or a point
+
+
+_RINGS_PX = (5, 12, 22, 34, 48, 64, 84, 108, 136)
+_DIRECTIONS = [(np.cos(a), np.sin(a)) for a in np.deg2rad([0, 180, 90, 270, 45, 135, 315, 225, 22, 158, 338, 202])]
+
+
+def _overlap(a: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """Overlap areas of box ``a`` with each row of ``boxes`` (x0, y0, x1, y1)."""
+    if not len(boxes):
+        return np.zeros(0)
+    w = np.minimum(a[2], boxes[:, 2]) - np.maximum(a[0], boxes[:, 0])
+    h = np.minimum(a[3], boxes[:, 3]) - np.maximum(a[1], boxes[:, 1])
+    return np.clip(w, 0, None) * np.clip(h, 0, None)
+
+
+def place_labels(ax, xs, ys, labels, fontsize: float = 7, colors=None, point_px: float = 4.0) -> list[Placed]:
+    """Name every point without collisions where the axes leave room: each label, in the order given
+    (most important first), takes the nearest free spot on rings around its point (beyond the first
+    ring with a thin leader line back to it); one that finds no free spot goes where it overlaps least.
+
+    The axes' limits and the figure's margins must be final: positions are computed in display pixels.
+    Labels avoid each other, every point and the legend.
+    """
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    to_px = ax.transData.transform
+    frame = ax.get_window_extent(renderer)
+    pts = (
+        to_px(np.column_stack([np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)]))
+        if len(xs)
+        else np.zeros((0, 2))
+    )
+    marks = np.column_stack([pts - point_px, pts + point_px])
+    legend = ax.get_legend()
+    if legend is not None:  # the legend is a box no label may cover
+        b = legend.get_window_extent(renderer)
+        marks = np.vstack([marks, [b.x0, b.y0, b.x1, b.y1]])
+    placed_boxes: list[np.ndarray] = []
+    out: list[Placed] = []
+    px_per_pt = fig.dpi / 72.0
+    for i, (label, (px, py)) in enumerate(zip(labels, pts, strict=True)):
+        probe = ax.text(0, 0, label, fontsize=fontsize, transform=None)
+        ext = probe.get_window_extent(renderer)
+        probe.remove()
+        w, h = ext.width + 2, ext.height + 1
+        best = None
+        for r in _RINGS_PX:
+            for dx, dy in _DIRECTIONS:
+                cx, cy = px + (r + point_px) * dx, py + (r + point_px) * dy
+                x0 = cx if dx > 0.3 else cx - w if dx < -0.3 else cx - w / 2
+                y0 = cy if dy > 0.3 else cy - h if dy < -0.3 else cy - h / 2
+                box = np.array([x0, y0, x0 + w, y0 + h])
+                outside = max(frame.x0 - box[0], 0) + max(box[2] - frame.x1, 0) + max(frame.y0 - box[1], 0)
+                outside += max(box[3] - frame.y1, 0)
+                cost = _overlap(box, np.array(placed_boxes)).sum() + _overlap(box, marks).sum() + 1e3 * outside
+                if best is None or cost < best[0] - 1e-9:
+                    best = (cost, box, r, dx, dy)
+                if cost == 0:
+                    break
+            if best is not None and best[0] == 0:
+                break
+        assert best is not None  # the rings and directions are non-empty
+        cost, box, r, dx, dy = best
+        leader = r > _RINGS_PX[0]
+        ha = "left" if dx > 0.3 else "right" if dx < -0.3 else "center"
+        va = "bottom" if dy > 0.3 else "top" if dy < -0.3 else "center"
+        anchor_x = box[0] if ha == "left" else box[2] if ha == "right" else (box[0] + box[2]) / 2
+        anchor_y = box[1] if va == "bottom" else box[3] if va == "top" else (box[1] + box[3]) / 2
+        color = colors[i] if colors is not None else "k"
+        ax.annotate(
+            label,
+            (xs[i], ys[i]),
+            xytext=((anchor_x - px) / px_per_pt, (anchor_y - py) / px_per_pt),
+            textcoords="offset points",
+            fontsize=fontsize,
+            ha=ha,
+            va=va,
+            color=color,
+            zorder=5,
+            bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none", "alpha": 0.8},  # lines pass behind
+            arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "#8c959f", "shrinkA": 0, "shrinkB": 3}
+            if leader
+            else None,
+        )
+        placed_boxes.append(box)
+        x0, y0, x1, y1 = (float(v) for v in box)
+        out.append(Placed(str(label), (x0, y0, x1, y1), leader, bool(cost > 0)))
+    return out
+
+
+#: Marker per kind of point on the Pareto plots (colour says the same, for readers who cannot tell colours).
+PARETO_MARKERS = {"default": "o", "tuned": "s", "gfm": "D", "budget": "o"}
+_LEGEND = {"default": "default configuration", "tuned": "tuned (full search)", "gfm": "GFM", "budget": "budget k"}
+#: One colour per method's budget path: dark enough for its k labels to read on white (tab10, then Dark2).
+PATH_COLORS = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+    "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d",
+)  # fmt: skip
+_PRIORITY = {"gfm": 0, "tuned": 1, "default": 2, "budget": 3}
+
+
+def pareto(df: pd.DataFrame, path: Path, title: str, xlabel: str, budgets: bool = False) -> list[Placed]:
+    """The views' tradeoffs with every point named, the frontier as a step line.
+
+    ``budgets``: each method's path from its default through its budgets to its full search, one
+    colour per method, the intermediate points named by their budget k. Returns the labels placed.
+    """
+    fig, ax = plt.subplots(figsize=(11, 7.5))
+    df = df[np.isfinite(df["mean_overhead"].astype(float)) & np.isfinite(df["mean_improvability"].astype(float))]
+    label_of = df["view"].astype(str)
+    colors = {i: KIND_COLORS.get(str(v), "#555") for i, v in df["variant"].items()}
     if budgets:
-        trajectories = df[df["variant"].isin(["budget", "default", "tuned"])].copy()
-        trajectories["k"] = trajectories["k"].fillna(trajectories["variant"].map({"default": 1, "tuned": 10**6}))
-    if trajectories is not None and not trajectories.empty:
-        for _method, g in trajectories.groupby("method"):
+        path_rows = df[df["variant"].isin(["budget", "default", "tuned"])].copy()
+        path_rows["k"] = path_rows["k"].fillna(path_rows["variant"].map({"default": 1, "tuned": 10**6}))
+        for i, (_method, g) in enumerate(path_rows.groupby("method", sort=True)):
             g = g.sort_values("k")
-            ax.plot(g["mean_overhead"], g["mean_improvability"], "-", color="#1f6feb", alpha=0.25, lw=1)
-            ax.plot(g["mean_overhead"], g["mean_improvability"], ".", color="#1f6feb", alpha=0.35, ms=3)
+            c = PATH_COLORS[i % len(PATH_COLORS)]
+            ax.plot(g["mean_overhead"], g["mean_improvability"], "-", color=c, alpha=0.7, lw=1, zorder=1)
+            colors.update(dict.fromkeys(g.index, c))
+        inter = df["variant"] == "budget"
+        label_of[inter] = [f"{int(k)}" if pd.notna(k) else "" for k in df.loc[inter, "k"]]
     for variant, g in df.groupby("variant"):
         ax.scatter(
             g["mean_overhead"],
             g["mean_improvability"],
-            s=22,
-            color=KIND_COLORS.get(variant, "#555"),
-            label=variant,
+            s=12 if variant == "budget" else 26,
+            color=[colors[i] for i in g.index],
+            marker=PARETO_MARKERS.get(str(variant), "o"),
             zorder=3,
             edgecolor="k",
             linewidth=0.3,
         )
+    shown = [v for v in PARETO_MARKERS if v in set(df["variant"].astype(str))]
+    handles = [
+        Line2D([], [], ls="", marker=PARETO_MARKERS[v], ms=4 if v == "budget" else 6, mec="k", mew=0.3,
+               color="#8c959f" if budgets and v != "gfm" else KIND_COLORS[v], label=_LEGEND[v])
+        for v in shown
+    ]  # fmt: skip
+    if budgets:
+        handles.append(Line2D([], [], color="#8c959f", lw=1, label="one colour per method: default to full search"))
     front = df[df["on_front"]].sort_values("mean_overhead")
     ax.step(front["mean_overhead"], front["mean_improvability"], where="post", color="k", lw=1, zorder=2)
-    for _, r in df.iterrows():
-        if r["on_front"] or r["variant"] == "gfm":
-            ax.annotate(
-                r["view"],
-                (r["mean_overhead"], r["mean_improvability"]),
-                fontsize=6,
-                xytext=(3, 3),
-                textcoords="offset points",
-            )
+    ax.margins(0.08)
+    ax.set_xlim(ax.get_xlim())  # fixed now: labels are placed against these limits
+    ax.set_ylim(ax.get_ylim())
     ax.set_xlabel(xlabel)
     ax.set_ylabel("Mean Improvability (lower is better)")
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7)
-    _save(fig, path)
+    ax.legend(handles=handles, fontsize=7, loc="best")  # where it hides the fewest points
+    _margins(fig)
+    order = sorted(
+        df.index,
+        key=lambda i: (not bool(df.at[i, "on_front"]), _PRIORITY.get(str(df.at[i, "variant"]), 4), label_of[i]),
+    )
+    placed = place_labels(
+        ax,
+        df.loc[order, "mean_overhead"].to_numpy(),
+        df.loc[order, "mean_improvability"].to_numpy(),
+        label_of[order].tolist(),
+        fontsize=7,
+        colors=["k" if df.at[i, "variant"] != "budget" else colors[i] for i in order],
+    )
+    _save(fig, path, adjusted=True)
+    return placed
 
 
 def budget_curves(traj: pd.DataFrame, path: Path, title: str) -> None:

@@ -73,8 +73,8 @@ def pairwise_tests(results: pd.DataFrame, metric: str = "score", alpha: float = 
     views = sorted(wide.columns)
     pairs = list(itertools.combinations(views, 2))
     cols = ["view_a", "view_b", "datasets", "a_wins", "b_wins", "ties", "mean_diff", "p_value"]
-    if not pairs:
-        return pd.DataFrame(columns=cols)
+    if not pairs:  # one view: nothing to test, the same columns
+        return pd.DataFrame(columns=[*cols, "p_holm", "significant", "better"]).astype({"significant": bool})
     x = wide[views].to_numpy(dtype=float)
     ia = np.array([views.index(a) for a, _ in pairs])
     ib = np.array([views.index(b) for _, b in pairs])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,11 +36,12 @@ class Figure:
 
     stem: str
     data: str | Callable[[Tables, str], pd.DataFrame]  # a long table's name, or a function of ``tables``
-    draw: Callable[[pd.DataFrame, Path, str], None]  # a ``plots`` function: (data, path, title)
+    draw: Callable[[pd.DataFrame, Path, str], object]  # a ``plots`` function: (data, path, title)
     title: str  # "{regime}" is filled in
     caption: str | Callable[[pd.DataFrame, str], str]  # text ("{regime}" filled in), or a function of (data, regime)
     index: bool = False  # the data's index is a column (matrices)
     optional: bool = False  # skipped where its data is empty
+    wide: bool = False  # shown at full size (its points are named)
 
 
 @dataclass(frozen=True)
@@ -62,29 +64,67 @@ LEADERBOARD_COLUMNS = [
     ("view", "Method", -1),
     ("kind", "Kind", -1),
     ("elo", "Elo", 0),
-    ("lower", "Elo 2.5%", 0),
-    ("upper", "Elo 97.5%", 0),
+    ("interval", "95% interval", -1),
     ("mean_rank", "Mean rank", 2),
     ("rank_iqr", "Rank IQR", 1),
     ("mean_winrate", "Win rate", 3),
     ("sig_wins", "Sig. wins", 0),
     ("sig_losses", "Sig. losses", 0),
-    ("mean_improvability", "Mean Improvability", 3),
-    ("overhead_time", "Overhead (time)", 2),
-    ("overhead_memory", "Overhead (memory)", 2),
-    ("native_datasets", "Native datasets", 0),
-    ("imputed_datasets", "Imputed datasets", 0),
+    ("mean_improvability", "Improvability", 3),
+    ("overhead_time", "Overhead time", 2),
+    ("overhead_memory", "Overhead memory", 2),
+    ("native_datasets", "Native", 0),
+    ("imputed_datasets", "Imputed", 0),
     ("missing_datasets", "Missing", 0),
 ]
+#: Shown when the reader asks for every column; the rest fit a 1,400-pixel window.
+LEADERBOARD_SECONDARY = frozenset({"kind", "sig_wins", "sig_losses", "missing_datasets"})
+LEADERBOARD_TITLES = {
+    "interval": "2.5% and 97.5% quantiles over the dataset-bootstrap resamples; "
+    f"\u2020: fewer than {elo_mod.MIN_BOOTSTRAP_DATASETS} datasets behind it",
+    "mean_improvability": "Mean Improvability: error relative to the best point on each dataset (lower is better)",
+    "overhead_time": "Mean Overhead of workflow time: mean log2(cost / cheapest) over datasets (lower is better)",
+    "overhead_memory": "Mean Overhead of workflow peak memory (lower is better)",
+    "native_datasets": "datasets with the method's own results on every partition",
+    "imputed_datasets": "datasets where a missing partition holds the matched reference result",
+    "missing_datasets": "datasets without any result (user submissions are never imputed)",
+    "sig_wins": "opponents beaten significantly (Wilcoxon, Holm-corrected)",
+}
+FEW = "\u2020"  # marks an interval that rests on fewer datasets than the bootstrap supports
+
+
+def _interval(lb: pd.DataFrame, regime_datasets: int) -> pd.Series:
+    """'[lower, upper]', marked when the regime or the view's native results cover too few datasets."""
+    few = (lb["native_datasets"].fillna(0) < elo_mod.MIN_BOOTSTRAP_DATASETS) | (
+        regime_datasets < elo_mod.MIN_BOOTSTRAP_DATASETS
+    )
+    return pd.Series(
+        [
+            f"[{lo:.0f}, {hi:.0f}]{' ' + FEW if f else ''}"
+            for lo, hi, f in zip(lb["lower"], lb["upper"], few, strict=True)
+        ],
+        index=lb.index,
+    )
 
 
 def _leaderboard(an: Analysis, regime: str) -> list[str]:
     lb = regime_rows(an.tables, "leaderboard", regime)
+    lb = lb.assign(interval=_interval(lb, _regime_datasets(an, regime)))
     return [
         html_table(
-            lb, LEADERBOARD_COLUMNS, row_class=lambda r: str(r["variant"]), table_id=f"leaderboard-{slug(regime)}"
+            lb,
+            LEADERBOARD_COLUMNS,
+            row_class=lambda r: str(r["variant"]),
+            table_id=f"leaderboard-{slug(regime)}",
+            secondary=LEADERBOARD_SECONDARY,
+            sort_keys={"interval": "lower"},
+            titles=LEADERBOARD_TITLES,
         )
     ]
+
+
+def _regime_datasets(an: Analysis, regime: str) -> int:
+    return int(an.tables["results"].loc[an.tables["results"]["regime"] == regime, "dataset"].nunique())
 
 
 def _pareto_figures(cost: str, label: str) -> tuple[Figure, ...]:
@@ -103,6 +143,7 @@ def _pareto_figures(cost: str, label: str) -> tuple[Figure, ...]:
             partial(plots.pareto, xlabel=xlabel, budgets=bool(suffix)),
             f"{label.capitalize()} Pareto frontier — {{regime}} ({extra})",
             caption(extra),
+            wide=True,
         )
         for suffix, extra in (
             ("", "default, tuned and GFM endpoints"),
@@ -203,20 +244,95 @@ def _robustness_tables(an: Analysis, regime: str) -> list[str]:
     ]
 
 
-def _coverage(an: Analysis) -> list[str]:
-    return [
-        html_table(
-            an.tables["coverage"],
-            [
-                ("regime", "regime", -1),
-                ("view", "method", -1),
-                ("origin", "origin", -1),
-                ("native_datasets", "native", 0),
-                ("imputed_datasets", "imputed", 0),
-                ("missing_datasets", "missing", 0),
-                ("native_fraction", "native share", 2),
-            ],
+def _cells_sentence(cc: pd.DataFrame, regime: str) -> str:
+    """One regime's cells in words: planned, with a result, unselectable (and why), absent."""
+    planned, methods = int(cc["planned_cells"].sum()), len(cc)
+    parts = int(cc["planned_cells"].iloc[0]) if methods else 0
+
+    def per_method(col: str, why: bool = False) -> str:
+        hit = cc[cc[col] > 0]
+        if hit.empty:
+            return ""
+        items = [
+            f"{m} {n}" + (f": {html.escape(w)}" if why and w else "")
+            for m, n, w in zip(hit["method"], hit[col], hit["unselectable_statuses"], strict=True)
+        ]
+        return f" ({'; '.join(html.escape(i) if not why else i for i in items)})"
+
+    return (
+        f"<b>{html.escape(regime)}</b>: {methods} method(s) \u00d7 {parts} partition(s) = {planned} planned cells; "
+        f"{int(cc['selected_cells'].sum())} hold a selectable result, "
+        f"{int(cc['unselectable_cells'].sum())} hold trials but none selectable"
+        f"{per_method('unselectable_cells', True)}, "
+        f"{int(cc['absent_cells'].sum())} hold no trial{per_method('absent_cells')}."
+    )
+
+
+def _few_datasets_warning(an: Analysis) -> list[str]:
+    """A warning for each regime whose comparison rests on fewer datasets than its bootstrap supports."""
+    need = elo_mod.MIN_BOOTSTRAP_DATASETS
+    out = []
+    for regime in an.regimes:
+        d = _regime_datasets(an, regime)
+        if d >= need:
+            continue
+        out.append(
+            f'<p class="warn" id="few-datasets-{slug(regime)}"><b>Too few datasets for the intervals:</b> '
+            f"{html.escape(regime)} compares methods on {d} dataset(s). A dataset bootstrap of d datasets can "
+            f"draw at most C(2d\u22121, d) distinct resamples ({math.comb(2 * d - 1, d) if d else 0} here), "
+            f"and the ends of a 95% interval, its 2.5% and 97.5% quantiles, fall between distinct resamples "
+            f"only with at least 40 of them: {need} datasets or more (C({2 * need - 1}, {need}) = "
+            f"{math.comb(2 * need - 1, need)}). Its intervals (marked {FEW}) are the rating on a single "
+            "resample such as one dataset repeated, not confidence intervals; the ranks and win rates rest on "
+            "as few datasets.</p>"
         )
+    return out
+
+
+def _coverage(an: Analysis) -> list[str]:
+    """What the leaderboard rests on: cells planned vs present, and per method native and imputed datasets."""
+    cc, cov = an.tables["cell_coverage"], an.tables["coverage"]
+    out = _few_datasets_warning(an)
+    out.append(
+        '<ul class="small" id="cells">'
+        + "".join(f"<li>{_cells_sentence(cc[cc['regime'] == r], r)}</li>" for r in sorted(cc["regime"].unique()))
+        + "</ul>"
+    )
+    out.append(
+        '<p class="small">A cell is one method on one partition (dataset and split). The store does not keep '
+        "a sweep's plan, so the planned cells are its methods times the partitions its trials ran on.</p>"
+    )
+    out += _dataset_coverage(an, cov)
+    return out
+
+
+def _dataset_coverage(an: Analysis, cov: pd.DataFrame) -> list[str]:
+    """The paper's Table 24: per method and regime, native and imputed (and missing) datasets; the complete in words."""
+    counts = ("native_datasets", "imputed_datasets", "missing_datasets")
+    wide = cov.pivot_table(index="view", columns="regime", values=list(counts), aggfunc="first")
+    gaps = wide[[c for c in wide.columns if c[0] != "native_datasets"]].fillna(0).sum(axis=1) > 0
+    n_ds = cov.groupby("regime")["datasets"].first()
+    total = ", ".join(f"{n_ds[r]} in {html.escape(r)}" for r in an.regimes if r in n_ds)
+    if not gaps.any():
+        return [f'<p class="small">Every method has native results on every dataset ({total}).</p>']
+    cols = [("view", "method", -1), ("origin", "origin", -1)]
+    flat = pd.DataFrame({"view": wide.index[gaps]})
+    flat["origin"] = flat["view"].map(cov.drop_duplicates("view").set_index("view")["origin"])
+    for regime in an.regimes:
+        for what in counts:
+            col = wide.get((what, regime))
+            if col is None or (what == "missing_datasets" and not col.gt(0).any()):
+                continue
+            flat[f"{what} {regime}"] = col[gaps].fillna(0).astype(int).to_numpy()
+            cols.append((f"{what} {regime}", f"{what.split('_')[0]} ({n_ds[regime]}) {regime}", 0))
+    rest = int((~gaps).sum())
+    return [
+        f'<p class="small">Datasets per method ({total}): native means the method\'s own results on every '
+        f"partition; imputed, a missing partition holds the matched {html.escape(str(an.reference))} result; "
+        "missing, no result (user submissions are never imputed). "
+        + (f"The {rest} method(s) not listed have native results on every dataset." if rest else "")
+        + "</p>",
+        html_table(flat.sort_values("view"), cols, table_id="coverage-table"),
     ]
 
 
@@ -248,6 +364,7 @@ _TUNING_X = "tuning budget k (last point: the full search)"
 
 #: The index page, in order.
 SECTIONS: tuple[Section, ...] = (
+    Section("coverage", "Coverage: what the leaderboard rests on", footer=_coverage),
     Section(
         "lb",
         "Leaderboard",
@@ -413,10 +530,16 @@ SECTIONS: tuple[Section, ...] = (
                 "Win rates, {regime}.",
                 index=True,
             ),
-            Figure("cohort_elo", "cohort_elo", plots.cohort_elo, "Elo by analysis cohort — {regime}", _cohort_caption),
+            Figure(
+                "cohort_elo",
+                "cohort_elo",
+                plots.cohort_elo,
+                "Elo by analysis cohort — {regime}",
+                _cohort_caption,
+                optional=True,  # no cohort compares two methods
+            ),
         ),
     ),
-    Section("coverage", "Coverage", footer=_coverage),
     Section("below-chance", "Results below chance", footer=_below_chance),
 )
 
@@ -431,7 +554,7 @@ def _draw(fig: Figure, an: Analysis, regime: str, out: Path) -> tuple[Path, str]
     fig.draw(data, png, fig.title.format(regime=regime))
     write_table(data, png.with_suffix(""), index=fig.index)
     caption = fig.caption(data, regime) if callable(fig.caption) else fig.caption.format(regime=regime)
-    return png, figure(rel, caption)
+    return png, figure(rel, caption, wide=fig.wide)
 
 
 def _section(section: Section, an: Analysis, out: Path, figures: list[Path]) -> list[str]:

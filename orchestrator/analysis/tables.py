@@ -24,7 +24,14 @@ from orchestrator.analysis import sensitivity as se
 from orchestrator.analysis import subgroups as sg
 from orchestrator.analysis import tuning as tu
 from orchestrator.analysis.load import AnalysisInputError
-from orchestrator.analysis.views import AUDIT_COLUMNS, REFERENCE_METHOD, below_chance, build_results, reference_view
+from orchestrator.analysis.views import (
+    AUDIT_COLUMNS,
+    REFERENCE_METHOD,
+    below_chance,
+    build_results,
+    prepare,
+    reference_view,
+)
 from orchestrator.analysis.workflow import FULL, workflow_costs
 
 Tables = dict[str, pd.DataFrame]
@@ -140,7 +147,17 @@ def _common_universe(
             f"{len(omitted)} GFM result(s) on a graph its pretraining used are omitted and replaced by "
             "the matched gcn-Default result: see 'Pretraining overlap'."
         )
+    an.tables["cell_coverage"] = co.cell_coverage(prepare(trials))
     an.tables["results"] = main
+    cc = an.tables["cell_coverage"]
+    if not cc["selected_cells"].any():
+        why = "; ".join(f"{m} in {r}: {w}" for r, m, w in cc[["regime", "method", "unselectable_statuses"]].values)
+        an.notes.append(f"No cell holds a selectable result, so every table is empty ({why}).")
+    elif main.empty:
+        an.notes.append(
+            "Every selectable result was omitted for pretraining overlap and no reference result could replace "
+            "it, so every table is empty: see 'Pretraining overlap'."
+        )
     an.tables["budget_points"] = budget_points
     an.tables["coverage"] = co.coverage(main)
     an.regimes = sorted(main["regime"].unique())
@@ -282,6 +299,10 @@ def _pareto_tables(r_res: pd.DataFrame, r_pts: pd.DataFrame, best_err: pd.Series
         both["on_front"] = pa.pareto_front(both)
         out[f"pareto_{name}_budgets"] = both
     # Trajectories: k = 1 (default) ... 200, then the full search.
+    if r_pts.empty:  # no supervised method has a result in this regime
+        cols = ["view", "mean_improvability", "mean_overhead", "datasets", "method", "k", "mean_overhead_measured"]
+        out["budget_trajectories"] = pd.DataFrame(columns=[*cols, "mean_score", "budget"])
+        return out
     traj = pa.tradeoff(r_pts, pa.TIME, best_err, refs[pa.TIME])
     traj = traj.merge(r_pts.drop_duplicates("view")[["view", "method", "k"]], on="view")
     measured = pa.tradeoff(r_pts.assign(workflow_s=r_pts["workflow_s_measured"]), pa.TIME, best_err, refs[pa.TIME])
@@ -297,9 +318,18 @@ def _pareto_tables(r_res: pd.DataFrame, r_pts: pd.DataFrame, best_err: pd.Series
 def _dataset_tables(r_res: pd.DataFrame, dataset_stats: pd.DataFrame | None) -> Tables:
     """Dataset-level leaders (tuned or canonical configurations), per-dataset scores, subgroup ranks."""
     wide = rk.dataset_scores(r_res)
-    cand = wide[[v for v in wide.columns if not v.endswith("-Default")]]
+    # Tuned or canonical: a default configuration competes only for a method compared as its default alone
+    # (every search of one trial, so no tuned view).
+    tuned = set(r_res.loc[r_res["variant"] == "tuned", "method"])
+    ident = r_res.drop_duplicates("view").set_index("view")
+    cand = wide[[v for v in wide.columns if ident.at[v, "variant"] != "default" or ident.at[v, "method"] not in tuned]]
+    cand = cand.dropna(how="all")
     leaders = pd.DataFrame(
-        {"dataset": cand.index, "leader": cand.idxmax(axis=1).to_numpy(), "score": cand.max(axis=1).to_numpy()}
+        {
+            "dataset": cand.index,
+            "leader": cand.idxmax(axis=1).to_numpy() if len(cand.columns) else [],
+            "score": cand.max(axis=1).to_numpy(),
+        }
     )
     kinds = r_res.drop_duplicates("view").set_index("view")["kind"]
     leaders["leader_kind"] = leaders["leader"].map(kinds)
@@ -338,7 +368,9 @@ def _appendix_tables(an: Analysis, main: pd.DataFrame, budget_points: pd.DataFra
 
 
 def regime_rows(tables: Tables, name: str, regime: str) -> pd.DataFrame:
-    """The rows of long table ``name`` that belong to ``regime``."""
+    """The rows of long table ``name`` that belong to ``regime`` (none when no regime produced the table)."""
+    if name not in tables:
+        return pd.DataFrame(columns=["regime"])
     t = tables[name]
     return t[t["regime"] == regime]
 

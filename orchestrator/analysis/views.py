@@ -178,7 +178,7 @@ def build_results(
     tuned = label(full[full["kind"] == "supervised"], "tuned")
     gfm = label(full[full["kind"] != "supervised"], "gfm")
     dflt = label(default, "default")
-    results = pd.concat([dflt, tuned, gfm], ignore_index=True)
+    results = pd.concat([dflt, single_trial_searches_dropped(tuned), gfm], ignore_index=True)
     results["imputed"] = False
     results = _finish(results)
 
@@ -186,9 +186,11 @@ def build_results(
     bud = costs[sup & (costs["budget"] != FULL)]
     bud = label(bud, "budget")
     ends = costs[sup & costs["budget"].isin(["1", FULL])]
-    ends = ends.pivot_table(
-        index=GROUP, columns="budget", values=["workflow_s", "workflow_peak_bytes", "k"], observed=True
-    )
+    values = ["workflow_s", "workflow_peak_bytes", "k"]
+    ends = ends.pivot_table(index=GROUP, columns="budget", values=values, observed=True)
+    # pivot_table drops a column that is NaN everywhere (no cell had a selectable default, so no cost
+    # at k = 1): every endpoint column must exist, NaN where unknown.
+    ends = ends.reindex(columns=pd.MultiIndex.from_product([values, ["1", FULL]]))
     ends.columns = [f"{a}__{b}" for a, b in ends.columns]
     ends = ends.reset_index()
     bud = bud.merge(ends, on=GROUP, how="left")
@@ -216,6 +218,18 @@ def build_results(
         pd.concat([bud, full_pts], ignore_index=True), extra=["workflow_s_measured", "workflow_peak_bytes_measured"]
     )
     return results, budget_points
+
+
+def single_trial_searches_dropped(tuned: pd.DataFrame) -> pd.DataFrame:
+    """The tuned rows without those of a (method, regime) whose every search ran one trial slot.
+
+    A one-trial search selects the default configuration at the default's cost, so its tuned view
+    would duplicate ``<METHOD>-Default`` (a budget-1 sweep) and battle it to a tie on every
+    partition; the method is compared once, as its default. A regime where any of its searches ran
+    more than one trial keeps the tuned view everywhere.
+    """
+    one_slot = (tuned["k"] == 1).groupby([tuned["method"], tuned["regime"]], observed=True).transform("all")
+    return tuned[~one_slot.to_numpy(dtype=bool)]
 
 
 def _finish(df: pd.DataFrame, extra: list[str] | None = None) -> pd.DataFrame:

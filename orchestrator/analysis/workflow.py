@@ -182,3 +182,40 @@ def workflow_costs(
     for col in ("budget", "memory_kind"):
         out[col] = out[col].astype("category")
     return out
+
+
+#: How an ok trial that the rule cannot select (no finite validation loss) is named in a reason.
+OK_WITHOUT_LOSS = "ok without a finite validation loss"
+
+
+def trial_outcomes(trials: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(outcome, selectable) per trial: its status, ``OK_WITHOUT_LOSS`` for an ok trial the rule cannot pick."""
+    status = trials["status"].astype("string").fillna("").to_numpy(dtype=object)
+    selectable = (status == "ok") & np.isfinite(_num(trials, "val_loss"))
+    return np.where((status == "ok") & ~selectable, OK_WITHOUT_LOSS, status), selectable
+
+
+def count_words(counts: pd.Series) -> str:
+    """Counts by outcome in words, most frequent first: "3 timeout, 1 oom"."""
+    counts = counts[counts > 0]
+    order = sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))
+    return ", ".join(f"{int(n)} {name}" for name, n in order)
+
+
+def unselectable_reasons(trials: pd.DataFrame, keys: Iterable[str] = _KEYS) -> pd.DataFrame:
+    """Per group of ``keys`` that holds trials but none the selection rule can pick: why, in words.
+
+    Returns the keys and ``reason``, the group's trials counted by outcome (``count_words``).
+    Groups with a selectable trial are absent.
+    """
+    keys = list(keys)
+    outcome, selectable = trial_outcomes(trials)
+    frame = trials[keys].assign(_outcome=outcome, _sel=selectable)
+    has = frame.groupby(keys, observed=True, sort=False)["_sel"].transform("any").to_numpy(dtype=bool)
+    counts = frame[~has].groupby([*keys, "_outcome"], observed=True).size()
+    if counts.empty:
+        return pd.DataFrame(columns=[*keys, "reason"])
+    reasons = counts.groupby(level=list(range(len(keys))), observed=True).agg(
+        lambda g: count_words(g.droplevel(list(range(len(keys)))))
+    )
+    return reasons.rename("reason").reset_index()

@@ -13,13 +13,14 @@ from rich.console import Console
 from rich.table import Table
 
 from orchestrator.cli.errors import UserError, user_errors
-from orchestrator.data.registry import add_user_dataset, list_tasks, load_dataset, resolve_name, tasks
+from orchestrator.data.registry import add_user_dataset, is_builtin_name, list_tasks, load_dataset, resolve_name, tasks
 from orchestrator.data.splits import ALL_REGIMES, export_splits
 from orchestrator.data.stats import SUBGROUP_PROPERTIES, stats_rows
-from orchestrator.data.user import user_registry
+from orchestrator.data.user import accepted_names, graph_summary, remove_user_dataset, user_registry, user_rows
 
 app = typer.Typer(
-    help="The dataset catalog: list tasks, compute statistics, export splits, add your own graph.", no_args_is_help=True
+    help="The dataset catalog: list tasks, compute statistics, export splits, add or remove your own graph.",
+    no_args_is_help=True,
 )
 out = Console(width=200)
 
@@ -39,7 +40,7 @@ def _fmt(value) -> str:
 @app.command("list")
 @user_errors
 def list_command() -> None:
-    """Show the catalog's tasks with source, domain, size, classes and local availability."""
+    """Show the catalog's tasks (source, domain, size, classes, local availability), then your registered datasets."""
     rows = list_tasks()
     table = Table(title=f"{len(rows)} tasks")
     for column in ("name", "source", "domain", "task_type", "nodes", "classes", "local"):
@@ -54,6 +55,16 @@ def list_command() -> None:
         + ", ".join(f"{d} {n}" for d, n in domains.most_common())
         + f"; nodes {min(nodes):,} to {max(nodes):,}; available locally: {sum(r['local'] for r in rows)}"
     )
+    users = user_rows()
+    if not users:
+        out.print("no user datasets registered (add one with `orchestrator datasets add FILE --name NAME`)")
+        return
+    mine = Table(title=f"{len(users)} user dataset(s)", caption="`orchestrator datasets remove NAME` unregisters one")
+    for column in ("name", "task_type", "nodes", "classes", "local", "from"):
+        mine.add_column(column, justify="right" if column in ("nodes", "classes") else "left")
+    for row in users:
+        mine.add_row(*(_fmt(row[c]) for c in ("name", "task_type", "nodes", "classes", "local", "from")))
+    out.print(mine)
 
 
 STATS_COLUMNS = (
@@ -139,7 +150,13 @@ def splits_command(
 @app.command("add")
 @user_errors
 def add_command(
-    file: Annotated[Path, typer.Argument(help=".npz (x, edge_index, y[, masks]) or a saved PyG Data.")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help=f"An .npz with arrays named ({accepted_names()}; edges 2 x E or E x 2, labels negative for unlabeled "
+            "nodes) and optional masks (train_mask, val_mask, test_mask or the plural forms), or a saved PyG Data."
+        ),
+    ],
     name: Annotated[
         str,
         typer.Option("--name", help="Name to register it under (then usable as `orchestrator run --datasets NAME`)."),
@@ -157,11 +174,12 @@ def add_command(
 ) -> None:
     """Validate and register your own graph."""
     graph = add_user_dataset(file, name, replace=replace)
+    info = graph_summary(graph)
+    unlabeled = info["unlabeled"]
     out.print(
-        f"registered {graph.name}: {graph.num_nodes:,} nodes, "
-        f"{int((graph.edge_index[0] < graph.edge_index[1]).sum()):,} edges, "
-        f"{graph.x.shape[1]} features, {graph.num_classes} classes ({graph.task_type}); content hash "
-        f"{graph.content_hash[:16]}"
+        f"registered {graph.name}: {info['nodes']:,} nodes ({unlabeled:,} unlabeled"
+        f"{', never in a split' if unlabeled else ''}), {info['edges']:,} edges, {info['features']} features, "
+        f"{info['classes']} classes ({info['task_type']}); content hash {graph.content_hash[:16]}"
     )
     same = user_registry().get(graph.name, {}).get("same_content_as", [])
     if same:
@@ -170,3 +188,18 @@ def add_command(
             "that graph; its splits are seeded by this content (every registered dataset's are; a catalog "
             "task's by its name), so another registration of this file gets the same splits"
         )
+
+
+@app.command("remove")
+@user_errors
+def remove_command(
+    name: Annotated[str, typer.Argument(help="A registered user dataset (see `datasets list`).")],
+) -> None:
+    """Unregister one of your datasets and delete its canonical copy (your file and stored trials stay)."""
+    if is_builtin_name(name):
+        raise UserError(f"{name!r} is a built-in dataset; only user datasets can be removed")
+    entry = remove_user_dataset(name.strip())
+    out.print(
+        f"removed {name} (content hash {entry['content_hash'][:16]}, from {entry.get('source')}); "
+        "trials already in run stores are kept, keyed by that hash"
+    )

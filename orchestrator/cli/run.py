@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
+import pandas as pd
 import typer
 from rich.console import Console
 
@@ -24,6 +25,8 @@ from orchestrator.results import (
     selected_results,
     selected_with_workflow,
     services_table,
+    summarize,
+    summary_table,
     workflow_table,
 )
 from orchestrator.services.containers import discover_endpoints
@@ -278,7 +281,7 @@ def run(
     plan = build_plan(methods, datasets, regimes, splits, budget, time_limit, shard or "0/1")
     with open_sweep(plan, store, endpoint, services, parallel, warmup, record_plan=shard is not None) as sweep:
         records = _run_with_progress(sweep)
-        frame = sweep.store.frame()
+        frame = this_run(sweep.store.frame(), [t.key for t in sweep.planned_trials()])
     print_results(frame)
     if not report_failures(records):
         raise typer.Exit(FAILED_EXIT)
@@ -301,6 +304,27 @@ def _run_with_progress(sweep: Sweep) -> list[TrialRecord]:
     return run_with_progress(run, console)
 
 
+def this_run(frame: pd.DataFrame, planned: list[str]) -> pd.DataFrame:
+    """The store's trials that this run planned (its shard's), by trial key: not the rest of the store."""
+    return frame[frame["trial_key"].isin(set(planned))]
+
+
+def _filtered(frame: pd.DataFrame, methods: str | None, datasets: str | None, regimes: str | None) -> pd.DataFrame:
+    """``frame`` limited to the comma-separated names given (dataset aliases resolve as for `run`)."""
+    for column, value in (("method", methods), ("dataset", datasets), ("regime", regimes)):
+        if value is None:
+            continue
+        names = _csv(value, f"{column}s")
+        if column == "dataset":
+            names = [resolve_name(n) if n not in set(frame["dataset"]) else n for n in names]
+        unknown = sorted(set(names) - set(frame[column]))
+        if unknown:
+            held = ", ".join(sorted(set(frame[column].astype(str))))
+            raise UserError(f"--{column}s: the store holds no trial of {', '.join(unknown)} (it holds: {held})")
+        frame = frame[frame[column].isin(names)]
+    return frame
+
+
 @user_errors
 def show(
     store: Annotated[Path, typer.Option(help="SQLite run store written by `orchestrator run`.")] = Path("runs.sqlite"),
@@ -314,14 +338,31 @@ def show(
             ),
         ),
     ] = False,
+    summary: Annotated[
+        bool,
+        typer.Option(
+            "--summary",
+            help="Per method, dataset and regime: mean ± std of the primary test metric over splits, "
+            "the selected trial per split, and why a split has none.",
+        ),
+    ] = False,
+    methods: Annotated[str | None, typer.Option(help="Only these methods (comma-separated).")] = None,
+    datasets: Annotated[str | None, typer.Option(help="Only these datasets (comma-separated).")] = None,
+    regimes: Annotated[str | None, typer.Option(help="Only these regimes (comma-separated).")] = None,
 ) -> None:
     """Print the selected (lowest validation loss) trial per method, dataset, regime and split."""
+    if workflow and summary:
+        raise UserError("give --workflow or --summary, not both")
     frame = read_trials(store)
     if frame.empty:
         raise UserError(f"{store} holds no trials yet")
     partial = partial_note(store)
     if partial:
         console.print(f"note: {partial}", markup=False)
+    frame = _filtered(frame, methods, datasets, regimes)
+    if summary:
+        Console(width=200).print(summary_table(summarize(frame)))
+        return
     if workflow:
         out = Console(width=200)
         out.print(workflow_table(selected_with_workflow(frame)))

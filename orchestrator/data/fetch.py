@@ -34,6 +34,10 @@ class FetchError(RuntimeError):
     """A file could not be obtained or did not verify."""
 
 
+class ChecksumError(FetchError):
+    """A file was obtained but its sha256 is not the one recorded: never a file to use, never "just unreachable"."""
+
+
 def lock_path() -> Path:
     env = os.environ.get("NODEGROUND_LOCK")
     return Path(env) if env else cache_dir() / "catalog.lock"
@@ -132,7 +136,7 @@ def fetch(url: str, sha256: str, dest: Path | None = None, lock: bool = True) ->
             if candidate.exists():
                 actual = sha256_of(candidate)
                 if actual != sha256:
-                    raise FetchError(
+                    raise ChecksumError(
                         f"checksum mismatch for {candidate} (from {url}): expected sha256 {sha256}, got {actual}"
                     )
                 partial = dest.with_name(dest.name + ".part")
@@ -144,7 +148,7 @@ def fetch(url: str, sha256: str, dest: Path | None = None, lock: bool = True) ->
             url, known_hash=f"sha256:{sha256}", fname=dest.name, path=dest.parent, progressbar=False
         )
     except ValueError as exc:  # pooch's hash mismatch
-        raise FetchError(f"checksum mismatch for {url}: {exc}") from None
+        raise ChecksumError(f"checksum mismatch for {url}: {exc}") from None
     except Exception as exc:  # network errors of every kind
         where = (
             f"; not in the mirror either (looked for {mirror_candidates(url, mirror)[0]})"

@@ -124,6 +124,12 @@ def resolve_name(name: str) -> str:
     raise DatasetError(f"unknown dataset {name!r}{hint}")
 
 
+def is_builtin_name(name: str) -> bool:
+    """A synthetic task, a catalog task or one of its aliases: never a user dataset's name."""
+    key = name.strip().lower()
+    return key in SYNTHETIC or key in catalog()
+
+
 def add_user_dataset(path: Path | str, name: str, replace: bool = False) -> Graph:
     """Register a user's graph file as ``name`` (``orchestrator datasets add``); a built-in name is refused.
 
@@ -131,7 +137,7 @@ def add_user_dataset(path: Path | str, name: str, replace: bool = False) -> Grap
     the catalog tasks whose content is known offline, and other registered datasets.
     """
     name = name.strip()
-    if name in SYNTHETIC or name in catalog():
+    if is_builtin_name(name):
         raise UserDatasetError(f"{name!r} is already a built-in dataset name; choose another --name")
     return store_user_dataset(path, name, replace, same_content=same_content)
 

@@ -38,6 +38,11 @@ _KEYS = {
 }
 
 
+def accepted_names() -> str:
+    """The array names an .npz may use, for help texts (one definition: ``_KEYS``)."""
+    return "; ".join(f"{what}: {' | '.join(names)}" for what, names in _KEYS.items())
+
+
 class UserDatasetError(ValueError):
     """A user dataset file cannot be registered; the message says what is wrong."""
 
@@ -168,19 +173,72 @@ def store_user_dataset(
     user_dir().mkdir(parents=True, exist_ok=True)
     save_graph(graph, user_dir() / f"{name}.npz")
     registry = user_registry()
-    entry: dict[str, str | list[str]] = {
+    entry: dict[str, Any] = {
         "file": f"{name}.npz",
         "source": str(path.resolve()),
         "content_hash": graph.content_hash,
+        **graph_summary(graph),
     }
     matches = same_content(graph.content_hash, name) if same_content is not None else []
     if matches:
         entry["same_content_as"] = matches
     registry[name] = entry
+    _write_registry(registry)
+    return graph
+
+
+def graph_summary(graph: Graph) -> dict[str, Any]:
+    """What `datasets list` and `datasets add` say about a user graph (kept in the registry: listing loads nothing)."""
+    return {
+        "nodes": graph.num_nodes,
+        "edges": int((graph.edge_index[0] < graph.edge_index[1]).sum()),
+        "features": int(graph.x.shape[1]),
+        "classes": graph.num_classes,
+        "task_type": graph.task_type,
+        "unlabeled": int((graph.y < 0).sum()),
+    }
+
+
+def _write_registry(registry: dict[str, dict[str, Any]]) -> None:
     tmp = _registry_path().with_suffix(".json.part")
     tmp.write_text(json.dumps(registry, indent=2, sort_keys=True))
     os.replace(tmp, _registry_path())
-    return graph
+
+
+def remove_user_dataset(name: str) -> dict[str, Any]:
+    """Unregister ``name`` and delete its canonical copy (the user's own file is untouched); returns its entry."""
+    registry = user_registry()
+    if name not in registry:
+        known = ", ".join(sorted(registry)) or "none"
+        raise UserDatasetError(f"{name!r} is not a registered user dataset (registered: {known})")
+    entry = registry.pop(name)
+    _write_registry(registry)
+    (user_dir() / entry["file"]).unlink(missing_ok=True)
+    return entry
+
+
+def user_rows() -> list[dict[str, Any]]:
+    """One row per registered user dataset, in name order: what `datasets list` shows beside the catalog."""
+    rows = []
+    for name, entry in sorted(user_registry().items()):
+        if "nodes" not in entry:  # registered before the registry kept a summary: read it once
+            try:
+                entry = {**entry, **graph_summary(load_user_dataset(name))}
+            except UserDatasetError:
+                entry = {**entry, "task_type": "missing file"}
+        rows.append(
+            {
+                "name": name,
+                "source": "user",
+                "domain": "-",
+                "task_type": entry.get("task_type"),
+                "nodes": entry.get("nodes"),
+                "classes": entry.get("classes"),
+                "local": (user_dir() / entry["file"]).is_file(),
+                "from": entry.get("source"),
+            }
+        )
+    return rows
 
 
 def load_user_dataset(name: str) -> Graph:

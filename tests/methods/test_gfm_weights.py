@@ -89,6 +89,58 @@ def test_cli_fetch_and_list(mirror, tmp_path, monkeypatch):
     assert bad.exit_code == 2 and "unknown weights" in bad.output
 
 
+def _offline(monkeypatch, mirror):
+    """``weights fetch`` as on a machine without network: mirror files come, the others are unreachable."""
+    from urllib.parse import urlparse
+
+    from orchestrator.data.fetch import FetchError, fetch
+
+    def offline_fetch(url, sha256, dest=None, **options):
+        local = mirror / urlparse(url).netloc / urlparse(url).path.lstrip("/")
+        if not local.exists():
+            raise FetchError(
+                f"could not download {url}: ConnectionError: offline; not in the mirror either (looked for {local})"
+            )
+        return fetch(url, sha256, dest, **options)
+
+    monkeypatch.setattr(weights_cli, "fetch", offline_fetch)
+
+
+def test_fetch_everything_offline_names_what_is_ready_and_what_cannot_run(mirror, tmp_path, monkeypatch):
+    from urllib.parse import urlparse
+
+    monkeypatch.setenv("NODEGROUND_MIRROR", str(mirror))
+    monkeypatch.setenv("NODEGROUND_WEIGHTS", str(tmp_path / "w"))
+    _offline(monkeypatch, mirror)
+    result = CliRunner().invoke(weights_cli.app, ["fetch"])
+    assert result.exit_code == 0, result.output  # everything reachable came; the rest is named
+    out = " ".join(result.output.split())
+    assert "ready: graphany (4 file(s)), gvt (5 file(s)), node4all (1 file(s))" in out
+    assert "cannot run: graphpfn (lacks limix-16m, graphpfn-1.3-adapters;" in out
+    assert "cannot run: nodepfn (lacks nodepfn-epoch30;" in out and "cannot run: g2tfm" in out
+    catalog = load_weights_catalog()
+    absent = [e for e in catalog.values() if not (mirror / urlparse(e.url).netloc / urlparse(e.url).path[1:]).exists()]
+    assert absent and f"{len(absent)} of {len(catalog)} weights files are unreachable from here" in out
+    # what a requested family needs is there: success; a family that cannot run: failure, named
+    ok = CliRunner().invoke(weights_cli.app, ["fetch", "--family", "graphany", "--family", "gnn"])
+    assert ok.exit_code == 0 and "ready: graphany (4 file(s))" in ok.output and "cannot run" not in ok.output
+    no = CliRunner().invoke(weights_cli.app, ["fetch", "--family", "gvt", "--family", "nodepfn"])
+    assert no.exit_code == 1 and "error: not ready: nodepfn" in no.output
+    unknown = CliRunner().invoke(weights_cli.app, ["fetch", "--family", "nope"])
+    assert unknown.exit_code == 2 and "unknown family nope" in unknown.output
+
+
+def test_fetch_fails_on_a_file_that_does_not_verify(mirror, tmp_path, monkeypatch):
+    entry = load_weights_catalog()["node4all-cgt"]
+    bad_mirror = tmp_path / "mirror"
+    (bad_mirror / entry.relative_path).parent.mkdir(parents=True)
+    (bad_mirror / entry.relative_path).write_bytes((mirror / entry.relative_path).read_bytes() + b"tampered")
+    monkeypatch.setenv("NODEGROUND_MIRROR", str(bad_mirror))
+    monkeypatch.setenv("NODEGROUND_WEIGHTS", str(tmp_path / "w"))
+    result = CliRunner().invoke(weights_cli.app, ["fetch", "node4all-cgt"])
+    assert result.exit_code == 1 and "failed verification: node4all-cgt" in result.output
+
+
 class _Exploit:
     def __init__(self, marker) -> None:
         self.marker = str(marker)

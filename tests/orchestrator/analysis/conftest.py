@@ -174,3 +174,39 @@ def real_report(real_store, tmp_path_factory):
         timeout=600,
     )
     return proc, out
+
+
+#: The cells of ``mixed_status_trials`` whose every trial ended with one non-ok status: (method, dataset, split).
+ONLY_STATUS = {
+    "timeout": ("gcn", "d0", 0),
+    "oom": ("gcn", "d0", 1),
+    "failed": ("mlp", "d0", 0),
+    "nonfinite": ("mlp", "d0", 1),
+    "unavailable": ("gcn", "d1", 0),
+}
+
+
+def mixed_status_trials() -> pd.DataFrame:
+    """A store a sweep can write mid-way: each non-ok status is the only one of a cell (``ONLY_STATUS``), and on
+    ``d2`` only the GFM has an ok trial (every supervised trial there timed out). Two splits, two trials per
+    supervised cell, one per GFM cell; failed trials carry what a real one records (a fit time, no peaks)."""
+    rows = []
+    for dataset in ("d0", "d1", "d2", "d3"):
+        for split in (0, 1):
+            rows.append(dict(method="graphany", kind="gfm", dataset=dataset, split=split, trial_index=0,
+                             val_loss=0.6, test_primary=0.55 + 0.01 * split))  # fmt: skip
+            for method, skill in (("gcn", 0.1), ("mlp", 0.0)):
+                status = next((s for s, cell in ONLY_STATUS.items() if cell == (method, dataset, split)), "ok")
+                if dataset == "d2":
+                    status = "timeout"
+                for index in (0, 1):
+                    ok = status == "ok"
+                    rows.append(dict(
+                        method=method, dataset=dataset, split=split, trial_index=index, status=status,
+                        val_loss=0.5 - 0.1 * index if ok else np.nan,
+                        test_primary=0.6 + skill + 0.02 * index + 0.01 * split if ok else np.nan,
+                        primary_metric="accuracy" if ok else None,
+                        fit_service_s=1.0 + index, predict_service_s=0.1 if ok else np.nan,
+                        fit_peak_rss_bytes=100.0 if ok else np.nan, predict_peak_rss_bytes=50.0 if ok else np.nan,
+                    ))  # fmt: skip
+    return trial_rows(rows)

@@ -103,3 +103,52 @@ def test_findings_page_renders_every_sentence_with_a_working_figure_link(built_r
     assert run.stdout.count("<li data-topic=") == len(findings) > 0
     for fig in set(findings["figure"]):
         assert f'href="{fig}"' in run.stdout and (out / fig.split("#")[0]).is_file(), fig
+
+
+def _body_attributes(dom: str) -> dict[str, str]:
+    found: dict[str, str] = {}
+
+    class Body(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            if tag == "body":
+                found.update({k: v or "" for k, v in attrs})
+
+    Body().feed(dom)
+    return found
+
+
+#: Run after the page's own script: click a leaderboard heading, and note the widths the page lays out at.
+_PROBE = """<script>
+(function(){
+  var t=document.querySelector('table[id^=leaderboard-]');
+  var th=Array.from(t.tHead.rows[0].cells).find(function(c){return c.textContent.trim()==='Mean rank'});
+  th.click();
+  var col=th.cellIndex, vals=Array.from(t.tBodies[0].rows).map(function(r){return r.cells[col].dataset.v});
+  var hidden=Array.from(t.tHead.rows[0].cells).filter(function(c){return c.offsetParent===null}).length;
+  var b=document.body, w=t.parentElement;
+  b.setAttribute('data-sorted', vals.join(' ')); b.setAttribute('data-aria', th.getAttribute('aria-sort'));
+  b.setAttribute('data-page', document.documentElement.scrollWidth+' '+window.innerWidth);
+  b.setAttribute('data-table', w.scrollWidth+' '+w.clientWidth); b.setAttribute('data-hidden', hidden);
+  document.querySelector('button[data-columns]').click();
+  var shown=Array.from(t.tHead.rows[0].cells).filter(function(c){return c.offsetParent===null});
+  b.setAttribute('data-shown', shown.length);
+})();
+</script></body>"""
+
+
+def test_the_leaderboard_fits_1400_pixels_and_sorts_by_a_column(built_report, tmp_path):
+    res, out = built_report
+    assert res.exit_code == 0, res.output
+    probe = out / "probe.html"  # beside index.html, so its figures resolve
+    probe.write_text((out / "index.html").read_text().replace("</body>", _PROBE))
+    run = chromium(
+        ["--window-size=1400,1000", "--virtual-time-budget=10000", "--dump-dom", probe.as_uri()], tmp_path / "p"
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    attrs = _body_attributes(run.stdout)
+    page, inner = map(int, attrs["data-page"].split())
+    table, frame = map(int, attrs["data-table"].split())
+    assert page <= inner and table <= frame, "no horizontal scroll at 1,400 pixels"
+    ranks = [float(v) for v in attrs["data-sorted"].split()]
+    assert ranks == sorted(ranks) and attrs["data-aria"] == "ascending"
+    assert int(attrs["data-hidden"]) > 0 and int(attrs["data-shown"]) == 0  # the button shows every column

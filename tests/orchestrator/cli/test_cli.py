@@ -132,12 +132,16 @@ def test_run_then_rerun_resumes_and_show_prints_the_selection(tmp_path):
     ]
     first = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr
-    assert "synthetic-tiny" in first.stdout and "accuracy" in first.stdout
+    assert first.stdout.count("synthetic-tiny") == 4 and "accuracy" in first.stdout
     with sqlite3.connect(store) as db:
         assert db.execute("SELECT COUNT(*), SUM(status = 'ok') FROM trials").fetchone() == (4, 4)
         stamps = db.execute("SELECT trial_key, finished_at FROM trials").fetchall()
-    again = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
+    subset = [*cmd[:-5], "1", *cmd[-4:]]  # --splits 1
+    again = subprocess.run(subset, env=ENV, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
+    assert (
+        again.stdout.count("synthetic-tiny") == 2
+    )  # its results table lists this run's cells (split 1), not the store
     with sqlite3.connect(store) as db:
         assert db.execute("SELECT trial_key, finished_at FROM trials").fetchall() == stamps  # nothing rerun
     shown = subprocess.run(

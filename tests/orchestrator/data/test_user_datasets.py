@@ -8,7 +8,7 @@ import torch
 from typer.testing import CliRunner
 
 from orchestrator.cli.main import app
-from orchestrator.data.registry import add_user_dataset, load_dataset, resolve_name
+from orchestrator.data.registry import DatasetError, add_user_dataset, load_dataset, resolve_name
 from orchestrator.data.splits import graph_split
 from orchestrator.data.user import UserDatasetError
 
@@ -189,3 +189,35 @@ def test_a_user_dataset_is_its_content_and_catalog_splits_keep_their_name_seeds(
     assert (
         graph_split(texas_like, "10/10/80", 0).digest == make_split(texas_like.name, texas_like.y, "10/10/80", 0).digest
     )
+
+
+def test_user_datasets_are_listed_counted_and_removable(cache, tmp_path):
+    x, edges, y = good_arrays()
+    y = y.copy()
+    y[:4] = -1  # unlabeled nodes: kept in the graph, never in a split
+    source = write_npz(tmp_path / "mine.npz", features=x, edges=edges, labels=y)  # the other spellings
+    added = CliRunner().invoke(app, ["datasets", "add", str(source), "--name", "mine"])
+    assert added.exit_code == 0, added.output
+    assert "registered mine: 30 nodes (4 unlabeled, never in a split)" in added.output
+    listed = CliRunner().invoke(app, ["datasets", "list"])
+    assert listed.exit_code == 0 and "1 user dataset(s)" in listed.output
+    row = next(line for line in listed.output.splitlines() if "│ mine " in line)
+    assert "multiclass" in row and "30" in row and str(source) in row
+    refused = CliRunner().invoke(app, ["datasets", "remove", "texas"])
+    assert refused.exit_code == 2 and "built-in dataset" in refused.output
+    removed = CliRunner().invoke(app, ["datasets", "remove", "mine"])
+    assert removed.exit_code == 0 and "removed mine" in removed.output and source.is_file()
+    assert "mine" not in CliRunner().invoke(app, ["datasets", "list"]).output.split("no user datasets")[0][-200:]
+    with pytest.raises(DatasetError, match="unknown dataset 'mine'"):
+        resolve_name("mine")
+    again = CliRunner().invoke(app, ["datasets", "remove", "mine"])
+    assert again.exit_code == 2 and "'mine' is not a registered user dataset (registered: none)" in again.output
+
+
+def test_add_help_names_every_accepted_array_name():
+    from orchestrator.data.user import _KEYS
+
+    text = CliRunner().invoke(app, ["datasets", "add", "--help"], terminal_width=400).output
+    shown = " ".join(w for w in text.split() if w != "│")  # the help box's borders split wrapped lines
+    for names in _KEYS.values():
+        assert " | ".join(names) in shown, names

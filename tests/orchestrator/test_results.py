@@ -1,0 +1,62 @@
+"""`orchestrator show --summary`: mean ± std over splits, the selected trial per split, and why a split has none."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from orchestrator.analysis.synthetic import write_store
+from orchestrator.cli.main import app
+from orchestrator.results import summarize
+from tests.orchestrator.analysis.conftest import mixed_status_trials
+
+
+def _row(summary: pd.DataFrame, view: str, dataset: str) -> pd.Series:
+    hit = summary[(summary["view"] == view) & (summary["dataset"] == dataset)]
+    assert len(hit) == 1, (view, dataset, summary[["view", "dataset"]])
+    return hit.iloc[0]
+
+
+def test_the_summary_gives_mean_and_std_over_splits_and_the_selections():
+    s = summarize(mixed_status_trials())
+    assert set(s["view"]) == {"gcn-Default", "gcn", "mlp-Default", "mlp", "graphany"}
+    tuned = _row(s, "gcn", "d3")  # trial 1 has the lower validation loss on both splits: 0.72, 0.73
+    assert tuned["selected_splits"] == tuned["splits"] == 2 and tuned["selected"] == "s0:1 s1:1"
+    assert tuned["mean"] == pytest.approx(0.725) and tuned["std"] == pytest.approx(np.std([0.72, 0.73], ddof=1))
+    default = _row(s, "gcn-Default", "d3")
+    assert default["selected"] == "s0:0 s1:0" and default["mean"] == pytest.approx(0.705)
+    assert default["primary_metric"] == "accuracy" and default["reason"] == ""
+
+
+def test_the_summary_names_what_each_unselectable_split_ended_as():
+    s = summarize(mixed_status_trials())
+    gcn = _row(s, "gcn", "d0")
+    assert gcn["selected_splits"] == 0 and gcn["reason"] == "s0: 2 timeout; s1: 2 oom"
+    assert _row(s, "gcn-Default", "d0")["reason"] == "s0: 1 timeout; s1: 1 oom"  # the default is trial 0 alone
+    mlp = _row(s, "mlp", "d0")
+    assert mlp["reason"] == "s0: 2 failed; s1: 2 nonfinite" and np.isnan(mlp["mean"])
+    half = _row(s, "gcn", "d1")  # split 0 unavailable, split 1 fine
+    assert half["selected_splits"] == 1 and half["selected"] == "s1:1" and half["reason"] == "s0: 2 unavailable"
+    assert np.isnan(half["std"])
+
+
+def test_one_trial_searches_show_each_method_once():
+    t = mixed_status_trials()
+    s = summarize(t[t["trial_index"] == 0])
+    assert set(s["view"]) == {"gcn-Default", "mlp-Default", "graphany"}
+
+
+def test_show_summary_prints_it_and_filters(tmp_path):
+    store = tmp_path / "runs.sqlite"
+    write_store(mixed_status_trials(), store)
+    out = CliRunner().invoke(app, ["show", "--store", str(store), "--summary", "--datasets", "d0,d3"])
+    assert out.exit_code == 0, out.output
+    assert "0.7250 ± 0.0071" in out.output and "s0:1 s1:1" in out.output
+    assert "none selectable" in out.output and "s0: 2 timeout; s1: 2 oom" in out.output
+    assert "d1" not in out.output
+    bad = CliRunner().invoke(app, ["show", "--store", str(store), "--summary", "--methods", "gat"])
+    assert bad.exit_code == 2 and "the store holds no trial of gat (it holds: gcn, graphany, mlp)" in bad.output
+    both = CliRunner().invoke(app, ["show", "--store", str(store), "--summary", "--workflow"])
+    assert both.exit_code == 2 and "not both" in both.output
