@@ -39,8 +39,8 @@ pytestmark = [pytest.mark.docker, pytest.mark.timeout(5400)]
 
 ROOT = Path(__file__).resolve().parents[2]
 # One method per family: GCN (the anchor and imputation reference), the rest the cheapest of their family.
-METHODS = ["gcn", "sgformer", "graphany", "gvt", "node4all", "graphpfn", "nodepfn", "g2tfm"]
-IN_CONTEXT = {"graphpfn", "nodepfn", "g2tfm"}  # weights unreachable offline: random init
+METHODS = ["gcn", "sgformer", "graphany", "gvt", "node4all", "graphpfn", "nodepfn", "g2tfm", "ephris"]
+IN_CONTEXT = {"graphpfn", "nodepfn", "g2tfm", "ephris"}  # weights unreachable offline (hub files): random init
 DATASETS = ["cora", "texas"]
 REGIME = "10/10/80"
 # The cell deleted before the report, to be imputed: not GraphAny's, whose Cora result the
