@@ -595,6 +595,8 @@ class Task:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._child.wait(timeout=0.5)
         reader.join(timeout=5)
+        if self._stop.is_set():  # SLURM signals the whole task: the run may have ended before this loop looked
+            return self._stopped()
         code = self._child.returncode
         done, planned = self._counts()
         complete = planned is not None and done == planned
