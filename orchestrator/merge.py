@@ -63,6 +63,7 @@ from orchestrator.store import (
     claim_lock,
     connect_read_only,
     done_by_slot,
+    open_existing,
 )
 
 RESULT_COLUMNS: tuple[str, ...] = (
@@ -193,12 +194,7 @@ def differing_columns(a: dict[str, Any], b: dict[str, Any]) -> tuple[str, ...]:
 def check_source(path: Path) -> _Source:
     """Refuse (SourceError, one line) a file that is not a run store or whose rows break the record schema."""
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no run store at {path}")
-    try:
-        db = connect_read_only(path)
-    except sqlite3.DatabaseError as exc:
-        raise SourceError(f"{path} is not a NodeGround run store: {exc}") from None
+    db = open_existing(path, SourceError)
     try:
         return _check(db, path)
     except sqlite3.DatabaseError as exc:

@@ -390,14 +390,19 @@ def connect_read_only(path: Path) -> sqlite3.Connection:
         return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True)
 
 
-def _read(path: Path, query: str) -> pd.DataFrame:
-    path = Path(path)
+def open_existing(path: Path, error: type[ValueError] = ValueError) -> sqlite3.Connection:
+    """A read-only connection to the store at ``path``: FileNotFoundError when absent, ``error`` when not SQLite."""
     if not path.exists():
         raise FileNotFoundError(f"no run store at {path}")
     try:
-        db = connect_read_only(path)
+        return connect_read_only(path)
     except sqlite3.DatabaseError as exc:
-        raise ValueError(f"{path} is not a NodeGround run store: {exc}") from None
+        raise error(f"{path} is not a NodeGround run store: {exc}") from None
+
+
+def _read(path: Path, query: str) -> pd.DataFrame:
+    path = Path(path)
+    db = open_existing(path)
     try:
         return pd.read_sql(query, db)
     except (pd.errors.DatabaseError, sqlite3.DatabaseError) as exc:
