@@ -114,7 +114,8 @@ REMOVED = {"method": "mlp", "dataset": "texas", "regime": "10/10/80", "split": 1
 def real_store(tmp_path_factory):
     """A store written by a real sweep (embedded services, mirror data and weights), one cell deleted afterwards.
 
-    GraphAny runs on wisconsin, one of its checkpoints' pretraining graphs: the overlap audit must catch it.
+    GraphAny runs on wisconsin, one of its checkpoints' pretraining graphs: the sweep must never run that checkpoint
+    there, and the overlap audit must catch a result that did (``relabelled_report``).
     """
     from tests.conftest import MIRROR
 
@@ -160,20 +161,45 @@ def real_store(tmp_path_factory):
     return store
 
 
-@pytest.fixture(scope="session")
-def real_report(real_store, tmp_path_factory):
-    """`orchestrator report` on the real store, as a user runs it (no statistics CSV)."""
-    out = tmp_path_factory.mktemp("real-site") / "report"
+def run_report(store: Path, out: Path) -> subprocess.CompletedProcess:
+    """`orchestrator report` on ``store``, as a user runs it (no statistics CSV)."""
     from tests.conftest import MIRROR
 
-    proc = subprocess.run(
-        [*ORCHESTRATOR, "report", "--store", str(real_store), "--out", str(out), "--bootstrap-rounds", "20"],
+    return subprocess.run(
+        [*ORCHESTRATOR, "report", "--store", str(store), "--out", str(out), "--bootstrap-rounds", "20"],
         env={**ENV, "NODEGROUND_MIRROR": str(MIRROR)},
         capture_output=True,
         text=True,
         timeout=600,
     )
-    return proc, out
+
+
+@pytest.fixture(scope="session")
+def real_report(real_store, tmp_path_factory):
+    """`orchestrator report` on the real store."""
+    out = tmp_path_factory.mktemp("real-site") / "report"
+    return run_report(real_store, out), out
+
+
+@pytest.fixture(scope="session")
+def relabelled_report(real_store, tmp_path_factory):
+    """The report on a copy of the real store whose GraphAny trials on wisconsin say they used the wisconsin checkpoint.
+
+    Such rows are what a store written before the sweep's exclusion (or by another harness) holds: the audit, not
+    the sweep, has to catch them.
+    """
+    d = tmp_path_factory.mktemp("relabelled")
+    store = d / "runs.sqlite"
+    with sqlite3.connect(real_store) as src, sqlite3.connect(store) as dst:
+        src.backup(dst)
+    with sqlite3.connect(store) as db:
+        n = db.execute(
+            "UPDATE trials SET config_json = json_set(config_json, '$.checkpoint', 'wisconsin') "
+            "WHERE method = 'graphany' AND dataset = 'wisconsin'"
+        ).rowcount
+    assert n > 0
+    out = d / "report"
+    return run_report(store, out), out
 
 
 #: The cells of ``mixed_status_trials`` whose every trial ended with one non-ok status: (method, dataset, split).

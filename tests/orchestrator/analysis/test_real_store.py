@@ -6,6 +6,7 @@ the report works on what `orchestrator run` actually writes.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import pandas as pd
@@ -88,7 +89,6 @@ def test_real_store_report_has_the_appendix_views_and_findings(real_report):
             "tuning",
             "validation_test_gap",
             "task_types",
-            "pretraining_overlap",
         } <= topics
     for fig in findings["figure"]:
         assert (out / fig).is_file(), fig
@@ -97,8 +97,21 @@ def test_real_store_report_has_the_appendix_views_and_findings(real_report):
     assert "the strongest GFM is graphany" in page
 
 
-def test_real_store_graphany_on_its_pretraining_graph_is_replaced_by_gcn_default(real_report):
+def test_real_store_sweep_never_runs_a_graphany_checkpoint_on_its_own_pretraining_graph(real_store, real_report):
+    with sqlite3.connect(real_store) as db:
+        ga = pd.read_sql("SELECT dataset, status, config_json FROM trials WHERE method = 'graphany'", db)
+    used = {(d, json.loads(c).get("checkpoint")) for d, c in zip(ga["dataset"], ga["config_json"], strict=True)}
+    assert {d for d, _ in used} == {"synthetic-homophilous", "texas", "wisconsin"}
+    assert ("wisconsin", "wisconsin") not in used
     _, out = real_report
+    assert pd.read_csv(out / "tables" / "pretraining_overlap.csv").empty
+    res = pd.read_csv(out / "tables" / "results.csv")
+    assert not res.loc[res["view"] == "graphany", "overlap"].any()
+
+
+def test_real_store_graphany_on_its_checkpoints_pretraining_graph_is_replaced_by_gcn_default(relabelled_report):
+    proc, out = relabelled_report
+    assert proc.returncode == 0, proc.stderr
     audit = pd.read_csv(out / "tables" / "pretraining_overlap.csv")
     assert set(zip(audit["view"], audit["dataset"], strict=True)) == {("graphany", "wisconsin")}
     assert len(audit) == 4 and audit["replaced"].all()  # 2 regimes x 2 splits
@@ -108,3 +121,6 @@ def test_real_store_graphany_on_its_pretraining_graph_is_replaced_by_gcn_default
     assert ga["overlap"].all() and ga["imputed"].all()
     assert (ga["score"] == ref["score"].reindex(ga.index)).all()
     assert not res.loc[(res["view"] == "graphany") & (res["dataset"] != "wisconsin"), "overlap"].any()
+    findings = pd.read_csv(out / "tables" / "findings.csv")
+    for regime in ("10/10/80", "50/25/25"):
+        assert "pretraining_overlap" in set(findings.loc[findings["regime"] == regime, "topic"])
