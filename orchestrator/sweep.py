@@ -502,7 +502,7 @@ class Sweep:
         if known is None:
             try:
                 known = self._devices[replica.endpoint] = replica.client.device()
-            except grpc.RpcError:
+            except ServiceUnavailable:
                 return self._host  # the trial's own calls will record what is wrong with the service
         return json.dumps({**json.loads(self._host), **known}, sort_keys=True)
 

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from orchestrator.cli.errors import UserError, user_errors
+from orchestrator.cli.run import parse_regimes
 from orchestrator.data.registry import add_user_dataset, is_builtin_name, list_tasks, load_dataset, resolve_name, tasks
 from orchestrator.data.splits import ALL_REGIMES, export_splits
 from orchestrator.data.stats import SUBGROUP_PROPERTIES, stats_rows
@@ -131,12 +132,7 @@ def splits_command(
     ] = None,
 ) -> None:
     """Export a dataset's splits (node ids per train/val/test) with their digests."""
-    chosen = None
-    if regimes:
-        chosen = [r.strip() for r in regimes.split(",") if r.strip()]
-        bad = [r for r in chosen if r not in ALL_REGIMES]
-        if bad:
-            raise UserError(f"unknown regime {bad[0]!r}; choose from {', '.join(ALL_REGIMES)}")
+    chosen = parse_regimes(regimes) if regimes else None
     graph = load_dataset(name)
     manifest = export_splits(graph, out_dir, chosen)
     for item in manifest:

@@ -72,8 +72,8 @@ def report(
     from orchestrator.analysis.load import load_trials
     from orchestrator.analysis.site import build_report
     from orchestrator.analysis.subgroups import STATS_COLUMNS
-    from orchestrator.conformance.bundle import BundleError, merge_trials
     from orchestrator.store import partial_note
+    from orchestrator.submission.bundle import BundleError, merge_trials
 
     t0 = time.perf_counter()
     partial = partial_note(store)

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from orchestrator.cli.errors import UserError, user_errors
 from orchestrator.cli.progress import run_with_progress
-from orchestrator.data.registry import resolve_name
+from orchestrator.data.registry import resolve_name, tasks
 from orchestrator.data.splits import ALL_REGIMES, SPLIT_INDICES
 from orchestrator.plan import DEFAULT_TIME_LIMIT_S, MAX_TIME_LIMIT_S, SweepPlan, described_specs
 from orchestrator.records import TrialRecord
@@ -40,6 +40,7 @@ from orchestrator.sweep import Sweep
 console = Console(stderr=True)
 MAX_BUDGET = 10_000  # trials per cell; the protocol uses 201
 MAX_PARALLEL = 1024
+ALL_DATASETS = "all"  # --datasets all: the whole catalog (the protocol)
 FAILED_EXIT = 1  # the sweep finished, but some trial of this run ended other than ok, oom or timeout
 TIME_LIMIT_HELP = (
     "Time limit of each fit and each predict, in seconds (a stored timeout under a smaller limit is retried)."
@@ -110,20 +111,41 @@ def parse_endpoints(values: list[str]) -> dict[str, list[str]]:
     return endpoints
 
 
+def parse_regimes(value: str) -> list[str]:
+    """Comma-separated label regimes, each one of ALL_REGIMES."""
+    names = _csv(value, "regimes")
+    bad = [r for r in names if r not in ALL_REGIMES]
+    if bad:
+        raise UserError(f"unknown regime {bad[0]!r}; choose from {', '.join(ALL_REGIMES)}")
+    return names
+
+
+def parse_datasets(value: str) -> list[str]:
+    """Comma-separated dataset names or aliases as catalog names; ``all`` is the whole catalog (the protocol)."""
+    if value.strip() == ALL_DATASETS:
+        return [t["name"] for t in tasks()]
+    return [resolve_name(d) for d in _csv(value, "datasets")]
+
+
 def build_plan(
-    methods: str, datasets: str, regimes: str, splits: str, budget: int, time_limit: float, shard: str = "0/1"
+    methods: str | None,
+    datasets: str,
+    regimes: str,
+    splits: str,
+    budget: int,
+    time_limit: float,
+    shard: str = "0/1",
 ) -> SweepPlan:
-    """The sweep the flags describe, every value checked before any service starts."""
+    """The sweep the flags describe, every value checked before any service starts.
+
+    ``methods`` None leaves them to the caller (`submit`: every method the image hosts).
+    """
     check_count("budget", budget, MAX_BUDGET)
     check_time_limit(time_limit)
-    regime_names = _csv(regimes, "regimes")
-    for regime in regime_names:
-        if regime not in ALL_REGIMES:
-            raise UserError(f"unknown regime {regime!r}; choose from {', '.join(ALL_REGIMES)}")
     return SweepPlan(
-        methods=tuple(_csv(methods, "methods")),
-        datasets=tuple(resolve_name(d) for d in _csv(datasets, "datasets")),
-        regimes=tuple(regime_names),
+        methods=() if methods is None else tuple(_csv(methods, "methods")),
+        datasets=tuple(parse_datasets(datasets)),
+        regimes=tuple(parse_regimes(regimes)),
         splits=tuple(parse_splits(splits)),
         budget=budget,
         time_limit=time_limit,
@@ -231,7 +253,9 @@ SHARD_HELP = (
 @user_errors
 def run(
     methods: Annotated[str, typer.Option(help="Comma-separated method names, e.g. mlp,gcn.")],
-    datasets: Annotated[str, typer.Option(help="Comma-separated dataset names, e.g. synthetic-homophilous,cora.")],
+    datasets: Annotated[
+        str, typer.Option(help="Comma-separated dataset names, e.g. synthetic-homophilous,cora; all = the catalog.")
+    ],
     regimes: Annotated[
         str,
         typer.Option(

@@ -178,22 +178,25 @@ class MethodClient:
         finally:
             done.set()
 
-    def describe(self, timeout: float = 30.0) -> list[MethodSpec]:
-        """The methods the service hosts.
+    def described(self, timeout: float = 30.0) -> pb.DescribeResponse:
+        """The service's whole Describe reply (a submission bundle records it as given).
 
         ServiceUnavailable (one line) when it will not say (e.g. refused: no token).
         """
         try:
-            reply = self._stub.Describe(pb.DescribeRequest(), timeout=timeout)
+            return self._stub.Describe(pb.DescribeRequest(), timeout=timeout)
         except grpc.RpcError as exc:
             raise ServiceUnavailable(
                 f"the service at {self.endpoint} refused Describe: {exc.code().name}: {exc.details()}"
             ) from None
-        return [spec_from_proto(m) for m in reply.methods]
+
+    def describe(self, timeout: float = 30.0) -> list[MethodSpec]:
+        """The methods the service hosts (ServiceUnavailable when it will not say)."""
+        return [spec_from_proto(m) for m in self.described(timeout).methods]
 
     def device(self, timeout: float = 30.0) -> dict[str, str]:
         """The device the service computes on and what it is (name, driver and CUDA versions), as it describes it."""
-        reply = self._stub.Describe(pb.DescribeRequest(), timeout=timeout)
+        reply = self.described(timeout)
         fields = {
             "device": reply.device,
             "device_name": reply.device_name,

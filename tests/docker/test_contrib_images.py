@@ -187,7 +187,7 @@ def test_hostile_image_is_contained_and_recorded(tmp_path):
         assert sandbox["mounts"] == [{"source": str(weights.resolve()), "destination": "/weights", "rw": False}]
 
     from orchestrator.analysis.load import load_trials
-    from orchestrator.conformance.bundle import verify_bundle
+    from orchestrator.submission.bundle import verify_bundle
 
     verify_bundle(bundle)
     submission = json.loads((bundle / "submission.json").read_text())

@@ -133,8 +133,8 @@ def test_parquet_and_csv_exports_load_the_same(small_store, tmp_path):
 
 
 def test_a_submission_bundle_joins_the_leaderboard_never_imputed(small_store, tmp_path):
-    from orchestrator.conformance.bundle import finalize_store, seal
     from orchestrator.store import read_trials
+    from orchestrator.submission.bundle import finalize_store, seal
 
     store, _ = small_store
     rows = read_trials(store)
