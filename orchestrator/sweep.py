@@ -1,7 +1,10 @@
 """The sweep: for every (dataset, regime, split, method), run the configuration sequence.
 
-For each cell the graph bundle (labels of test and unlabeled nodes hidden as
--1) is uploaded once per service; each trial is fit, predict, release; the
+Each graph is uploaded once per service, its features and edges with every label
+hidden (-1), and every split and regime fits on it: a fit carries its own training
+and validation labels, never test labels (a service that does not take them, an
+older one, gets one bundle per split with that split's labels, as before); each
+trial is fit, predict, release; the
 orchestrator computes the validation loss and test metrics itself and writes
 one record per trial, failures included. Trials already in the store are
 skipped, so rerunning an interrupted sweep completes only what is missing.
@@ -127,12 +130,41 @@ class SweepTiming:
     write_s: float = 0.0  # store writes of trial records (the writer thread)
 
 
+class _Bundles:
+    """One dataset's bundles, each built (and hashed) once, when first asked for, by whichever trial asks first.
+
+    ``shared`` has every label hidden: the one upload per service that every split and regime fits on, their
+    labels sent with each fit. ``of_split`` (only for a service that does not take a fit's labels) shows one
+    split's training and validation labels, as every bundle did before.
+    """
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self._shared: GraphBundle | None = None
+        self._splits: dict[tuple[str, int], GraphBundle] = {}
+        self._lock = threading.Lock()
+
+    def shared(self) -> GraphBundle:
+        with self._lock:
+            if self._shared is None:
+                hidden = np.full(self.graph.num_nodes, -1, dtype=np.int64)
+                self._shared = make_bundle(self.graph.x, self.graph.edge_index, hidden, self.graph.num_classes)
+            return self._shared
+
+    def of_split(self, split: Split) -> GraphBundle:
+        with self._lock:
+            where = (split.regime, split.index)
+            if where not in self._splits:
+                self._splits[where] = hidden_label_bundle(self.graph, split)
+            return self._splits[where]
+
+
 @dataclass
 class _Job:
     trial: PlannedTrial
     graph: Graph
     split: Split
-    bundle: GraphBundle
+    bundles: _Bundles
 
 
 def plan_id(trials: list[PlannedTrial]) -> str:
@@ -355,21 +387,20 @@ class Sweep:
                     self.store.rekey_content(dataset, content, identity)
 
     def _jobs(self, todo: list[PlannedTrial]) -> Iterator[_Job]:
-        """Jobs in plan order; each dataset is loaded, and each split's bundle built, only when reached."""
-        loaded: dict[str, Graph] = {}
-        bundles: dict[tuple[str, str, int], tuple[Split, GraphBundle]] = {}
+        """Jobs in plan order; each dataset is loaded, and each split drawn, only when reached."""
+        loaded: dict[str, tuple[Graph, _Bundles]] = {}
+        splits: dict[tuple[str, int], Split] = {}
         for trial in todo:
             if trial.dataset not in loaded:
                 loaded.clear()
-                bundles.clear()
-                loaded[trial.dataset] = load_dataset(trial.dataset)
-            graph = loaded[trial.dataset]
-            where = (trial.dataset, trial.regime, trial.split)
-            if where not in bundles:
-                split = graph_split(graph, trial.regime, trial.split)
-                bundles[where] = (split, hidden_label_bundle(graph, split))
-            split, bundle = bundles[where]
-            yield _Job(trial, graph, split, bundle)
+                splits.clear()
+                graph = load_dataset(trial.dataset)
+                loaded[trial.dataset] = (graph, _Bundles(graph))
+            graph, bundles = loaded[trial.dataset]
+            where = (trial.regime, trial.split)
+            if where not in splits:
+                splits[where] = graph_split(graph, trial.regime, trial.split)
+            yield _Job(trial, graph, splits[where], bundles)
 
     # ---- running -------------------------------------------------------------
 
@@ -531,9 +562,9 @@ class Sweep:
             started_at=_now(),
         )
 
-    def _fit(self, client: MethodClient, job: _Job) -> CallResult:
+    def _fit(self, client: MethodClient, job: _Job, bundle: GraphBundle, labels: np.ndarray | None) -> CallResult:
         """The trial's fit; a graph the service no longer holds (NOT_FOUND: evicted, lost) is uploaded again, once."""
-        split, bundle = job.split, job.bundle
+        split = job.split
 
         def fit() -> CallResult:
             return client.fit(
@@ -544,6 +575,7 @@ class Sweep:
                 job.trial.config,
                 split.index,
                 self.plan.time_limit,
+                labels,
             )
 
         try:
@@ -562,10 +594,12 @@ class Sweep:
             ) from None
 
     def _execute(self, client: MethodClient, job: _Job, record: TrialRecord) -> None:
-        graph, split, bundle = job.graph, job.split, job.bundle
+        graph, split = job.graph, job.split
+        shared = client.takes_fit_labels()  # the graph's one bundle, this split's labels sent with the fit
+        bundle = job.bundles.shared() if shared else job.bundles.of_split(split)
         upload = client.ensure_graph(bundle)
         record.upload_e2e_s = upload.e2e_seconds if upload.value else 0.0
-        fit = self._fit(client, job)
+        fit = self._fit(client, job, bundle, graph.y if shared else None)
         reply = fit.value
         stats = _check_stats(reply.stats, "fit")
         record.fit_e2e_s = fit.e2e_seconds

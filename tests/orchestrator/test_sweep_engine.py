@@ -520,3 +520,70 @@ def test_a_predict_whose_model_is_gone_is_a_failed_trial_not_a_missing_graph(tmp
     endpoint, _, _ = servers(methods=(Modes,), servicer_cls=LostModels)
     record, recovered = one_trial(tmp_path, endpoint)
     assert record.status == "failed" and record.error.startswith("NOT_FOUND: no model") and not recovered
+
+
+class Peek(Method):
+    """Records what each fit sees of the graph: its feature matrix and which labels it shows."""
+
+    name = "peek"
+    version = "test"
+    capabilities = Capabilities(uses_gpu=False)
+    default_config: Config = {"mode": "ok"}
+    seen: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> Any:
+        Peek.seen.append((graph.features, graph.labels.copy(), train, val))
+        return graph.num_classes
+
+    def predict(self, state: Any, graph: GraphBundle) -> np.ndarray:
+        return np.full((graph.num_nodes, state), 1.0 / state, dtype=np.float32)
+
+
+class OlderService(Uploads):
+    """A service from before fit labels: its Describe has no ``fit_labels``, and it drops a fit's labels (as an
+    unknown field is dropped), so it fits on the labels its bundle shows."""
+
+    def Describe(self, request, context):
+        reply = super().Describe(request, context)
+        reply.fit_labels = False
+        return reply
+
+    def Fit(self, request, context):
+        del request.train_labels[:]
+        del request.val_labels[:]
+        return super().Fit(request, context)
+
+
+def test_every_split_and_regime_of_a_graph_fits_on_its_one_upload_and_sees_only_its_own_labels(tmp_path, servers):
+    from orchestrator.data.registry import load_dataset
+
+    endpoint, _, servicer = servers(methods=(Peek,), servicer_cls=Uploads)
+    directory = OneClient(endpoint)
+    Peek.seen.clear()
+    plan = SweepPlan(("peek",), ("synthetic-tiny",), ("10/10/80", "50/25/25"), (0, 1, 2, 3, 4), budget=1)
+    with Store(tmp_path / "r.sqlite") as store:
+        records = Sweep(plan, store, directory, warmup="none").run()
+    received = directory.client("peek").graphs_received()
+    directory.close()
+    assert len(records) == 10 and {r.status for r in records} == {"ok"}
+    assert servicer.upload_count == 1 and received == 1  # 5 splits x 2 regimes, one upload, counted by the service
+    y = load_dataset("synthetic-tiny").y
+    assert all(features is Peek.seen[0][0] for features, *_ in Peek.seen)  # one held matrix, not a copy per split
+    for _, labels, train, val in Peek.seen:
+        seen = np.union1d(train, val)
+        assert np.array_equal(np.flatnonzero(labels >= 0), seen)  # no test label, nothing but train and val
+        assert np.array_equal(labels[seen], y[seen])
+
+
+def test_a_service_without_fit_labels_gets_one_bundle_per_split_and_the_same_records(tmp_path, servers):
+    plan = SweepPlan(("qmlp",), ("synthetic-tiny",), ("10/10/80",), (0, 1), budget=1)
+    runs = []
+    for servicer_cls in (Uploads, OlderService):
+        endpoint, _, servicer = servers(methods=(QuickMLP,), servicer_cls=servicer_cls)
+        directory = OneClient(endpoint)
+        with Store(tmp_path / f"{servicer_cls.__name__}.sqlite") as store:
+            records = Sweep(plan, store, directory, warmup="none").run()
+        directory.close()
+        runs.append((servicer.upload_count, [(r.trial_key, r.status, r.val_loss, r.test_accuracy) for r in records]))
+    (shared, records), (per_split, older) = runs
+    assert shared == 1 and per_split == 2 and records == older and {r[1] for r in records} == {"ok"}
