@@ -57,7 +57,7 @@ from contract.v1 import method_service_pb2 as pb
 from contract.wire import BundleError, GraphBundle, make_bundle
 from orchestrator import __version__
 from orchestrator.data.graph import Graph
-from orchestrator.data.registry import dataset_hash, is_catalog_task, load_dataset
+from orchestrator.data.registry import dataset_hash, ensure_dataset, is_catalog_task, load_dataset
 from orchestrator.data.splits import PUBLIC, Split, SplitError, graph_split
 from orchestrator.metrics import evaluate, probabilities_ok
 from orchestrator.plan import Plan, PlannedTrial, SweepPlan, make_plan, shard_of
@@ -305,11 +305,16 @@ class Sweep:
         self._prepared = True
 
     def check_plan(self, datasets: Iterable[str] | None = None) -> None:
-        """Plan-level checks, before any service starts or any trial runs: every public split asked for exists."""
+        """Plan-level checks, before any service starts or any trial runs: every dataset asked for is fetched and
+        verified (a missing file is said in seconds, not after the services have started), every public split
+        asked for exists."""
+        names = list(self.plan.datasets if datasets is None else datasets)
+        for name in names:
+            ensure_dataset(name)
         if PUBLIC not in self.plan.regimes:
             return
         problems = []
-        for name in self.plan.datasets if datasets is None else datasets:
+        for name in names:
             graph = load_dataset(name)
             for index in self.plan.splits:
                 try:
@@ -327,20 +332,31 @@ class Sweep:
         only the first, so that one fetch command covers them all; it comes before any
         warm-up, so a run that cannot start says so at once.
         """
-        not_ready = []
+        wanted = list(self.plan.methods if methods is None else methods)
+        groups: dict[str, list[str]] = {}
+        for method in wanted:  # one group per set of replicas: they start at once, each group's methods in turn
+            groups.setdefault(self.directory.pool_key(method), []).append(method)
+        found: dict[str, MethodSpec | ServiceNotReady] = {}
+
+        def describe(group: list[str]) -> None:
+            for method in group:
+                try:
+                    found[method] = self._live_spec(method)
+                except ServiceNotReady as exc:
+                    found[method] = exc
+
         self._deferred = []
         try:
-            for method in self.plan.methods if methods is None else methods:
-                try:
-                    self._specs[method] = self._live_spec(method)
-                except ServiceNotReady as exc:
-                    not_ready.append(exc)
+            _all_at_once(describe, list(groups.values()), "describe")
         finally:
             deferred, self._deferred = self._deferred, None
+        not_ready = [found[m] for m in wanted if isinstance(found[m], ServiceNotReady)]
         if not_ready:
-            raise ServiceNotReady.combine(not_ready)
-        for replica in deferred:
-            self._on_ready(replica)
+            raise ServiceNotReady.combine(not_ready)  # type: ignore[arg-type]
+        self._specs.update({m: spec for m, spec in found.items() if isinstance(spec, MethodSpec)})
+        if deferred and self._warmup is None:
+            self._warmup = warmup_bundle()
+        _all_at_once(self._on_ready, deferred, "warmup")
 
     # ---- the plan ----------------------------------------------------------
 
@@ -711,6 +727,24 @@ class Sweep:
         except ServiceUnavailable as exc:
             errors.append(str(exc))
         return time.perf_counter() - started, ",".join(methods), "; ".join(errors) or None
+
+
+def _all_at_once(work: Callable[[Any], None], items: list[Any], name: str) -> None:
+    """``work`` on every item, each in its own thread (service starts and warm-ups overlap: the slowest one is the
+    wait, not their sum); the first item's exception, in order, is raised once all have ended. An interrupt (Ctrl-C)
+    does not wait for them: what they started is stopped with the sweep's services."""
+    if len(items) <= 1:
+        for item in items:
+            work(item)
+        return
+    pool = ThreadPoolExecutor(max_workers=len(items), thread_name_prefix=name)
+    try:
+        futures = [pool.submit(work, item) for item in items]
+        wait(futures)
+        for future in futures:
+            future.result()
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _check_stats(stats: pb.CallStats | None, call: str) -> pb.CallStats:

@@ -56,6 +56,11 @@ class Directory:
 
     on_ready: Callable[[Replica], None] | None = None
 
+    def pool_key(self, method: str) -> str:
+        """Which replicas serve the method: methods of one key start (and are described) one after another, those
+        of different keys at once. A minimal directory has one key for all, so it is asked one method at a time."""
+        return ""
+
     def client(self, method: str) -> MethodClient:
         """A client of one of the method's services (for Describe)."""
         raise NotImplementedError

@@ -4,6 +4,7 @@ as rows, time limits, OOM, parallel = serial, dead remote endpoints, warm-up rec
 from __future__ import annotations
 
 import json
+import threading
 import time
 from functools import partial
 from typing import Any
@@ -587,3 +588,73 @@ def test_a_service_without_fit_labels_gets_one_bundle_per_split_and_the_same_rec
         runs.append((servicer.upload_count, [(r.trial_key, r.status, r.val_loss, r.test_accuracy) for r in records]))
     (shared, records), (per_split, older) = runs
     assert shared == 1 and per_split == 2 and records == older and {r[1] for r in records} == {"ok"}
+
+
+class NoServices(Directory):
+    """A directory that must not be asked for any service."""
+
+    def __init__(self):
+        self.asked: list[str] = []
+
+    def client(self, method):
+        self.asked.append(method)
+        raise AssertionError(f"a service for {method} was asked for before the plan's datasets were checked")
+
+
+def test_a_missing_dataset_is_said_before_any_service_starts(tmp_path, monkeypatch):
+    from orchestrator.data import fetch
+    from orchestrator.data.fetch import FetchError
+
+    def offline(*args, **kwargs):
+        raise ConnectionError("no network")
+
+    monkeypatch.setenv("NODEGROUND_CACHE", str(tmp_path / "cache"))  # texas not processed here
+    monkeypatch.setenv("NODEGROUND_MIRROR", str(tmp_path / "empty-mirror"))
+    monkeypatch.setattr(fetch.pooch, "retrieve", offline)
+    directory = NoServices()
+    plan = SweepPlan(("modes",), ("synthetic-tiny", "texas"), ("10/10/80",), (0,), budget=1)
+    with Store(tmp_path / "r.sqlite") as store, pytest.raises(FetchError, match="could not download"):
+        Sweep(plan, store, directory, described={"modes": _spec_of(Modes)}).prepare()
+    assert directory.asked == []
+
+
+def _spec_of(method):
+    from contract.descriptions import spec_from_proto
+    from methods.sdk.service import describe_method
+
+    return spec_from_proto(describe_method(method, "test"))
+
+
+class Apart(Directory):
+    """One service per method, each start waiting until every other start has begun (a serial start never would)."""
+
+    def __init__(self, endpoints: dict[str, str]):
+        self.endpoints, self.clients = endpoints, {}
+        self.everyone = threading.Barrier(len(endpoints), timeout=60)  # generous: threads start in ms; serial: never
+
+    def pool_key(self, method):
+        return method
+
+    def client(self, method):
+        if method not in self.clients:
+            self.everyone.wait()
+            self.clients[method] = MethodClient(self.endpoints[method])
+        return self.clients[method]
+
+    def recover(self, replica):
+        return False
+
+    def close(self):
+        for client in self.clients.values():
+            client.close()
+
+
+def test_the_services_of_a_sweep_start_at_once_not_one_after_another(tmp_path, servers):
+    endpoints = {m.name: servers(methods=(m,))[0] for m in (QuickMLP, Modes, Sleepy)}
+    directory = Apart(endpoints)
+    plan = SweepPlan(tuple(endpoints), ("synthetic-tiny",), ("10/10/80",), (0,), budget=1)
+    with Store(tmp_path / "r.sqlite") as store:
+        sweep = Sweep(plan, store, directory, warmup="none")
+        sweep.describe_all()
+    directory.close()
+    assert set(sweep._specs) == set(endpoints) and not directory.everyone.broken
