@@ -255,6 +255,7 @@ class Sweep:
     _devices: dict[str, dict[str, str]] = field(default_factory=dict)  # endpoint -> the device its service describes
     timing: SweepTiming = field(default_factory=SweepTiming)
     _timing_lock: threading.Lock = field(default_factory=threading.Lock)
+    _stopping: threading.Event = field(default_factory=threading.Event)  # run() is ending early: no trial is retried
 
     def __post_init__(self) -> None:
         if self.warmup not in WARMUP_MODES:
@@ -458,6 +459,9 @@ class Sweep:
                     self.timing.trials += 1
                     records.append(record)
                     self.progress.on_trial(record)
+        except BaseException:  # interrupted (Ctrl-C) or the store failed: in-flight trials are not retried
+            self._stopping.set()
+            raise
         finally:
             pool.shutdown(wait=not in_flight, cancel_futures=True)
             self._drain_services()
@@ -487,7 +491,7 @@ class Sweep:
         is back), else the directory says none is left and that is the record."""
         for _ in range(UNAVAILABLE_RETRIES):
             record, lost = self._attempt(job)
-            if not lost:
+            if not lost or self._stopping.is_set():
                 return record
         return self._attempt(job)[0]
 

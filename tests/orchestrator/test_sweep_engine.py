@@ -20,7 +20,7 @@ from methods.gnn import MLP
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, Method, ResourceError
 from methods.sdk.service import GraphCache, MethodServicer, build_server
 from orchestrator.results import selected_results, selected_with_workflow
-from orchestrator.services.client import MethodClient
+from orchestrator.services.client import MethodClient, ServiceUnavailable
 from orchestrator.services.directory import Directory, ServiceDirectory, resolve_methods
 from orchestrator.store import Store
 from orchestrator.sweep import Sweep, SweepPlan
@@ -658,3 +658,31 @@ def test_the_services_of_a_sweep_start_at_once_not_one_after_another(tmp_path, s
         sweep.describe_all()
     directory.close()
     assert set(sweep._specs) == set(endpoints) and not directory.everyone.broken
+
+
+def test_an_interrupted_sweep_cancels_its_fit_in_flight_stores_what_finished_and_retries_nothing(tmp_path, servers):
+    """Ctrl-C as the CLI meets it: KeyboardInterrupt in the thread that writes records, then the directory closed.
+    The 30 s fit in flight is cancelled (its trial thread ends long before the fit would), nothing is retried."""
+    endpoints = [servers(methods=(Sleepy,))[0] for _ in range(2)]
+    directory = ServiceDirectory(resolve_methods(["sleepy"], {"test": FAMILY}), endpoints={"sleepy": endpoints})
+    plan = SweepPlan(("sleepy",), ("synthetic-tiny",), ("10/10/80",), (0,), budget=2)  # 30 s, then 0.01 s
+
+    def interrupt(record):
+        raise KeyboardInterrupt
+
+    started = time.monotonic()
+    with Store(tmp_path / "r.sqlite") as store:
+        sweep = Sweep(plan, store, directory, parallel=2, warmup="none")
+        sweep.progress.on_trial = interrupt
+        with pytest.raises(KeyboardInterrupt):
+            sweep.run()
+        directory.close()  # what open_sweep does on the way out
+        for thread in [t for t in threading.enumerate() if t.name.startswith("trial")]:
+            thread.join(HANG_S)
+        ended = time.monotonic() - started
+        frame = store.frame()
+    assert list(frame["config_json"]) == ['{"seconds": 0.01}'] and list(frame["status"]) == ["ok"]
+    assert ended < 30.0, "the trial thread waited for the fit to finish instead of cancelling it"
+    assert sweep._stopping.is_set()  # so no trial lost to the closing is run again
+    with pytest.raises(ServiceUnavailable, match="the sweep is ending"):  # nor waits for a replica (a restart)
+        directory.acquire("sleepy")
