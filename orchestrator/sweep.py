@@ -1,7 +1,10 @@
 """The sweep: for every (dataset, regime, split, method), run the configuration sequence.
 
-For each cell the graph bundle (labels of test and unlabeled nodes hidden as
--1) is uploaded once per service; each trial is fit, predict, release; the
+Each graph is uploaded once per service, its features and edges with every label
+hidden (-1), and every split and regime fits on it: a fit carries its own training
+and validation labels, never test labels (a service that does not take them, an
+older one, gets one bundle per split with that split's labels, as before); each
+trial is fit, predict, release; the
 orchestrator computes the validation loss and test metrics itself and writes
 one record per trial, failures included. Trials already in the store are
 skipped, so rerunning an interrupted sweep completes only what is missing.
@@ -54,7 +57,7 @@ from contract.v1 import method_service_pb2 as pb
 from contract.wire import BundleError, GraphBundle, make_bundle
 from orchestrator import __version__
 from orchestrator.data.graph import Graph
-from orchestrator.data.registry import dataset_hash, is_catalog_task, load_dataset
+from orchestrator.data.registry import dataset_hash, ensure_dataset, is_catalog_task, load_dataset
 from orchestrator.data.splits import PUBLIC, Split, SplitError, graph_split
 from orchestrator.metrics import evaluate, probabilities_ok
 from orchestrator.plan import Plan, PlannedTrial, SweepPlan, make_plan, shard_of
@@ -127,12 +130,41 @@ class SweepTiming:
     write_s: float = 0.0  # store writes of trial records (the writer thread)
 
 
+class _Bundles:
+    """One dataset's bundles, each built (and hashed) once, when first asked for, by whichever trial asks first.
+
+    ``shared`` has every label hidden: the one upload per service that every split and regime fits on, their
+    labels sent with each fit. ``of_split`` (only for a service that does not take a fit's labels) shows one
+    split's training and validation labels, as every bundle did before.
+    """
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self._shared: GraphBundle | None = None
+        self._splits: dict[tuple[str, int], GraphBundle] = {}
+        self._lock = threading.Lock()
+
+    def shared(self) -> GraphBundle:
+        with self._lock:
+            if self._shared is None:
+                hidden = np.full(self.graph.num_nodes, -1, dtype=np.int64)
+                self._shared = make_bundle(self.graph.x, self.graph.edge_index, hidden, self.graph.num_classes)
+            return self._shared
+
+    def of_split(self, split: Split) -> GraphBundle:
+        with self._lock:
+            where = (split.regime, split.index)
+            if where not in self._splits:
+                self._splits[where] = hidden_label_bundle(self.graph, split)
+            return self._splits[where]
+
+
 @dataclass
 class _Job:
     trial: PlannedTrial
     graph: Graph
     split: Split
-    bundle: GraphBundle
+    bundles: _Bundles
 
 
 def plan_id(trials: list[PlannedTrial]) -> str:
@@ -223,6 +255,7 @@ class Sweep:
     _devices: dict[str, dict[str, str]] = field(default_factory=dict)  # endpoint -> the device its service describes
     timing: SweepTiming = field(default_factory=SweepTiming)
     _timing_lock: threading.Lock = field(default_factory=threading.Lock)
+    _stopping: threading.Event = field(default_factory=threading.Event)  # run() is ending early: no trial is retried
 
     def __post_init__(self) -> None:
         if self.warmup not in WARMUP_MODES:
@@ -273,11 +306,16 @@ class Sweep:
         self._prepared = True
 
     def check_plan(self, datasets: Iterable[str] | None = None) -> None:
-        """Plan-level checks, before any service starts or any trial runs: every public split asked for exists."""
+        """Plan-level checks, before any service starts or any trial runs: every dataset asked for is fetched and
+        verified (a missing file is said in seconds, not after the services have started), every public split
+        asked for exists."""
+        names = list(self.plan.datasets if datasets is None else datasets)
+        for name in names:
+            ensure_dataset(name)
         if PUBLIC not in self.plan.regimes:
             return
         problems = []
-        for name in self.plan.datasets if datasets is None else datasets:
+        for name in names:
             graph = load_dataset(name)
             for index in self.plan.splits:
                 try:
@@ -295,20 +333,31 @@ class Sweep:
         only the first, so that one fetch command covers them all; it comes before any
         warm-up, so a run that cannot start says so at once.
         """
-        not_ready = []
+        wanted = list(self.plan.methods if methods is None else methods)
+        groups: dict[str, list[str]] = {}
+        for method in wanted:  # one group per set of replicas: they start at once, each group's methods in turn
+            groups.setdefault(self.directory.pool_key(method), []).append(method)
+        found: dict[str, MethodSpec | ServiceNotReady] = {}
+
+        def describe(group: list[str]) -> None:
+            for method in group:
+                try:
+                    found[method] = self._live_spec(method)
+                except ServiceNotReady as exc:
+                    found[method] = exc
+
         self._deferred = []
         try:
-            for method in self.plan.methods if methods is None else methods:
-                try:
-                    self._specs[method] = self._live_spec(method)
-                except ServiceNotReady as exc:
-                    not_ready.append(exc)
+            _all_at_once(describe, list(groups.values()), "describe")
         finally:
             deferred, self._deferred = self._deferred, None
+        not_ready = [found[m] for m in wanted if isinstance(found[m], ServiceNotReady)]
         if not_ready:
-            raise ServiceNotReady.combine(not_ready)
-        for replica in deferred:
-            self._on_ready(replica)
+            raise ServiceNotReady.combine(not_ready)  # type: ignore[arg-type]
+        self._specs.update({m: spec for m, spec in found.items() if isinstance(spec, MethodSpec)})
+        if deferred and self._warmup is None:
+            self._warmup = warmup_bundle()
+        _all_at_once(self._on_ready, deferred, "warmup")
 
     # ---- the plan ----------------------------------------------------------
 
@@ -355,21 +404,20 @@ class Sweep:
                     self.store.rekey_content(dataset, content, identity)
 
     def _jobs(self, todo: list[PlannedTrial]) -> Iterator[_Job]:
-        """Jobs in plan order; each dataset is loaded, and each split's bundle built, only when reached."""
-        loaded: dict[str, Graph] = {}
-        bundles: dict[tuple[str, str, int], tuple[Split, GraphBundle]] = {}
+        """Jobs in plan order; each dataset is loaded, and each split drawn, only when reached."""
+        loaded: dict[str, tuple[Graph, _Bundles]] = {}
+        splits: dict[tuple[str, int], Split] = {}
         for trial in todo:
             if trial.dataset not in loaded:
                 loaded.clear()
-                bundles.clear()
-                loaded[trial.dataset] = load_dataset(trial.dataset)
-            graph = loaded[trial.dataset]
-            where = (trial.dataset, trial.regime, trial.split)
-            if where not in bundles:
-                split = graph_split(graph, trial.regime, trial.split)
-                bundles[where] = (split, hidden_label_bundle(graph, split))
-            split, bundle = bundles[where]
-            yield _Job(trial, graph, split, bundle)
+                splits.clear()
+                graph = load_dataset(trial.dataset)
+                loaded[trial.dataset] = (graph, _Bundles(graph))
+            graph, bundles = loaded[trial.dataset]
+            where = (trial.regime, trial.split)
+            if where not in splits:
+                splits[where] = graph_split(graph, trial.regime, trial.split)
+            yield _Job(trial, graph, splits[where], bundles)
 
     # ---- running -------------------------------------------------------------
 
@@ -411,6 +459,9 @@ class Sweep:
                     self.timing.trials += 1
                     records.append(record)
                     self.progress.on_trial(record)
+        except BaseException:  # interrupted (Ctrl-C) or the store failed: in-flight trials are not retried
+            self._stopping.set()
+            raise
         finally:
             pool.shutdown(wait=not in_flight, cancel_futures=True)
             self._drain_services()
@@ -440,7 +491,7 @@ class Sweep:
         is back), else the directory says none is left and that is the record."""
         for _ in range(UNAVAILABLE_RETRIES):
             record, lost = self._attempt(job)
-            if not lost:
+            if not lost or self._stopping.is_set():
                 return record
         return self._attempt(job)[0]
 
@@ -531,9 +582,9 @@ class Sweep:
             started_at=_now(),
         )
 
-    def _fit(self, client: MethodClient, job: _Job) -> CallResult:
+    def _fit(self, client: MethodClient, job: _Job, bundle: GraphBundle, labels: np.ndarray | None) -> CallResult:
         """The trial's fit; a graph the service no longer holds (NOT_FOUND: evicted, lost) is uploaded again, once."""
-        split, bundle = job.split, job.bundle
+        split = job.split
 
         def fit() -> CallResult:
             return client.fit(
@@ -544,6 +595,7 @@ class Sweep:
                 job.trial.config,
                 split.index,
                 self.plan.time_limit,
+                labels,
             )
 
         try:
@@ -562,10 +614,12 @@ class Sweep:
             ) from None
 
     def _execute(self, client: MethodClient, job: _Job, record: TrialRecord) -> None:
-        graph, split, bundle = job.graph, job.split, job.bundle
+        graph, split = job.graph, job.split
+        shared = client.takes_fit_labels()  # the graph's one bundle, this split's labels sent with the fit
+        bundle = job.bundles.shared() if shared else job.bundles.of_split(split)
         upload = client.ensure_graph(bundle)
         record.upload_e2e_s = upload.e2e_seconds if upload.value else 0.0
-        fit = self._fit(client, job)
+        fit = self._fit(client, job, bundle, graph.y if shared else None)
         reply = fit.value
         stats = _check_stats(reply.stats, "fit")
         record.fit_e2e_s = fit.e2e_seconds
@@ -677,6 +731,24 @@ class Sweep:
         except ServiceUnavailable as exc:
             errors.append(str(exc))
         return time.perf_counter() - started, ",".join(methods), "; ".join(errors) or None
+
+
+def _all_at_once(work: Callable[[Any], None], items: list[Any], name: str) -> None:
+    """``work`` on every item, each in its own thread (service starts and warm-ups overlap: the slowest one is the
+    wait, not their sum); the first item's exception, in order, is raised once all have ended. An interrupt (Ctrl-C)
+    does not wait for them: what they started is stopped with the sweep's services."""
+    if len(items) <= 1:
+        for item in items:
+            work(item)
+        return
+    pool = ThreadPoolExecutor(max_workers=len(items), thread_name_prefix=name)
+    try:
+        futures = [pool.submit(work, item) for item in items]
+        wait(futures)
+        for future in futures:
+            future.result()
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _check_stats(stats: pb.CallStats | None, call: str) -> pb.CallStats:

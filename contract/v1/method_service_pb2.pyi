@@ -125,7 +125,7 @@ class DescribeRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class DescribeResponse(_message.Message):
-    __slots__ = ("methods", "family", "device", "device_name", "driver_version", "cuda_version", "not_ready")
+    __slots__ = ("methods", "family", "device", "device_name", "driver_version", "cuda_version", "not_ready", "fit_labels", "graphs_received")
     METHODS_FIELD_NUMBER: _ClassVar[int]
     FAMILY_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
@@ -133,6 +133,8 @@ class DescribeResponse(_message.Message):
     DRIVER_VERSION_FIELD_NUMBER: _ClassVar[int]
     CUDA_VERSION_FIELD_NUMBER: _ClassVar[int]
     NOT_READY_FIELD_NUMBER: _ClassVar[int]
+    FIT_LABELS_FIELD_NUMBER: _ClassVar[int]
+    GRAPHS_RECEIVED_FIELD_NUMBER: _ClassVar[int]
     methods: _containers.RepeatedCompositeFieldContainer[MethodInfo]
     family: str
     device: str
@@ -140,7 +142,9 @@ class DescribeResponse(_message.Message):
     driver_version: str
     cuda_version: str
     not_ready: _containers.RepeatedCompositeFieldContainer[NotReady]
-    def __init__(self, methods: _Optional[_Iterable[_Union[MethodInfo, _Mapping]]] = ..., family: _Optional[str] = ..., device: _Optional[str] = ..., device_name: _Optional[str] = ..., driver_version: _Optional[str] = ..., cuda_version: _Optional[str] = ..., not_ready: _Optional[_Iterable[_Union[NotReady, _Mapping]]] = ...) -> None: ...
+    fit_labels: bool
+    graphs_received: int
+    def __init__(self, methods: _Optional[_Iterable[_Union[MethodInfo, _Mapping]]] = ..., family: _Optional[str] = ..., device: _Optional[str] = ..., device_name: _Optional[str] = ..., driver_version: _Optional[str] = ..., cuda_version: _Optional[str] = ..., not_ready: _Optional[_Iterable[_Union[NotReady, _Mapping]]] = ..., fit_labels: _Optional[bool] = ..., graphs_received: _Optional[int] = ...) -> None: ...
 
 class NotReady(_message.Message):
     __slots__ = ("method", "weights_id", "reason")
@@ -221,7 +225,7 @@ class CallStats(_message.Message):
     def __init__(self, seconds: _Optional[float] = ..., peak_rss_bytes: _Optional[int] = ..., peak_gpu_bytes: _Optional[int] = ...) -> None: ...
 
 class FitRequest(_message.Message):
-    __slots__ = ("method", "graph_hash", "train_nodes", "val_nodes", "config", "seed", "time_limit_seconds")
+    __slots__ = ("method", "graph_hash", "train_nodes", "val_nodes", "config", "seed", "time_limit_seconds", "train_labels", "val_labels")
     class ConfigEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -236,6 +240,8 @@ class FitRequest(_message.Message):
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
     TIME_LIMIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    TRAIN_LABELS_FIELD_NUMBER: _ClassVar[int]
+    VAL_LABELS_FIELD_NUMBER: _ClassVar[int]
     method: str
     graph_hash: str
     train_nodes: _containers.RepeatedScalarFieldContainer[int]
@@ -243,7 +249,9 @@ class FitRequest(_message.Message):
     config: _containers.MessageMap[str, Value]
     seed: int
     time_limit_seconds: float
-    def __init__(self, method: _Optional[str] = ..., graph_hash: _Optional[str] = ..., train_nodes: _Optional[_Iterable[int]] = ..., val_nodes: _Optional[_Iterable[int]] = ..., config: _Optional[_Mapping[str, Value]] = ..., seed: _Optional[int] = ..., time_limit_seconds: _Optional[float] = ...) -> None: ...
+    train_labels: _containers.RepeatedScalarFieldContainer[int]
+    val_labels: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, method: _Optional[str] = ..., graph_hash: _Optional[str] = ..., train_nodes: _Optional[_Iterable[int]] = ..., val_nodes: _Optional[_Iterable[int]] = ..., config: _Optional[_Mapping[str, Value]] = ..., seed: _Optional[int] = ..., time_limit_seconds: _Optional[float] = ..., train_labels: _Optional[_Iterable[int]] = ..., val_labels: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class FitResponse(_message.Message):
     __slots__ = ("model_handle", "stats", "info")

@@ -26,6 +26,13 @@ not held; a method that declines its input on purpose raises ``InputRefused`` an
 client gets INVALID_ARGUMENT; any other exception in a method's code is the method
 failing, INTERNAL, whatever its type (a ``ValueError`` deep in a model is no verdict
 on the request).
+
+One upload per graph: a fit that carries its split's labels (``FitRequest.train_labels`` and
+``val_labels``; Describe says ``fit_labels``) runs on a view of the held graph that shares its
+features and edges and shows those labels only, so every split and regime of a graph uses the
+one bundle uploaded with every label hidden. A view keeps its own derived tensors (``cache``:
+some depend on labels); a graph keeps its last ``MAX_VIEWS_PER_GRAPH`` views and drops them
+with itself. Describe's ``graphs_received`` counts the uploads held since the service started.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import hashlib
 import logging
 import re
 import threading
@@ -84,6 +92,8 @@ DEFAULT_MAX_UPLOADS = 2  # concurrent upload streams
 DEFAULT_UPLOAD_WAIT_SECONDS = 60.0  # how long an upload waits for a free slot
 DEFAULT_MAX_GRAPHS = 16
 DEFAULT_MAX_MODELS = 32  # fitted models held at once (the orchestrator holds one per trial in flight)
+MAX_VIEWS_PER_GRAPH = 4  # split views a held graph keeps (each with its derived tensors); a sweep uses one at a time
+VIEWS_KEY = "nodeground-split-views"  # the held graph's cache entry that keeps them (no method's key is a str)
 CONTROL_THREADS = 4  # health, Describe, HasGraph, Release: never queued behind compute
 READINESS_POLL_S = 2.0  # how often a service that reads weights re-verifies them
 _KINDS = {"supervised": pb.METHOD_KIND_SUPERVISED, "gfm": pb.METHOD_KIND_GFM}
@@ -291,6 +301,8 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         self._health: health.HealthServicer | None = None
         self._readiness_lock = threading.Lock()
         self._checked_at = float("-inf")
+        self._views_lock = threading.Lock()
+        self.graphs_received = 0  # uploads checked and held since start (Describe reports it)
 
     # ---- readiness ---------------------------------------------------------
 
@@ -337,6 +349,8 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
             family=self.family,
             **device_fields(device),
             not_ready=self.refresh_readiness(),
+            fit_labels=True,
+            graphs_received=self.graphs_received,
         )
 
     def HasGraph(self, request: pb.HasGraphRequest, context: grpc.ServicerContext) -> pb.HasGraphResponse:
@@ -361,6 +375,7 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         except BundleError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad graph upload: {exc}")
         self.graphs.put(bundle)
+        self.graphs_received += 1
         return pb.UploadGraphResponse(graph_hash=bundle.graph_hash, service_seconds=time.perf_counter() - start)
 
     def Fit(self, request: pb.FitRequest, context: grpc.ServicerContext) -> pb.FitResponse:
@@ -368,6 +383,8 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         graph = self.graphs.get(request.graph_hash)
         if graph is None:
             context.abort(grpc.StatusCode.NOT_FOUND, f"graph {request.graph_hash} is not held; upload it first")
+        if request.train_labels or request.val_labels:
+            graph = self._split_view(graph, request, context)
         train = _node_set("train_nodes", request.train_nodes, graph, context)
         val = _node_set("val_nodes", request.val_nodes, graph, context)
         if np.intersect1d(train, val).size:
@@ -466,6 +483,50 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         if released:
             _free_gpu()
         return pb.ReleaseResponse(released=released)
+
+    def _split_view(self, graph: GraphBundle, request: pb.FitRequest, context: grpc.ServicerContext) -> GraphBundle:
+        """The held graph as this fit's split sees it: its features and edges, the request's labels, -1 elsewhere."""
+        digest = hashlib.sha256()
+        parts = []
+        for what, nodes, labels in (
+            ("train", request.train_nodes, request.train_labels),
+            ("val", request.val_nodes, request.val_labels),
+        ):
+            ids = np.asarray(nodes, dtype=np.int64)
+            values = np.asarray(labels, dtype=np.int64)
+            if values.shape != ids.shape:
+                context.abort(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"{what}_labels has {values.size} entries for {ids.size} {what}_nodes; give one label per node",
+                )
+            if ids.size and (ids.min() < 0 or ids.max() >= graph.num_nodes):
+                context.abort(
+                    grpc.StatusCode.INVALID_ARGUMENT, f"{what}_nodes holds node ids outside [0, {graph.num_nodes})"
+                )
+            if values.size and (values.min() < 0 or values.max() >= graph.num_classes):
+                context.abort(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"{what}_labels must lie in [0, {graph.num_classes}), got [{values.min()}, {values.max()}]",
+                )
+            parts.append((ids, values))
+            digest.update(f"{what} {ids.size}\n".encode())
+            digest.update(ids.tobytes())
+            digest.update(values.tobytes())
+        key = digest.hexdigest()
+        with self._views_lock:
+            views = graph.cache.setdefault(VIEWS_KEY, OrderedDict())
+            view = views.get(key)
+            if view is None:
+                labels = np.full(graph.num_nodes, -1, dtype=np.int64)
+                for ids, values in parts:
+                    labels[ids] = values
+                view = views[key] = GraphBundle(
+                    graph.features, graph.edge_index, labels, graph.num_classes, graph_hash=graph.graph_hash
+                )
+                while len(views) > MAX_VIEWS_PER_GRAPH:
+                    views.popitem(last=False)
+            views.move_to_end(key)
+            return view
 
     # ---- checks ------------------------------------------------------------
 

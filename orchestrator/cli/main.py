@@ -1,20 +1,135 @@
-"""The `orchestrator` command: registers one module per command group."""
+"""The `orchestrator` command: registers one module per command group.
+
+A command's module (and what it imports: pandas, gRPC, the data loaders) is imported only when that
+command runs, so `orchestrator --help`, `orchestrator COMMAND --help` of another command and a
+mistyped command name cost the start of Python and typer, not the whole orchestrator. The top-level
+help lists each command's own first docstring line, kept here (``COMMANDS``) and checked against the
+command by tests/orchestrator/cli/test_lazy_cli.py.
+"""
 
 from __future__ import annotations
 
-import typer
+import importlib
+from typing import Any
 
-from orchestrator.cli import datasets as datasets_cli
-from orchestrator.cli import export as export_cli
-from orchestrator.cli import merge as merge_cli
-from orchestrator.cli import methods as methods_cli
-from orchestrator.cli import plan as plan_cli
-from orchestrator.cli import report as report_cli
-from orchestrator.cli import run as run_cli
-from orchestrator.cli import slurm as slurm_cli
-from orchestrator.cli import submit as submit_cli
-from orchestrator.cli import validate as validate_cli
-from orchestrator.cli import weights as weights_cli
+import typer
+from typer import _click
+from typer.core import TyperCommand, TyperGroup
+
+# name -> (module, attribute, its one-line help); a Typer attribute is a command group.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "run": (
+        "orchestrator.cli.run",
+        "run",
+        "Run a sweep: every method on every dataset, regime and split, `budget` trials each.",
+    ),
+    "show": (
+        "orchestrator.cli.run",
+        "show",
+        "Print the selected (lowest validation loss) trial per method, dataset, regime and split.",
+    ),
+    "plan": (
+        "orchestrator.cli.plan",
+        "plan",
+        "Print the cells and trials of a sweep per shard: from the families' descriptions and the catalog alone.",
+    ),
+    "backtest": (
+        "orchestrator.cli.plan",
+        "backtest_command",
+        "Check `plan --estimate` on records: fit on part of the stores, predict held-out whole datasets, print the "
+        "error.",
+    ),
+    "export": (
+        "orchestrator.cli.export",
+        "export",
+        "Write the long trials table, the selected results with workflow cost, per-budget workflow figures and "
+        "service warm-up.",
+    ),
+    "merge": (
+        "orchestrator.cli.merge",
+        "merge",
+        "Merge stores by trial key: identical duplicates are skipped, conflicting ones refused unless a rule is "
+        "picked.",
+    ),
+    "datasets": (
+        "orchestrator.cli.datasets",
+        "app",
+        "The dataset catalog: list tasks, compute statistics, export splits, add or remove your own graph.",
+    ),
+    "report": (
+        "orchestrator.cli.report",
+        "report",
+        "Write the leaderboard site: Elo, ranks, Pareto frontiers, tuning budgets, subgroups, and the data behind "
+        "every figure.",
+    ),
+    "methods": (
+        "orchestrator.cli.methods",
+        "app",
+        "List the method families, scaffold contributed methods.",
+    ),
+    "validate": (
+        "orchestrator.cli.validate",
+        "validate",
+        "Check a method image or endpoint against the NodeGround service contract; exit 1 on any failure.",
+    ),
+    "submit": (
+        "orchestrator.cli.submit",
+        "submit",
+        "Benchmark an image in the sandbox and write a checksummed submission bundle.",
+    ),
+    "weights": (
+        "orchestrator.cli.weights",
+        "app",
+        "Pretrained GFM weights: list the catalog, download and verify files.",
+    ),
+    "slurm": (
+        "orchestrator.cli.slurm",
+        "app",
+        "Run a sweep as a SLURM job array (one shard per task) and merge the shards' stores.",
+    ),
+}
+
+
+def load_command(name: str) -> _click.Command:
+    """The click command (or group) of ``name``, its module imported now."""
+    module, attribute, _ = COMMANDS[name]
+    target: Any = getattr(importlib.import_module(module), attribute)
+    command: _click.Command
+    if isinstance(target, typer.Typer):
+        command = typer.main.get_group(target)
+    else:
+        single = typer.Typer(pretty_exceptions_enable=False, add_completion=False)
+        single.command(name)(target)
+        command = typer.main.get_command(single)
+    command.name = name
+    return command
+
+
+class LazyGroup(TyperGroup):
+    """The top-level group: commands listed from ``COMMANDS``, each loaded when it is resolved to run."""
+
+    _listing = False  # inside format_help: a command is its name and help line, nothing imported
+
+    def list_commands(self, ctx: _click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: _click.Context, cmd_name: str) -> _click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        if self._listing:
+            line = COMMANDS[cmd_name][2]
+            return TyperCommand(cmd_name, help=line, short_help=line)
+        if cmd_name not in self.commands:
+            self.commands[cmd_name] = load_command(cmd_name)
+        return self.commands[cmd_name]
+
+    def format_help(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
 
 app = typer.Typer(
     name="orchestrator",
@@ -22,18 +137,10 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    cls=LazyGroup,
 )
 
-app.command("run")(run_cli.run)
-app.command("show")(run_cli.show)
-app.command("plan")(plan_cli.plan)
-app.command("backtest")(plan_cli.backtest_command)
-app.command("export")(export_cli.export)
-app.command("merge")(merge_cli.merge)
-app.add_typer(datasets_cli.app, name="datasets")
-app.command("report")(report_cli.report)
-app.add_typer(methods_cli.app, name="methods")
-app.command("validate")(validate_cli.validate)
-app.command("submit")(submit_cli.submit)
-app.add_typer(weights_cli.app, name="weights")
-app.add_typer(slurm_cli.app, name="slurm")
+
+@app.callback()
+def _main() -> None:
+    """NodeGround: benchmark graph foundation models against tuned supervised methods."""

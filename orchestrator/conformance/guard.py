@@ -50,6 +50,6 @@ class GuardedClient(MethodClient):
             )
         self.fits_checked += 1
 
-    def fit(self, method, graph_hash, train, val, config, seed, time_limit):
-        self.check_fit(graph_hash, train, val)
-        return super().fit(method, graph_hash, train, val, config, seed, time_limit)
+    def fit(self, method, graph_hash, train, val, config, seed, time_limit, labels=None):
+        self.check_fit(graph_hash, train, val)  # a fit's own labels are those of train and val only (MethodClient.fit)
+        return super().fit(method, graph_hash, train, val, config, seed, time_limit, labels)

@@ -204,6 +204,16 @@ def load_dataset(name: str) -> Graph:
     return load_user_dataset(canonical)
 
 
+def ensure_dataset(name: str) -> None:
+    """Make ``name`` loadable now: fetched, verified and processed into the cache (a cached catalog task costs a
+    stat), so that a sweep knows every dataset of its plan is there before any service starts."""
+    canonical = resolve_name(name)
+    entry = catalog().get(canonical.lower())
+    if entry is not None and is_cached(entry):
+        return
+    load_dataset(canonical)
+
+
 def dataset_hash(name: str) -> str:
     """A dataset's content hash, read from the cache or registry when it is there, else by loading it."""
     return known_content_hash(name) or load_dataset(name).content_hash

@@ -111,6 +111,7 @@ class MethodClient:
         )
         self._stub = pb_grpc.MethodServiceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
+        self._fit_labels: bool | None = None
 
     def close(self) -> None:
         self._channel.close()
@@ -205,6 +206,19 @@ class MethodClient:
         }
         return {k: v for k, v in fields.items() if v}
 
+    def takes_fit_labels(self, timeout: float = 30.0) -> bool:
+        """Whether the service reads a fit's labels from the request (Describe's ``fit_labels``; asked once).
+
+        Then one bundle with every label hidden serves every split of a graph; else each split is its own bundle.
+        """
+        if self._fit_labels is None:
+            self._fit_labels = bool(self._stub.Describe(pb.DescribeRequest(), timeout=timeout).fit_labels)
+        return self._fit_labels
+
+    def graphs_received(self, timeout: float = 30.0) -> int:
+        """How many graph uploads the service has held since it started (Describe's ``graphs_received``)."""
+        return int(self._stub.Describe(pb.DescribeRequest(), timeout=timeout).graphs_received)
+
     def ensure_graph(self, bundle: GraphBundle, timeout: float | None = None) -> CallResult:
         """Upload the bundle unless the service already holds it; the value says whether it uploaded."""
         start = time.perf_counter()
@@ -236,7 +250,11 @@ class MethodClient:
         config: Config,
         seed: int,
         time_limit: float | None,
+        labels: np.ndarray | None = None,
     ) -> CallResult:
+        """One fit. ``labels`` (every node's, as the orchestrator knows them): the request carries those of
+        ``train`` and ``val`` only, for a service that takes them (``takes_fit_labels``) and a graph uploaded
+        with every label hidden; None: the held bundle's labels are the fit's."""
         request = pb.FitRequest(
             method=method,
             graph_hash=graph_hash,
@@ -246,6 +264,9 @@ class MethodClient:
             seed=seed,
             time_limit_seconds=time_limit or 0.0,
         )
+        if labels is not None:
+            request.train_labels.extend(labels[train].astype(np.int32).tolist())
+            request.val_labels.extend(labels[val].astype(np.int32).tolist())
         # The gRPC deadline is a little longer than the service's own limit, so the
         # service normally answers DEADLINE_EXCEEDED itself and stays healthy.
         timeout = time_limit + FIT_DEADLINE_GRACE_S if time_limit else None

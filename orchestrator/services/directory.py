@@ -56,6 +56,11 @@ class Directory:
 
     on_ready: Callable[[Replica], None] | None = None
 
+    def pool_key(self, method: str) -> str:
+        """Which replicas serve the method: methods of one key start (and are described) one after another, those
+        of different keys at once. A minimal directory has one key for all, so it is asked one method at a time."""
+        return ""
+
     def client(self, method: str) -> MethodClient:
         """A client of one of the method's services (for Describe)."""
         raise NotImplementedError
@@ -212,6 +217,8 @@ class ServiceDirectory(Directory):
         pool = self._pool(method)
         with self._cond:
             while True:
+                if self._closing:  # the sweep is ending (finished or interrupted): nothing more is handed out
+                    raise ServiceUnavailable(f"the sweep is ending; {method} was not run")
                 if pool.exhausted() and not self._resolve_quietly(pool):
                     raise ServiceUnavailable(self._gone_message(pool))
                 free = next((r for r in pool.live() if not r.busy), None)
@@ -329,8 +336,13 @@ class ServiceDirectory(Directory):
         """Bring a replica back after it stopped answering: restart it (embedded) or wait for it (remote).
 
         Called by the trial that holds the replica. Returns whether it serves again; one that does
-        not is marked down and no longer handed out.
+        not is marked down and no longer handed out. Once the directory is closing nothing is restarted or waited for.
         """
+        if self._closing:
+            with self._cond:
+                replica.down = True
+                self._cond.notify_all()
+            return False
         if replica.source == "embedded" and self.embedded is not None:
             try:
                 fresh = self.embedded.restart(replica.service)
@@ -410,9 +422,12 @@ class ServiceDirectory(Directory):
             return [r for pool in self._pools.values() for r in pool.replicas]
 
     def close(self) -> None:
-        """Close every channel; recoveries still in flight end on their own (their services are stopped
-        with the embedded services)."""
-        self._closing = True
+        """Close every channel, which cancels the calls in flight on them (an interrupted sweep's fits end now, not
+        at their end); a trial waiting for a replica is told the sweep is ending; recoveries still in flight end on
+        their own (their services are stopped with the embedded services)."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
         for client in list(self._clients):
             client.close()
         self._clients.clear()

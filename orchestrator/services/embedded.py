@@ -35,6 +35,7 @@ from contract.security import ENV_NAMES as SECURITY_ENV
 from orchestrator.services.client import ServiceUnavailable
 
 START_TIMEOUT_S = 120.0
+CLOSE_GRACE_S = 3.0  # when the sweep ends, services get this long to exit on SIGTERM, then SIGKILL (they hold nothing)
 THREADS_ENV = "NODEGROUND_THREADS"  # torch threads per service (methods.serve reads it)
 
 
@@ -138,22 +139,28 @@ class EmbeddedService:
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM, then SIGKILL if the process has not exited within ``timeout`` seconds."""
+        self.terminate()
         if self.process is None:
             return
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:  # a stopped (SIGSTOP) process acts on the SIGTERM only once continued
-                os.kill(self.process.pid, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        try:
+            self.process.wait(timeout=max(0.0, timeout))
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
         if self.process.stdout is not None:
             self.process.stdout.close()
+
+    def terminate(self) -> None:
+        """Ask the process to exit (SIGTERM), without waiting."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:  # a stopped (SIGSTOP) process acts on the SIGTERM only once continued
+            os.kill(self.process.pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
 
 
 class EmbeddedServices:
@@ -235,8 +242,11 @@ class EmbeddedServices:
             self._closed = True
             services = [s for pool in self.replicas.values() for s in pool]
             self.replicas.clear()
+        for service in services:  # all asked at once, then each given what is left of one grace period
+            service.terminate()
+        deadline = time.monotonic() + CLOSE_GRACE_S
         for service in services:
-            service.stop()
+            service.stop(timeout=deadline - time.monotonic())
 
     def __enter__(self) -> EmbeddedServices:
         return self

@@ -194,7 +194,13 @@ def main() -> None:
         endpoints = start_services(max(PARALLEL), procs)
         with tempfile.TemporaryDirectory(prefix="bench-sweep-") as tmp:
             tmp_path = Path(tmp)
+            from orchestrator.services.client import MethodClient
+
+            counter = MethodClient(endpoints[0])
+            received = counter.graphs_received()
             run_sweep(endpoints, 1, tmp_path / "warm.sqlite")  # imports, dataset cache, first connections
+            uploads = counter.graphs_received() - received
+            counter.close()
             rows = {}
             for parallel in PARALLEL:
                 records, wall, timing = run_sweep(endpoints, parallel, tmp_path / f"p{parallel}.sqlite")
@@ -214,6 +220,10 @@ def main() -> None:
                 f"in-process, the same {n} fit+predict calls: {1 / local_fit:9.0f} trials/s ({local_fit * 1e3:.3f} "
                 f"ms/trial); plus the orchestrator's scoring (val+test metrics): {1 / local_scored:6.0f} trials/s "
                 f"({local_scored * 1e3:.2f} ms/trial)"
+            )
+            print(
+                f"graph uploads in the first sweep (2 regimes x 5 splits of one graph, counted by the service): "
+                f"{uploads} (one per (regime, split) before the shared bundle: 10)"
             )
             for parallel, (records, wall, _) in rows.items():
                 print(

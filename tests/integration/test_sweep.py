@@ -20,11 +20,21 @@ from orchestrator.sweep import Progress, Sweep, SweepPlan
 
 
 class SpyServicer(MethodServicer):
-    """Keeps every graph it was sent, to check what a service can see."""
+    """Keeps every graph it was sent and every fit's labels, to check what a service can see."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.received = []
+        self.fits = []  # (train nodes, train labels, val nodes, val labels) of each fit
+
+    def Fit(self, request, context):
+        self.fits.append(
+            tuple(
+                np.asarray(v)
+                for v in (request.train_nodes, request.train_labels, request.val_nodes, request.val_labels)
+            )
+        )
+        return super().Fit(request, context)
 
     def UploadGraph(self, request_iterator, context):
         reply = super().UploadGraph(request_iterator, context)
@@ -51,17 +61,16 @@ def test_services_never_see_test_labels(tmp_path):
     finally:
         server.stop(0)
     assert len(records) == 8 and all(r.status == "ok" for r in records)
-    assert len(spy.received) == 4  # one upload per (regime, split), shared by both methods
+    (bundle,) = spy.received  # one upload, shared by both methods and every (regime, split)
+    assert (bundle.labels == -1).all()  # it shows no label at all
     graph = load_dataset("synthetic-tiny")
-    for bundle in spy.received:
-        matches = [make_split("synthetic-tiny", graph.y, r, i) for r in plan.regimes for i in plan.splits]
-        split = next(
-            s
-            for s in matches
-            if np.array_equal(np.flatnonzero(bundle.labels >= 0), np.sort(np.concatenate([s.train, s.val])))
-        )
-        assert (bundle.labels[split.test] == -1).all()
-        np.testing.assert_array_equal(bundle.labels[split.train], graph.y[split.train])
+    matches = [make_split("synthetic-tiny", graph.y, r, i) for r in plan.regimes for i in plan.splits]
+    assert len(spy.fits) == 8
+    for train, train_labels, val, val_labels in spy.fits:  # each fit's labels: its split's train and val, no other
+        split = next(s for s in matches if np.array_equal(train, s.train) and np.array_equal(val, s.val))
+        assert not np.intersect1d(np.concatenate([train, val]), split.test).size
+        np.testing.assert_array_equal(train_labels, graph.y[split.train])
+        np.testing.assert_array_equal(val_labels, graph.y[split.val])
 
 
 @pytest.mark.slow  # a sweep over every family's service: about a minute

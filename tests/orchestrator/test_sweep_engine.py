@@ -4,6 +4,7 @@ as rows, time limits, OOM, parallel = serial, dead remote endpoints, warm-up rec
 from __future__ import annotations
 
 import json
+import threading
 import time
 from functools import partial
 from typing import Any
@@ -19,7 +20,7 @@ from methods.gnn import MLP
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, Method, ResourceError
 from methods.sdk.service import GraphCache, MethodServicer, build_server
 from orchestrator.results import selected_results, selected_with_workflow
-from orchestrator.services.client import MethodClient
+from orchestrator.services.client import MethodClient, ServiceUnavailable
 from orchestrator.services.directory import Directory, ServiceDirectory, resolve_methods
 from orchestrator.store import Store
 from orchestrator.sweep import Sweep, SweepPlan
@@ -520,3 +521,168 @@ def test_a_predict_whose_model_is_gone_is_a_failed_trial_not_a_missing_graph(tmp
     endpoint, _, _ = servers(methods=(Modes,), servicer_cls=LostModels)
     record, recovered = one_trial(tmp_path, endpoint)
     assert record.status == "failed" and record.error.startswith("NOT_FOUND: no model") and not recovered
+
+
+class Peek(Method):
+    """Records what each fit sees of the graph: its feature matrix and which labels it shows."""
+
+    name = "peek"
+    version = "test"
+    capabilities = Capabilities(uses_gpu=False)
+    default_config: Config = {"mode": "ok"}
+    seen: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> Any:
+        Peek.seen.append((graph.features, graph.labels.copy(), train, val))
+        return graph.num_classes
+
+    def predict(self, state: Any, graph: GraphBundle) -> np.ndarray:
+        return np.full((graph.num_nodes, state), 1.0 / state, dtype=np.float32)
+
+
+class OlderService(Uploads):
+    """A service from before fit labels: its Describe has no ``fit_labels``, and it drops a fit's labels (as an
+    unknown field is dropped), so it fits on the labels its bundle shows."""
+
+    def Describe(self, request, context):
+        reply = super().Describe(request, context)
+        reply.fit_labels = False
+        return reply
+
+    def Fit(self, request, context):
+        del request.train_labels[:]
+        del request.val_labels[:]
+        return super().Fit(request, context)
+
+
+def test_every_split_and_regime_of_a_graph_fits_on_its_one_upload_and_sees_only_its_own_labels(tmp_path, servers):
+    from orchestrator.data.registry import load_dataset
+
+    endpoint, _, servicer = servers(methods=(Peek,), servicer_cls=Uploads)
+    directory = OneClient(endpoint)
+    Peek.seen.clear()
+    plan = SweepPlan(("peek",), ("synthetic-tiny",), ("10/10/80", "50/25/25"), (0, 1, 2, 3, 4), budget=1)
+    with Store(tmp_path / "r.sqlite") as store:
+        records = Sweep(plan, store, directory, warmup="none").run()
+    received = directory.client("peek").graphs_received()
+    directory.close()
+    assert len(records) == 10 and {r.status for r in records} == {"ok"}
+    assert servicer.upload_count == 1 and received == 1  # 5 splits x 2 regimes, one upload, counted by the service
+    y = load_dataset("synthetic-tiny").y
+    assert all(features is Peek.seen[0][0] for features, *_ in Peek.seen)  # one held matrix, not a copy per split
+    for _, labels, train, val in Peek.seen:
+        seen = np.union1d(train, val)
+        assert np.array_equal(np.flatnonzero(labels >= 0), seen)  # no test label, nothing but train and val
+        assert np.array_equal(labels[seen], y[seen])
+
+
+def test_a_service_without_fit_labels_gets_one_bundle_per_split_and_the_same_records(tmp_path, servers):
+    plan = SweepPlan(("qmlp",), ("synthetic-tiny",), ("10/10/80",), (0, 1), budget=1)
+    runs = []
+    for servicer_cls in (Uploads, OlderService):
+        endpoint, _, servicer = servers(methods=(QuickMLP,), servicer_cls=servicer_cls)
+        directory = OneClient(endpoint)
+        with Store(tmp_path / f"{servicer_cls.__name__}.sqlite") as store:
+            records = Sweep(plan, store, directory, warmup="none").run()
+        directory.close()
+        runs.append((servicer.upload_count, [(r.trial_key, r.status, r.val_loss, r.test_accuracy) for r in records]))
+    (shared, records), (per_split, older) = runs
+    assert shared == 1 and per_split == 2 and records == older and {r[1] for r in records} == {"ok"}
+
+
+class NoServices(Directory):
+    """A directory that must not be asked for any service."""
+
+    def __init__(self):
+        self.asked: list[str] = []
+
+    def client(self, method):
+        self.asked.append(method)
+        raise AssertionError(f"a service for {method} was asked for before the plan's datasets were checked")
+
+
+def test_a_missing_dataset_is_said_before_any_service_starts(tmp_path, monkeypatch):
+    from orchestrator.data import fetch
+    from orchestrator.data.fetch import FetchError
+
+    def offline(*args, **kwargs):
+        raise ConnectionError("no network")
+
+    monkeypatch.setenv("NODEGROUND_CACHE", str(tmp_path / "cache"))  # texas not processed here
+    monkeypatch.setenv("NODEGROUND_MIRROR", str(tmp_path / "empty-mirror"))
+    monkeypatch.setattr(fetch.pooch, "retrieve", offline)
+    directory = NoServices()
+    plan = SweepPlan(("modes",), ("synthetic-tiny", "texas"), ("10/10/80",), (0,), budget=1)
+    with Store(tmp_path / "r.sqlite") as store, pytest.raises(FetchError, match="could not download"):
+        Sweep(plan, store, directory, described={"modes": _spec_of(Modes)}).prepare()
+    assert directory.asked == []
+
+
+def _spec_of(method):
+    from contract.descriptions import spec_from_proto
+    from methods.sdk.service import describe_method
+
+    return spec_from_proto(describe_method(method, "test"))
+
+
+class Apart(Directory):
+    """One service per method, each start waiting until every other start has begun (a serial start never would)."""
+
+    def __init__(self, endpoints: dict[str, str]):
+        self.endpoints, self.clients = endpoints, {}
+        self.everyone = threading.Barrier(len(endpoints), timeout=60)  # generous: threads start in ms; serial: never
+
+    def pool_key(self, method):
+        return method
+
+    def client(self, method):
+        if method not in self.clients:
+            self.everyone.wait()
+            self.clients[method] = MethodClient(self.endpoints[method])
+        return self.clients[method]
+
+    def recover(self, replica):
+        return False
+
+    def close(self):
+        for client in self.clients.values():
+            client.close()
+
+
+def test_the_services_of_a_sweep_start_at_once_not_one_after_another(tmp_path, servers):
+    endpoints = {m.name: servers(methods=(m,))[0] for m in (QuickMLP, Modes, Sleepy)}
+    directory = Apart(endpoints)
+    plan = SweepPlan(tuple(endpoints), ("synthetic-tiny",), ("10/10/80",), (0,), budget=1)
+    with Store(tmp_path / "r.sqlite") as store:
+        sweep = Sweep(plan, store, directory, warmup="none")
+        sweep.describe_all()
+    directory.close()
+    assert set(sweep._specs) == set(endpoints) and not directory.everyone.broken
+
+
+def test_an_interrupted_sweep_cancels_its_fit_in_flight_stores_what_finished_and_retries_nothing(tmp_path, servers):
+    """Ctrl-C as the CLI meets it: KeyboardInterrupt in the thread that writes records, then the directory closed.
+    The 30 s fit in flight is cancelled (its trial thread ends long before the fit would), nothing is retried."""
+    endpoints = [servers(methods=(Sleepy,))[0] for _ in range(2)]
+    directory = ServiceDirectory(resolve_methods(["sleepy"], {"test": FAMILY}), endpoints={"sleepy": endpoints})
+    plan = SweepPlan(("sleepy",), ("synthetic-tiny",), ("10/10/80",), (0,), budget=2)  # 30 s, then 0.01 s
+
+    def interrupt(record):
+        raise KeyboardInterrupt
+
+    started = time.monotonic()
+    with Store(tmp_path / "r.sqlite") as store:
+        sweep = Sweep(plan, store, directory, parallel=2, warmup="none")
+        sweep.progress.on_trial = interrupt
+        with pytest.raises(KeyboardInterrupt):
+            sweep.run()
+        directory.close()  # what open_sweep does on the way out
+        for thread in [t for t in threading.enumerate() if t.name.startswith("trial")]:
+            thread.join(HANG_S)
+        ended = time.monotonic() - started
+        frame = store.frame()
+    assert list(frame["config_json"]) == ['{"seconds": 0.01}'] and list(frame["status"]) == ["ok"]
+    assert ended < 30.0, "the trial thread waited for the fit to finish instead of cancelling it"
+    assert sweep._stopping.is_set()  # so no trial lost to the closing is run again
+    with pytest.raises(ServiceUnavailable, match="the sweep is ending"):  # nor waits for a replica (a restart)
+        directory.acquire("sleepy")

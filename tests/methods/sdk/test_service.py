@@ -169,6 +169,51 @@ def test_malformed_requests_get_invalid_argument(service, graph, method, train, 
     assert err.value.code() == code and message in err.value.details()
 
 
+def test_a_fit_with_its_own_labels_on_a_graph_with_every_label_hidden_equals_the_fit_on_its_split_bundle(
+    service, graph
+):
+    """One upload for every split: the fit's labels come with the request, and the fit sees exactly what it
+    would on a bundle showing that split's labels (the same predictions), and the bundle's own labels never."""
+    servicer, client = service
+    x, e, y = tiny_graph(90)
+    hidden = make_bundle(x, e, np.full(90, -1), 3)
+    client.ensure_graph(hidden)
+    client.ensure_graph(graph)
+    assert servicer.graphs_received == 2 == client.graphs_received() and client.takes_fit_labels()
+    train, val = np.arange(0, 30), np.arange(30, 60)
+    runs = []
+    for bundle, labels in ((graph, None), (hidden, y), (graph, y)):  # the last: the request's labels win
+        fit = client.fit("mlp", bundle.graph_hash, train, val, QUICK, seed=3, time_limit=None, labels=labels)
+        runs.append(client.predict(fit.value.model_handle, 90).value)
+        client.release(fit.value.model_handle)
+    np.testing.assert_array_equal(runs[0], runs[1])
+    np.testing.assert_array_equal(runs[0], runs[2])
+    (view,) = servicer.graphs.get(hidden.graph_hash).cache["nodeground-split-views"].values()
+    assert view.features is servicer.graphs.get(hidden.graph_hash).features  # shared, not copied
+    assert set(np.flatnonzero(view.labels >= 0)) == set(range(60))  # train and val only
+
+
+@pytest.mark.parametrize(
+    "train_labels, val_labels, message",
+    [([0, 1], [0] * 30, "train_labels has 2 entries for 30 train_nodes"), ([0] * 30, [3] * 30, "must lie in [0, 3)")],
+)
+def test_a_fit_s_labels_of_the_wrong_count_or_range_are_invalid_argument(service, train_labels, val_labels, message):
+    from contract.space import config_to_proto
+    from contract.v1 import method_service_pb2 as pb
+
+    _, client = service
+    x, e, _ = tiny_graph(90)
+    hidden = make_bundle(x, e, np.full(90, -1), 3)
+    client.ensure_graph(hidden)
+    request = pb.FitRequest(
+        method="mlp", graph_hash=hidden.graph_hash, train_nodes=list(range(30)), val_nodes=list(range(30, 60)),
+        config=config_to_proto(QUICK), train_labels=train_labels, val_labels=val_labels,
+    )  # fmt: skip
+    with pytest.raises(grpc.RpcError) as err:
+        client._stub.Fit(request, timeout=60)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and message in err.value.details()
+
+
 def test_a_graph_not_held_is_not_found_not_a_service_that_is_not_ready(service):
     _, client = service
     with pytest.raises(grpc.RpcError) as err:
