@@ -15,10 +15,12 @@ from orchestrator.cli import slurm as slurm_cli
 from orchestrator.cli import submit as submit_cli
 from orchestrator.cli import validate as validate_cli
 from orchestrator.cli import weights as weights_cli
+from orchestrator.cli.errors import Commands
 
 app = typer.Typer(
     name="orchestrator",
     help="NodeGround: benchmark graph foundation models against tuned supervised methods.",
+    cls=Commands,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
