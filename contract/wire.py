@@ -220,25 +220,46 @@ def encode_probabilities(
         )
 
 
-def decode_probabilities(chunks: Iterator[pb.PredictChunk], num_nodes: int) -> tuple[np.ndarray, pb.CallStats]:
-    """Reassemble the probability matrix; refuse missing or misplaced rows."""
+def decode_probabilities(
+    chunks: Iterator[pb.PredictChunk], num_nodes: int, num_classes: int | None = None
+) -> tuple[np.ndarray, pb.CallStats]:
+    """Reassemble the probability matrix; refuse missing, misplaced or mis-sized rows and a reply without stats.
+
+    Every field of a chunk is checked before it is interpreted (its byte length before any buffer is
+    read, its class count before anything is allocated), so a malformed reply raises BundleError and
+    nothing else. Without ``num_classes`` the class count is bounded by the node count (a graph has at
+    most one class per node), which bounds what a reply can make the receiver allocate.
+    """
+    itemsize = _DTYPES["float32"].itemsize
     probs: np.ndarray | None = None
     seen = 0
-    stats = pb.CallStats()
+    stats: pb.CallStats | None = None
     for chunk in chunks:
+        classes, rows, offset = int(chunk.num_classes), int(chunk.num_rows), int(chunk.row_offset)
         if probs is None:
-            if chunk.num_classes <= 0:
-                raise BundleError("prediction has no classes")
-            probs = np.empty((num_nodes, chunk.num_classes), dtype=np.float32)
-        if chunk.num_classes != probs.shape[1] or chunk.row_offset != seen:
-            raise BundleError(f"prediction chunk at row {chunk.row_offset} does not continue row {seen}")
-        block = np.frombuffer(chunk.probabilities, dtype=_DTYPES["float32"])
-        if block.size != chunk.num_rows * chunk.num_classes or seen + chunk.num_rows > num_nodes:
-            raise BundleError(f"prediction chunk at row {chunk.row_offset} has a wrong size")
-        probs[seen : seen + chunk.num_rows] = block.reshape(chunk.num_rows, chunk.num_classes)
-        seen += chunk.num_rows
+            if num_classes is not None and classes != num_classes:
+                raise BundleError(f"prediction has {classes} classes; the graph has {num_classes}")
+            if not 1 <= classes <= max(2, num_nodes):
+                raise BundleError(f"prediction has {classes} classes, outside [1, {max(2, num_nodes)}]")
+            probs = np.empty((num_nodes, classes), dtype=np.float32)
+        if classes != probs.shape[1]:
+            raise BundleError(f"prediction chunk at row {offset} has {classes} classes, earlier ones {probs.shape[1]}")
+        if offset != seen:
+            raise BundleError(f"prediction chunk at row {offset} does not continue row {seen}")
+        if rows < 0 or seen + rows > num_nodes:
+            raise BundleError(f"prediction chunk at row {offset} has {rows} rows; {num_nodes - seen} remain")
+        if len(chunk.probabilities) != rows * classes * itemsize:
+            raise BundleError(
+                f"prediction chunk at row {offset} has {len(chunk.probabilities)} bytes of probabilities; "
+                f"{rows} x {classes} float32 are {rows * classes * itemsize}"
+            )
+        block = np.frombuffer(chunk.probabilities, dtype=_DTYPES["float32"], count=rows * classes)
+        probs[seen : seen + rows] = block.reshape(rows, classes)
+        seen += rows
         if chunk.HasField("stats"):
             stats = chunk.stats
     if probs is None or seen != num_nodes:
         raise BundleError(f"prediction covers {seen} of {num_nodes} nodes")
+    if stats is None:
+        raise BundleError("prediction carries no stats")
     return probs, stats

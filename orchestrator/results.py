@@ -70,18 +70,27 @@ def results_table(selected: pd.DataFrame) -> Table:
     for row in selected.itertuples(index=False):
         chosen = pd.notna(row.trial_index)
         table.add_row(
-            f"{row.method}@{row.method_version}" if versions[row.method] > 1 else row.method,
-            row.dataset,
-            row.regime,
+            f"{_cell(row.method)}@{_cell(row.method_version)}"
+            if versions.get(row.method, 1) > 1
+            else _cell(row.method),
+            _cell(row.dataset),
+            _cell(row.regime),
             str(row.split),
             str(row.trials),
             str(row.failed),
             str(int(row.trial_index)) if chosen else "-",
             f"{row.val_loss:.4f}" if chosen else "-",
-            row.primary_metric if chosen else "none selectable",
+            _cell(row.primary_metric) if chosen else "none selectable",
             f"{row.test_primary:.4f}" if chosen else "-",
         )
     return table
+
+
+def _cell(value: Any, missing: str = "-") -> str:
+    """A text cell of a store that may hold NULL, NaN or a number where text belongs (a store we did not write)."""
+    if value is None or (isinstance(value, float) and value != value) or (value is pd.NA) or value == "":
+        return missing
+    return str(value)
 
 
 SUMMARY_ROWS = 20  # a failure summary fits one screen
@@ -202,10 +211,10 @@ def workflow_table(selected: pd.DataFrame) -> Table:
     for row in selected.itertuples(index=False):
         chosen = pd.notna(row.selected_trial_index)
         table.add_row(
-            row.method, row.dataset, row.regime, str(row.split), str(row.n_trials), str(row.n_ok),
-            str(int(row.selected_trial_index)) if chosen else "-",
+            _cell(row.method), _cell(row.dataset), _cell(row.regime), str(row.split), str(row.n_trials),
+            str(row.n_ok), str(int(row.selected_trial_index)) if chosen else "-",
             _seconds(row.training_tuning_s), _seconds(row.prediction_s), _seconds(row.workflow_s),
-            _bytes(row.workflow_peak_bytes), row.memory_kind,
+            _bytes(row.workflow_peak_bytes), _cell(row.memory_kind),
         )  # fmt: skip
     return table
 
@@ -218,8 +227,9 @@ def services_table(services: pd.DataFrame) -> Table:
         )
     for row in services.itertuples(index=False):
         table.add_row(
-            row.family, row.source, row.endpoint, str(row.started_at), _seconds(row.start_seconds),
-            _seconds(row.warmup_seconds), row.warmup_methods or "-", row.warmup_error or "",
+            _cell(row.family), _cell(row.source), _cell(row.endpoint), _cell(row.started_at),
+            _seconds(row.start_seconds), _seconds(row.warmup_seconds), _cell(row.warmup_methods),
+            _cell(row.warmup_error, ""),
         )  # fmt: skip
     return table
 
@@ -342,7 +352,7 @@ def summary_table(summary: pd.DataFrame) -> Table:
         else:
             value = "none selectable"
         table.add_row(
-            row.regime, row.dataset, row.view, f"{row.selected_splits}/{row.splits}",
-            row.primary_metric or "-", value, row.selected or "-", row.reason or "",
+            _cell(row.regime), _cell(row.dataset), _cell(row.view), f"{row.selected_splits}/{row.splits}",
+            _cell(row.primary_metric), value, _cell(row.selected), _cell(row.reason, ""),
         )  # fmt: skip
     return table

@@ -621,7 +621,7 @@ class Sweep:
         record.upload_e2e_s = upload.e2e_seconds if upload.value else 0.0
         fit = self._fit(client, job, bundle, graph.y if shared else None)
         reply = fit.value
-        stats = _check_stats(reply.stats, "fit")
+        stats = _check_stats(reply.stats if reply.HasField("stats") else None, "fit")
         record.fit_e2e_s = fit.e2e_seconds
         record.fit_service_s = stats.seconds
         record.fit_peak_rss_bytes = stats.peak_rss_bytes
@@ -644,10 +644,13 @@ class Sweep:
                 client.release(reply.model_handle)
             except (grpc.RpcError, ServiceUnavailable):
                 pass
-            if isinstance(exc, BundleError):
+            if isinstance(exc, ValueError):  # BundleError and any other decoding error of the reply
                 raise ReplyError(str(exc)) from None
             raise
-        client.release(reply.model_handle)
+        warning = _release(client, reply.model_handle)
+        if warning is not None:  # the predictions are valid: the trial stands, the failed release is noted on it
+            extra = json.loads(record.extra_json) if record.extra_json else {}
+            record.extra_json = json.dumps({**extra, "release_warning": warning}, sort_keys=True)
         stats = _check_stats(predicted.stats, "predict")
         record.predict_e2e_s = predicted.e2e_seconds
         record.predict_service_s = stats.seconds
@@ -719,7 +722,9 @@ class Sweep:
                 try:
                     fit = client.fit(method, bundle.graph_hash, train, val, config, 0, WARMUP_TIME_LIMIT_S)
                     try:
-                        client.predict(fit.value.model_handle, bundle.num_nodes, timeout=WARMUP_TIME_LIMIT_S)
+                        client.predict(
+                            fit.value.model_handle, bundle.num_nodes, bundle.num_classes, timeout=WARMUP_TIME_LIMIT_S
+                        )
                     finally:
                         client.release(fit.value.model_handle)
                 except grpc.RpcError as exc:
@@ -749,6 +754,18 @@ def _all_at_once(work: Callable[[Any], None], items: list[Any], name: str) -> No
             future.result()
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _release(client: MethodClient, handle: str) -> str | None:
+    """Free a model after a valid predict; what went wrong, if anything (a warning on the trial, not its outcome).
+
+    A service that stops answering (ServiceUnavailable) still propagates: the replica needs recovering.
+    """
+    try:
+        released = client.release(handle)
+    except grpc.RpcError as exc:
+        return f"release failed: {exc.code().name}: {exc.details()}"
+    return None if released else f"release of model {handle!r} answered released=false"
 
 
 def _check_stats(stats: pb.CallStats | None, call: str) -> pb.CallStats:

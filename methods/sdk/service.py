@@ -3,7 +3,8 @@
 Compute calls (upload decoding, fit, predict) run one at a time under a lock,
 so that the time and memory each reports belong to that call alone; Describe,
 HasGraph, Release and health run on their own small thread pool, so they answer
-even while every compute thread is taken (by long fits or by idle upload streams).
+even while every compute thread is taken by long fits; upload streams run on a pool
+of their own, so idle or stalled uploads never take a Fit's or a Predict's thread.
 
 What a client can make the service hold is bounded: an upload is admitted from
 its header alone (its tensors plus one N x C prediction must fit under
@@ -42,6 +43,7 @@ import ctypes
 import functools
 import hashlib
 import logging
+import math
 import re
 import threading
 import time
@@ -174,7 +176,7 @@ class UploadGate:
     def __init__(self, max_bytes: int, max_uploads: int, wait_seconds: float = DEFAULT_UPLOAD_WAIT_SECONDS) -> None:
         self.max_bytes = max_bytes
         self._slots = threading.BoundedSemaphore(max(1, max_uploads))
-        self._max_uploads = max(1, max_uploads)
+        self.max_uploads = max(1, max_uploads)
         self._wait = wait_seconds
         self._reserved = 0
         self._lock = threading.Lock()
@@ -183,11 +185,11 @@ class UploadGate:
     def slot(self) -> Iterator[Callable[[pb.GraphHeader], None]]:
         """A stream slot (BundleTooLarge when none frees up in time); yields the ``admit`` check for its header.
 
-        Waiting holds a compute thread, never a control one: health still answers.
+        Waiting holds an upload thread (``build_server``), never a compute or control one.
         """
         if not self._slots.acquire(timeout=self._wait):
             raise BundleTooLarge(
-                f"{self._max_uploads} uploads were streaming for {self._wait:g} s; retry when one has finished"
+                f"{self.max_uploads} uploads were streaming for {self._wait:g} s; retry when one has finished"
             )
         reserved = 0
 
@@ -383,6 +385,12 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         graph = self.graphs.get(request.graph_hash)
         if graph is None:
             context.abort(grpc.StatusCode.NOT_FOUND, f"graph {request.graph_hash} is not held; upload it first")
+        limit = request.time_limit_seconds
+        if not math.isfinite(limit) or limit < 0:  # 0 is the proto's "none"; NaN, inf and negatives mean nothing
+            context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"time_limit_seconds must be a finite number of seconds > 0 (or 0 for none), got {limit!r}",
+            )
         if request.train_labels or request.val_labels:
             graph = self._split_view(graph, request, context)
         train = _node_set("train_nodes", request.train_nodes, graph, context)
@@ -569,6 +577,11 @@ def _node_set(field: str, nodes: Sequence[int], graph: GraphBundle, context: grp
         context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{field} holds node ids outside [0, {graph.num_nodes})")
     if (graph.labels[array] < 0).any():
         context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{field} includes nodes whose label is hidden (-1)")
+    if np.unique(array).size != array.size:
+        context.abort(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            f"{field} repeats node ids ({array.size - np.unique(array).size} duplicates); each node counts once",
+        )
     return array
 
 
@@ -633,8 +646,12 @@ def build_server(
         futures.ThreadPoolExecutor(max_workers=max_workers), options=options, interceptors=security.interceptors()
     )
     control = futures.ThreadPoolExecutor(max_workers=CONTROL_THREADS, thread_name_prefix="control")
+    # Upload streams have threads of their own: the streaming ones and as many waiting for a slot; any
+    # further stream queues on this pool holding no thread, so idle streams never starve a Fit or Predict.
+    uploads = futures.ThreadPoolExecutor(max_workers=2 * servicer.uploads.max_uploads, thread_name_prefix="upload")
     health_servicer = ReadinessHealth(servicer)
     _run_on(control, servicer, "Describe", "HasGraph", "Release")
+    _run_on(uploads, servicer, "UploadGraph")
     _run_on(control, health_servicer, "Check", "List")
     pb_grpc.add_MethodServiceServicer_to_server(servicer, server)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

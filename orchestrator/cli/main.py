@@ -14,6 +14,7 @@ from typing import Any
 
 import typer
 from typer import _click
+from typer._click.exceptions import NoArgsIsHelpError
 from typer.core import TyperCommand, TyperGroup
 
 # name -> (module, attribute, its one-line help); a Typer attribute is a command group.
@@ -122,6 +123,17 @@ class LazyGroup(TyperGroup):
         if cmd_name not in self.commands:
             self.commands[cmd_name] = load_command(cmd_name)
         return self.commands[cmd_name]
+
+    def invoke(self, ctx: _click.Context) -> Any:
+        """Every command and sub-command, its flags' parsing included, runs under the one handler (``errors.fail``)."""
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, NoArgsIsHelpError):
+            raise
+        except (Exception, KeyboardInterrupt) as exc:
+            from orchestrator.cli.errors import fail  # imported on failure only: --help stays light
+
+            fail(exc)
 
     def format_help(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
         self._listing = True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 import time
 from pathlib import Path
 from typing import Annotated
@@ -14,6 +15,18 @@ from orchestrator.analysis.load import AnalysisInputError
 def _fail(message: str) -> None:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code=2)
+
+
+def _check_writable(out: Path) -> None:
+    """Refuse an --out the site cannot be written into (AnalysisInputError), creating it when it is missing."""
+    if out.exists() and not out.is_dir():
+        raise AnalysisInputError(f"--out exists and is not a directory: {out}")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as exc:
+        raise AnalysisInputError(f"--out {out} cannot be written: {exc.strerror or exc}") from None
 
 
 def report(
@@ -78,6 +91,7 @@ def report(
     t0 = time.perf_counter()
     partial = partial_note(store)
     try:
+        _check_writable(out)  # before minutes of aggregation, not after
         trials = load_trials(store)
         if bundle:
             trials = merge_trials(trials, bundle)
@@ -89,8 +103,6 @@ def report(
             missing = [c for c in STATS_COLUMNS if c not in stats.columns]
             if missing:
                 raise AnalysisInputError(f"{dataset_stats} lacks column(s): {', '.join(missing)}")
-        if out.exists() and not out.is_dir():
-            raise AnalysisInputError(f"--out exists and is not a directory: {out}")
         an = build_report(
             trials,
             out,

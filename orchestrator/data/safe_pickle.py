@@ -18,6 +18,7 @@ import contextlib
 import io
 import pickle
 import threading
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -167,7 +168,8 @@ def load_tensor_file(path: Path) -> Any:
     import torch
 
     try:
-        with torch.serialization.safe_globals(_tensor_globals()):
+        with torch.serialization.safe_globals(_tensor_globals()), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch's warnings on a legacy or raw pickle: the error below says it all
             return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:
         raise UnsafeFileError(

@@ -16,8 +16,10 @@ The canonical graph is stored under ``$NODEGROUND_CACHE/user/`` and listed in
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,7 @@ import numpy as np
 from orchestrator.data.cache import read_graph, save_graph
 from orchestrator.data.fetch import cache_dir
 from orchestrator.data.graph import Graph, GraphError, canonicalize
-from orchestrator.data.safe_pickle import UnsafeFileError, load_tensor_file
+from orchestrator.data.safe_pickle import UnsafeFileError, load_tensor_file, one_line
 
 MIN_PER_CLASS = 3  # one node each for train, val and test
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
@@ -72,10 +74,105 @@ def _pick(raw: dict[str, Any], what: str, path: Path) -> Any:
     raise UserDatasetError(f"{path.name}: no {what} array (looked for {', '.join(_KEYS[what])})")
 
 
-def _to_numpy(value: Any) -> np.ndarray:
+# What `datasets add` may decompress. A member larger than BOMB_MIN_BYTES that inflates more than
+# MAX_INFLATION-fold is refused from its header: deflate cannot exceed about 1032:1, constant arrays come close,
+# and no real graph's features or edges do (bag-of-words features at 1% density inflate about 40-fold).
+# The declared total must also fit the memory budget: NODEGROUND_ADD_MEMORY bytes, else a quarter of this
+# machine's memory (registering holds the arrays about three times: as read, canonicalized, saved).
+MAX_INFLATION = 500
+BOMB_MIN_BYTES = 64 << 20
+MEMORY_ENV = "NODEGROUND_ADD_MEMORY"
+
+
+def memory_budget() -> int:
+    """Bytes a dataset's declared arrays may take (``NODEGROUND_ADD_MEMORY``, else a quarter of physical memory)."""
+    explicit = os.environ.get(MEMORY_ENV, "").strip()
+    if explicit:
+        try:
+            value = int(float(explicit))
+        except ValueError:
+            raise UserDatasetError(f"{MEMORY_ENV}={explicit!r} is not a number of bytes") from None
+        if value <= 0:
+            raise UserDatasetError(f"{MEMORY_ENV}={explicit!r} must be a positive number of bytes")
+        return value
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
+
+
+def check_npz_sizes(path: Path, budget: int | None = None) -> None:
+    """Refuse an .npz from its members' headers alone, before any array is read: a decompression bomb,
+    a declared total beyond the memory budget, or arrays that are not real numbers."""
+    budget = memory_budget() if budget is None else budget
+    total = 0
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                if not info.filename.endswith(".npy"):
+                    continue
+                with archive.open(info) as member:
+                    version = np.lib.format.read_magic(member)
+                    fmt = np.lib.format
+                    read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+                    shape, _, dtype = read_header(member)  # the header only: no array byte is read
+                name = info.filename[: -len(".npy")]
+                if dtype.hasobject or not (np.issubdtype(dtype, np.number) or dtype == np.bool_):
+                    raise UserDatasetError(f"{path.name}: array {name!r} is not numeric (dtype {dtype})")
+                if np.issubdtype(dtype, np.complexfloating):
+                    raise UserDatasetError(f"{path.name}: array {name!r} is complex ({dtype}); give real numbers")
+                declared = math.prod(int(d) for d in shape) * dtype.itemsize
+                total += declared
+                inflation = declared / max(1, info.compress_size)
+                if declared > BOMB_MIN_BYTES and inflation > MAX_INFLATION:
+                    raise UserDatasetError(
+                        f"{path.name}: array {name!r} declares {_gib(declared)} ({'x'.join(map(str, shape))} {dtype}) "
+                        f"from {info.compress_size:,} compressed bytes, a {inflation:,.0f}-fold inflation; "
+                        f"no real graph inflates over {MAX_INFLATION}-fold (refused as a decompression bomb)"
+                    )
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
+        if isinstance(exc, UserDatasetError):
+            raise
+        raise UserDatasetError(f"{path.name}: not a readable .npz file ({type(exc).__name__}: {exc})") from None
+    if total > budget:
+        raise UserDatasetError(
+            f"{path.name}: its arrays declare {_gib(total)}, over the memory budget of {_gib(budget)} "
+            f"(set {MEMORY_ENV} to the bytes this machine can give)"
+        )
+
+
+def _gib(nbytes: int) -> str:
+    return f"{nbytes / (1 << 30):.2f} GiB"
+
+
+def _to_numpy(value: Any, what: str, path: Path) -> np.ndarray:
+    """A plain numeric array from an array or a tensor (torch is duck-typed: the orchestrator never imports it);
+    sparse, meta-device, complex and non-numeric values are refused in one line."""
     if hasattr(value, "detach"):
-        value = value.detach().cpu().numpy()
-    return np.asarray(value)
+        layout = str(getattr(value, "layout", "torch.strided"))
+        if layout != "torch.strided":
+            raise UserDatasetError(f"{path.name}: {what} is a sparse tensor ({layout}); save it dense (.to_dense())")
+        if getattr(value, "is_meta", False):
+            raise UserDatasetError(f"{path.name}: {what} is on the meta device and holds no values")
+        if getattr(value, "is_complex", lambda: False)():
+            raise UserDatasetError(f"{path.name}: {what} is complex ({value.dtype}); give real numbers")
+        if getattr(value, "is_quantized", False):
+            raise UserDatasetError(f"{path.name}: {what} is a quantized tensor ({value.dtype}); give plain numbers")
+        if str(value.dtype) in ("torch.bfloat16", "torch.float16"):
+            value = value.float()  # numpy has no bfloat16: widen losslessly
+        try:
+            value = value.detach().cpu().numpy()
+        except Exception as exc:
+            raise UserDatasetError(f"{path.name}: {what} cannot be read as an array ({one_line(exc)})") from None
+    try:
+        array = np.asarray(value)
+    except Exception as exc:
+        raise UserDatasetError(f"{path.name}: {what} cannot be read as an array ({one_line(exc)})") from None
+    if np.iscomplexobj(array):
+        raise UserDatasetError(f"{path.name}: {what} is complex ({array.dtype}); give real numbers")
+    if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
+        raise UserDatasetError(f"{path.name}: {what} is not numeric (dtype {array.dtype})")
+    return array
 
 
 def read_user_file(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple | None]:
@@ -83,6 +180,7 @@ def read_user_file(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, tupl
     if not path.exists():
         raise UserDatasetError(f"{path}: no such file")
     if path.suffix == ".npz":
+        check_npz_sizes(path)
         try:
             with np.load(path, allow_pickle=False) as npz:
                 raw: dict[str, Any] = {k: npz[k] for k in npz.files}
@@ -98,9 +196,9 @@ def read_user_file(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, tupl
             if isinstance(data, dict)
             else {k: getattr(data, k, None) for k in (*sum(_KEYS.values(), ()), "train_mask", "val_mask", "test_mask")}
         )
-    x = _to_numpy(_pick(raw, "x", path))
-    edges = _to_numpy(_pick(raw, "edge_index", path))
-    y = _to_numpy(_pick(raw, "y", path))
+    x = _to_numpy(_pick(raw, "x", path), "x", path)
+    edges = _to_numpy(_pick(raw, "edge_index", path), "edge_index", path)
+    y = _to_numpy(_pick(raw, "y", path), "y", path)
     if edges.ndim == 2 and edges.shape[0] != 2 and edges.shape[1] == 2:
         edges = edges.T
     if y.ndim == 2 and y.shape[1] == 1:
@@ -117,7 +215,7 @@ def read_user_file(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, tupl
     masks = None
     for names in (("train_mask", "val_mask", "test_mask"), ("train_masks", "val_masks", "test_masks")):
         if all(raw.get(n) is not None for n in names):
-            masks = tuple(_to_numpy(raw[n]).astype(bool) for n in names)
+            masks = tuple(_to_numpy(raw[n], n, path).astype(bool) for n in names)
     return x, edges, y, masks
 
 

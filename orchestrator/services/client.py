@@ -26,7 +26,7 @@ from contract.space import Config, config_to_proto
 from contract.v1 import method_service_pb2 as pb
 from contract.v1 import method_service_pb2_grpc as pb_grpc
 from contract.weights import weights_dir
-from contract.wire import MAX_MESSAGE_BYTES, BundleError, GraphBundle, decode_probabilities, encode
+from contract.wire import MAX_MESSAGE_BYTES, GraphBundle, decode_probabilities, encode
 
 WATCHDOG_INTERVAL_S = 5.0  # seconds between health probes while a call is in flight
 WATCHDOG_PROBE_TIMEOUT_S = 5.0  # one probe's own deadline
@@ -283,18 +283,9 @@ class MethodClient:
         """
         start = time.perf_counter()
         call = self._stub.Predict(pb.PredictRequest(model_handle=handle), timeout=timeout)
-        chunks = call if num_classes is None else _of_classes(call, num_classes)
         with self._watched(call, "Predict"):
-            probs, stats = decode_probabilities(chunks, num_nodes)
+            probs, stats = decode_probabilities(call, num_nodes, num_classes)
         return CallResult(probs, time.perf_counter() - start, stats)
 
     def release(self, handle: str) -> bool:
         return self._unary(self._stub.Release, pb.ReleaseRequest(model_handle=handle), SHORT_CALL_S, "Release").released
-
-
-def _of_classes(chunks: Iterator[pb.PredictChunk], num_classes: int) -> Iterator[pb.PredictChunk]:
-    """Refuse a chunk for another class count before anything is allocated for it."""
-    for chunk in chunks:
-        if chunk.num_classes != num_classes:
-            raise BundleError(f"prediction has {chunk.num_classes} classes; the graph has {num_classes}")
-        yield chunk

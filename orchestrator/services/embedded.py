@@ -17,6 +17,7 @@ even by SIGKILL: its environment names the orchestrator's pid
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import signal
@@ -34,9 +35,24 @@ from contract.handshake import PARENT_PID_ENV, READY_PREFIX
 from contract.security import ENV_NAMES as SECURITY_ENV
 from orchestrator.services.client import ServiceUnavailable
 
-START_TIMEOUT_S = 120.0
+START_TIMEOUT_S = 120.0  # default; NODEGROUND_START_TIMEOUT_S sets it (a loaded machine may need more)
+START_TIMEOUT_ENV = "NODEGROUND_START_TIMEOUT_S"
 CLOSE_GRACE_S = 3.0  # when the sweep ends, services get this long to exit on SIGTERM, then SIGKILL (they hold nothing)
 THREADS_ENV = "NODEGROUND_THREADS"  # torch threads per service (methods.serve reads it)
+
+
+def start_timeout() -> float:
+    """Seconds a service may take to announce its port: NODEGROUND_START_TIMEOUT_S, else START_TIMEOUT_S."""
+    raw = os.environ.get(START_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return START_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise ServiceUnavailable(f"{START_TIMEOUT_ENV}={raw!r} must be a positive number of seconds")
+    return value
 
 
 def service_threads(replicas: int, env: Mapping[str, str] = os.environ) -> int | None:
@@ -112,7 +128,8 @@ class EmbeddedService:
         assert self.process is not None and self.process.stdout is not None
         selector = selectors.DefaultSelector()
         selector.register(self.process.stdout, selectors.EVENT_READ)
-        deadline = time.monotonic() + START_TIMEOUT_S
+        timeout = start_timeout()
+        deadline = time.monotonic() + timeout
         line = b""
         try:
             while time.monotonic() < deadline:
@@ -126,10 +143,25 @@ class EmbeddedService:
                     break
         finally:
             selector.close()
+        timed_out = time.monotonic() >= deadline
+        if not timed_out:  # its output ended: give an exiting process a moment to say how it ended
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=5)
+        running = self.process.poll() is None
         self.stop()
+        where = f"see {self.log_path if self.log_path else 'its stderr'}"
+        if running and timed_out:
+            raise ServiceUnavailable(
+                f"the {self.family} service did not announce its port within {timeout:g} s, so the orchestrator "
+                f"stopped it (a loaded machine may need longer: set {START_TIMEOUT_ENV}); {where}"
+            )
+        if running:
+            raise ServiceUnavailable(
+                f"the {self.family} service closed its output before announcing its port, so the orchestrator "
+                f"stopped it; {where}"
+            )
         raise ServiceUnavailable(
-            f"the {self.family} service did not start (exit code {self.process.returncode}); "
-            f"see {self.log_path if self.log_path else 'its stderr'}"
+            f"the {self.family} service exited with code {self.process.returncode} before announcing its port; {where}"
         )
 
     @property

@@ -85,6 +85,23 @@ def test_probabilities_round_trip_in_row_chunks():
         decode_probabilities(iter(chunks[:-1]), 1000)
 
 
+@pytest.mark.parametrize(
+    "chunk",
+    [
+        pb.PredictChunk(row_offset=0, num_rows=4, num_classes=3, probabilities=b"\0" * 3),  # not a multiple of 4
+        pb.PredictChunk(row_offset=0, num_rows=4, num_classes=3, probabilities=b"\0" * 49),  # N*C*4 + 1
+        pb.PredictChunk(row_offset=0, num_rows=-1, num_classes=3, probabilities=b""),
+        pb.PredictChunk(row_offset=0, num_rows=4, num_classes=-3, probabilities=b""),
+        pb.PredictChunk(row_offset=0, num_rows=1, num_classes=2**31 - 1, probabilities=b"\0" * 16),
+        pb.PredictChunk(row_offset=0, num_rows=4, num_classes=3, probabilities=b"\0" * 48),  # no stats anywhere
+    ],
+)
+def test_every_malformed_prediction_chunk_is_a_bundle_error(chunk):
+    """Checked before it is interpreted: never numpy's own ValueError, never an allocation the reply chose."""
+    with pytest.raises(BundleError):
+        decode_probabilities(iter([chunk]), 4)
+
+
 def _header_chunk(b, **changes):
     first = next(encode(b))
     header = pb.GraphHeader()

@@ -12,6 +12,7 @@ import signal
 import time
 from typing import Any
 
+import grpc
 import numpy as np
 import pytest
 
@@ -31,7 +32,47 @@ from tests.orchestrator.test_sweep_engine import (
     one_torch_thread,  # noqa: F401  (autouse: in-process services, one thread)
 )
 
-MALFORMED = ("short", "classes", "huge-classes", "info", "stats")
+# Every field of every reply a trial reads, malformed one way per mode: mode -> (status, what the error says).
+# The mode is the trial's configuration; the servicer below turns the well-behaved reply into the bad one.
+_FAILED, _NONFINITE, _OK = "failed", "nonfinite", "ok"
+REPLIES: dict[str, tuple[str, str]] = {
+    # FitResponse
+    "handle": (_FAILED, "the fit returned no model handle"),
+    "fit-no-stats": (_FAILED, "fit reply carries no stats"),
+    "stats": (_FAILED, "fit stats are not a finite, non-negative time"),
+    "fit-seconds-inf": (_FAILED, "fit stats are not a finite, non-negative time"),
+    "fit-seconds-negative": (_FAILED, "fit stats are not a finite, non-negative time"),
+    "fit-rss-negative": (_FAILED, "fit stats are not a finite, non-negative time"),
+    "fit-gpu-negative": (_FAILED, "fit stats are not a finite, non-negative time"),
+    "info": (_FAILED, "fit info 'epochs' carries no value"),
+    # PredictChunk: class count, row placement, byte lengths, stats
+    "short": (_FAILED, "prediction covers"),
+    "classes": (_FAILED, "prediction has 4 classes; the graph has 3"),
+    "huge-classes": (_FAILED, "prediction has 2147483647 classes; the graph has 3"),
+    "zero-classes": (_FAILED, "prediction has 0 classes; the graph has 3"),
+    "negative-classes": (_FAILED, "prediction has -3 classes; the graph has 3"),
+    "class-change": (_FAILED, "has 2 classes, earlier ones 3"),
+    "empty-stream": (_FAILED, "prediction covers 0 of"),
+    "bytes-3": (_FAILED, "has 3 bytes of probabilities"),
+    "bytes-plus-1": (_FAILED, "bytes of probabilities; 2 x 3 float32 are 24"),
+    "bytes-minus-4": (_FAILED, "bytes of probabilities; 2 x 3 float32 are 24"),
+    "gap": (_FAILED, "prediction chunk at row 1 does not continue row 0"),
+    "overlap": (_FAILED, "prediction chunk at row 0 does not continue row 2"),
+    "negative-offset": (_FAILED, "prediction chunk at row -1 does not continue row 0"),
+    "negative-rows": (_FAILED, "has -1 rows"),
+    "too-many-rows": (_FAILED, "has 301 rows; 300 remain"),
+    "predict-no-stats": (_FAILED, "prediction carries no stats"),
+    "predict-seconds-nan": (_FAILED, "predict stats are not a finite, non-negative time"),
+    "predict-rss-negative": (_FAILED, "predict stats are not a finite, non-negative time"),
+    # probabilities that decode but are not a distribution
+    "nan": (_NONFINITE, "NaN or infinite"),
+    "negative-probabilities": (_NONFINITE, "negative values"),
+    "rows-off": (_NONFINITE, "do not sum to one"),
+    # ReleaseResponse: the predictions were valid, so the trial stands with a warning
+    "release-error": (_OK, "release failed: INTERNAL: release broke"),
+    "release-false": (_OK, "answered released=false"),
+}
+MALFORMED = tuple(REPLIES)
 
 
 class Replies(Method):
@@ -50,6 +91,10 @@ class Replies(Method):
         return np.full((graph.num_nodes, graph.num_classes), 1.0 / graph.num_classes, dtype=np.float32)
 
 
+def _chunk(offset: int, rows: int, classes: int, data: bytes, stats: pb.CallStats | None = None) -> pb.PredictChunk:
+    return pb.PredictChunk(row_offset=offset, num_rows=rows, num_classes=classes, probabilities=data, stats=stats)
+
+
 class HostileServicer(MethodServicer):
     """Serves ``Replies`` but sends what a broken or malicious image could send."""
 
@@ -58,26 +103,87 @@ class HostileServicer(MethodServicer):
         mode = self.models.get(reply.model_handle).state
         if mode == "info":
             reply.info["epochs"].Clear()  # a value with no kind set
-        if mode == "stats":
+        elif mode == "handle":
+            reply.model_handle = ""
+        elif mode == "fit-no-stats":
+            reply.ClearField("stats")
+        elif mode == "stats":
             reply.stats.seconds = float("nan")
+        elif mode == "fit-seconds-inf":
+            reply.stats.seconds = float("inf")
+        elif mode == "fit-seconds-negative":
+            reply.stats.seconds = -1.0
+        elif mode == "fit-rss-negative":
+            reply.stats.peak_rss_bytes = -1
+        elif mode == "fit-gpu-negative":
+            reply.stats.peak_gpu_bytes = -(2**40)
         return reply
 
     def Predict(self, request: pb.PredictRequest, context: Any):
         model = self.models.get(request.model_handle)
         probs = model.method.predict(model.state, model.graph)
+        n, c = probs.shape
+        mode = model.state
         stats = pb.CallStats(seconds=0.01)
-        if model.state == "short":
+        two = probs[:2].tobytes()  # the first two rows, 24 bytes
+        if mode == "short":
             yield from encode_probabilities(probs[:-1], stats)
-        elif model.state == "classes":
-            yield from encode_probabilities(
-                np.full((len(probs), probs.shape[1] + 1), 1.0 / (probs.shape[1] + 1), dtype=np.float32), stats
-            )
-        elif model.state == "huge-classes":  # would make a naive client allocate N x 2^31 floats
-            yield pb.PredictChunk(
-                row_offset=0, num_rows=1, num_classes=2**31 - 1, probabilities=b"\0" * 16, stats=stats
-            )
+        elif mode == "classes":
+            yield from encode_probabilities(np.full((n, c + 1), 1.0 / (c + 1), dtype=np.float32), stats)
+        elif mode == "huge-classes":  # would make a naive client allocate N x 2^31 floats
+            yield _chunk(0, 1, 2**31 - 1, b"\0" * 16, stats)
+        elif mode == "zero-classes":
+            yield _chunk(0, n, 0, b"", stats)
+        elif mode == "negative-classes":
+            yield _chunk(0, n, -c, b"", stats)
+        elif mode == "class-change":
+            yield _chunk(0, 2, c, two)
+            yield _chunk(2, n - 2, c - 1, probs[2:, : c - 1].tobytes(), stats)
+        elif mode == "empty-stream":
+            return
+        elif mode == "bytes-3":  # not a multiple of 4: np.frombuffer itself would refuse it
+            yield _chunk(0, n, c, b"\0\0\0", stats)
+        elif mode == "bytes-plus-1":
+            yield _chunk(0, 2, c, two + b"\0", stats)
+        elif mode == "bytes-minus-4":
+            yield _chunk(0, 2, c, two[:-4], stats)
+        elif mode == "gap":
+            yield _chunk(1, n - 1, c, probs[1:].tobytes(), stats)
+        elif mode == "overlap":
+            yield _chunk(0, 2, c, two)
+            yield _chunk(0, n, c, probs.tobytes(), stats)
+        elif mode == "negative-offset":
+            yield _chunk(-1, n, c, probs.tobytes(), stats)
+        elif mode == "negative-rows":
+            yield _chunk(0, -1, c, b"", stats)
+        elif mode == "too-many-rows":
+            yield _chunk(0, n + 1, c, np.full((n + 1, c), 1.0 / c, dtype=np.float32).tobytes(), stats)
+        elif mode == "predict-no-stats":
+            yield _chunk(0, n, c, probs.tobytes())
+        elif mode == "predict-seconds-nan":
+            yield _chunk(0, n, c, probs.tobytes(), pb.CallStats(seconds=float("nan")))
+        elif mode == "predict-rss-negative":
+            yield _chunk(0, n, c, probs.tobytes(), pb.CallStats(seconds=0.01, peak_rss_bytes=-5))
+        elif mode == "nan":
+            yield from encode_probabilities(np.full((n, c), np.nan, dtype=np.float32), stats)
+        elif mode == "negative-probabilities":
+            bad = probs.copy()
+            bad[0] = [-0.5, 1.0, 0.5]
+            yield from encode_probabilities(bad, stats)
+        elif mode == "rows-off":
+            yield from encode_probabilities(probs * 2, stats)
         else:
             yield from encode_probabilities(probs, stats)
+
+    def Release(self, request: pb.ReleaseRequest, context: Any) -> pb.ReleaseResponse:
+        model = self.models.get(request.model_handle)
+        mode = model.state if model is not None else None
+        reply = super().Release(request, context)
+        if mode == "release-error":
+            context.abort(grpc.StatusCode.INTERNAL, "release broke")
+        if mode == "release-false":
+            return pb.ReleaseResponse(released=False)
+        return reply
 
 
 HOSTILE = Family("hostile", "nodeground/hostile", "tests.integration.test_sweep_faults", ("replies",))
@@ -92,9 +198,11 @@ def fast_watchdog(monkeypatch):
 
 
 def test_malformed_replies_are_failed_trials_and_the_sweep_goes_on(tmp_path):
+    """Each malformed reply (every field of every reply a trial reads, byte lengths included) is that trial's
+    recorded outcome with its reason; not one of them stops the sweep."""
     server, port = build_server(HostileServicer("hostile", [Replies]), "127.0.0.1:0")
     server.start()
-    plan = SweepPlan(("replies",), ("synthetic-tiny",), ("10/10/80",), (0,), budget=10)
+    plan = SweepPlan(("replies",), ("synthetic-tiny",), ("10/10/80",), (0,), budget=len(REPLIES) + 1)
     try:
         with Store(tmp_path / "r.sqlite") as store:
             directory = ServiceDirectory(
@@ -107,20 +215,16 @@ def test_malformed_replies_are_failed_trials_and_the_sweep_goes_on(tmp_path):
         server.stop(0)
     by_mode = {json.loads(r.config_json)["mode"]: r for r in records}
     assert set(by_mode) == {"ok", *MALFORMED} and len(stored) == len(records)  # every trial recorded
-    assert by_mode["ok"].status == "ok"
-    expected = {
-        "short": "prediction covers",
-        "classes": "prediction has 4 classes; the graph has 3",
-        "huge-classes": "prediction has 2147483647 classes; the graph has 3",
-        "info": "fit info 'epochs' carries no value",
-        "stats": "fit stats are not a finite, non-negative time",
-    }
-    for mode, reason in expected.items():
-        assert by_mode[mode].status == "failed" and by_mode[mode].error.startswith("malformed reply: "), (
-            mode,
-            by_mode[mode].error,
-        )
-        assert reason in by_mode[mode].error, (mode, by_mode[mode].error)
+    assert by_mode["ok"].status == "ok" and not by_mode["ok"].extra_json
+    for mode, (status, reason) in REPLIES.items():
+        record = by_mode[mode]
+        assert record.status == status, (mode, record.status, record.error)
+        if status == _FAILED:
+            assert record.error.startswith("malformed reply: ") and reason in record.error, (mode, record.error)
+        elif status == _NONFINITE:
+            assert reason in record.error, (mode, record.error)
+        else:  # a failed release after a valid predict: scored, with the warning on the record
+            assert record.test_primary is not None and reason in json.loads(record.extra_json)["release_warning"]
 
 
 @pytest.mark.slow  # waits out the health watchdog and a restart: about a minute

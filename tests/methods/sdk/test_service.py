@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import grpc
@@ -11,14 +13,15 @@ import pytest
 import torch
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from contract.v1 import method_service_pb2 as pb
 from contract.v1 import method_service_pb2_grpc as pb_grpc
-from contract.wire import GraphBundle, make_bundle
+from contract.wire import GraphBundle, encode, make_bundle
 from methods.gnn import GCN, MLP
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, FloatParam, InputRefused, Method
 from methods.sdk.method import pick_device
 from methods.sdk.service import MethodServicer, nvidia_driver_version
-from tests.conftest import tiny_graph
-from tests.methods.helpers import in_process_service
+from tests.conftest import HANG_S, tiny_graph
+from tests.methods.helpers import in_process_service, tiny_bundle
 
 QUICK = {"max_epochs": 20, "patience": 20}
 
@@ -159,6 +162,7 @@ def test_same_seed_same_predictions(service, graph):
         ("gcn", [0, 1, 30], {}, grpc.StatusCode.INVALID_ARGUMENT, "overlap"),  # node 30 is in val too
         ("gcn", [0, 1], {"max_epochs": -1}, grpc.StatusCode.INVALID_ARGUMENT, "max_epochs=-1 must be positive"),
         ("gcn", [0, 1], {"max_epochs": 0}, grpc.StatusCode.INVALID_ARGUMENT, "must be positive"),
+        ("gcn", [0] * 1000, {}, grpc.StatusCode.INVALID_ARGUMENT, "train_nodes repeats node ids (999 duplicates)"),
     ],
 )
 def test_malformed_requests_get_invalid_argument(service, graph, method, train, config, code, message):
@@ -214,6 +218,24 @@ def test_a_fit_s_labels_of_the_wrong_count_or_range_are_invalid_argument(service
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and message in err.value.details()
 
 
+@pytest.mark.parametrize("limit", [float("nan"), float("-inf"), float("inf"), -1.0])
+def test_a_time_limit_that_is_not_a_finite_positive_number_is_refused(service, graph, limit):
+    """0 is the proto's "no limit"; anything else must bound the fit, so NaN, inf and negatives are refused."""
+    _, client = service
+    client.ensure_graph(graph)
+    stub = pb_grpc.MethodServiceStub(client._channel)  # the client itself never sends such a limit
+    request = pb.FitRequest(
+        method="sleep",
+        graph_hash=graph.graph_hash,
+        train_nodes=list(range(30)),
+        val_nodes=list(range(30, 60)),
+        time_limit_seconds=limit,
+    )
+    with pytest.raises(grpc.RpcError) as err:
+        stub.Fit(request, timeout=HANG_S)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "time_limit_seconds" in err.value.details()
+
+
 def test_a_graph_not_held_is_not_found_not_a_service_that_is_not_ready(service):
     _, client = service
     with pytest.raises(grpc.RpcError) as err:
@@ -265,3 +287,37 @@ def test_time_limit_is_honoured_and_service_stays_healthy(service, graph):
         "sleep", graph.graph_hash, np.arange(30), np.arange(30, 60), {"seconds": 0.05}, seed=0, time_limit=5
     )
     assert fit.value.model_handle
+
+
+def test_a_fit_behind_50_idle_upload_streams_gets_a_thread(graph):
+    """Idle uploads (a header, then silence) wait on the upload pool: the Fit behind them runs at once.
+
+    Before uploads had their own pool, each idle stream held one of the server's 8 worker threads
+    and the Fit waited for the streams' slot waits to run out.
+    """
+    servicer = MethodServicer("test", [SleepMethod], upload_wait_seconds=HANG_S)
+    bundle, train, val = graph, np.arange(0, 30), np.arange(30, 60)
+    release = threading.Event()
+
+    def header_then_silence() -> Iterator[pb.GraphChunk]:
+        yield pb.GraphChunk(header=next(encode(tiny_bundle(seed=1)[0])).header)
+        release.wait(HANG_S)
+
+    with in_process_service(servicer) as client:
+        client.ensure_graph(bundle)
+        stub = pb_grpc.MethodServiceStub(client._channel)
+        idle = [stub.UploadGraph.future(header_then_silence(), timeout=HANG_S) for _ in range(50)]
+        try:
+            time.sleep(0.5)  # let the streams arrive and take what they take
+            started = time.perf_counter()
+            fit = client.fit("sleep", bundle.graph_hash, train, val, {"seconds": 0.0}, 0, HANG_S)
+            waited = time.perf_counter() - started
+            predicted = client.predict(fit.value.model_handle, bundle.num_nodes, bundle.num_classes, timeout=HANG_S)
+            print(f"fit behind 50 idle upload streams answered in {waited:.2f} s; idle still open: "
+                  f"{sum(not f.done() for f in idle)}")  # fmt: skip
+            assert predicted.value.shape == (bundle.num_nodes, bundle.num_classes)
+            assert sum(not f.done() for f in idle) >= 48  # the streams are still there, waiting or streaming
+        finally:
+            release.set()
+            for f in idle:
+                f.cancel()
