@@ -22,26 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from orchestrator.metrics import EPS, evaluate
+from tests.orchestrator.test_metrics import reference as sklearn_evaluate  # the metrics as scikit-learn computes them
 
 ROUNDS = 7
-
-
-def sklearn_evaluate(probs: np.ndarray, labels: np.ndarray, task_type: str, num_classes: int) -> dict[str, float]:
-    from sklearn.metrics import accuracy_score, f1_score, log_loss, precision_score, roc_auc_score
-
-    clipped = np.clip(probs.astype(np.float64), EPS, 1.0)
-    clipped /= clipped.sum(axis=1, keepdims=True)
-    predicted = probs.argmax(axis=1)
-    out = {
-        "cross_entropy": float(log_loss(labels, clipped, labels=list(range(num_classes)))),
-        "accuracy": float(accuracy_score(labels, predicted)),
-    }
-    if task_type == "binary":
-        out["auroc"] = float(roc_auc_score(labels, probs[:, 1]))
-        out["precision"] = float(precision_score(labels, predicted, pos_label=1, zero_division=0))
-    else:
-        out["macro_f1"] = float(f1_score(labels, predicted, average="macro", zero_division=0))
-    return out
 
 
 def numpy_reference(probs: np.ndarray, labels: np.ndarray, task_type: str, num_classes: int) -> dict[str, float]:
