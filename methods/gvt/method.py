@@ -11,10 +11,9 @@ import time
 
 import numpy as np
 import torch
-from torch import nn
 
 from contract.wire import GraphBundle
-from methods.gvt.model import GraphViewTransformation, recurrent_representations
+from methods.gvt.model import GraphViewTransformation, Head, recurrent_representations
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, FloatParam, IntParam, Method
 from methods.sdk.frozen import (
     SELECTION,
@@ -29,26 +28,6 @@ from methods.sdk.method import graph_tensors, seed_everything
 
 VERSION = "2026-12-02"
 SEEDS = (0, 42, 123, 2026, 9999)
-
-
-class Head(nn.Module):
-    """Upstream's predictor: Linear, or Linear -> ReLU -> Linear (hidden 128); orthogonal weights, zero biases."""
-
-    def __init__(self, in_dim: int, out_dim: int, kind: str, hidden: int) -> None:
-        super().__init__()
-        layers = (
-            [nn.Linear(in_dim, out_dim)]
-            if kind == "linear"
-            else [nn.Linear(in_dim, hidden), nn.ReLU(), nn.Linear(hidden, out_dim)]
-        )
-        self.net = nn.Sequential(*layers)
-        for m in self.net:
-            if isinstance(m, nn.Linear):
-                nn.init.orthogonal_(m.weight)
-                nn.init.zeros_(m.bias)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x)
 
 
 class RGVT(Method):

@@ -108,3 +108,23 @@ def recurrent_representations(
                 outs[level][:, start : start + width] = h
             check()
     return outs
+
+
+class Head(nn.Module):
+    """Upstream's predictor: Linear, or Linear -> ReLU -> Linear (hidden 128); orthogonal weights, zero biases."""
+
+    def __init__(self, in_dim: int, out_dim: int, kind: str, hidden: int) -> None:
+        super().__init__()
+        layers = (
+            [nn.Linear(in_dim, out_dim)]
+            if kind == "linear"
+            else [nn.Linear(in_dim, hidden), nn.ReLU(), nn.Linear(hidden, out_dim)]
+        )
+        self.net = nn.Sequential(*layers)
+        for m in self.net:
+            if isinstance(m, nn.Linear):
+                nn.init.orthogonal_(m.weight)
+                nn.init.zeros_(m.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
