@@ -33,7 +33,7 @@ SEEDS = (0, 42, 123, 2026, 9999)
 class RGVT(Method):
     name, version, kind = "gvt", VERSION, "gfm"
     description = (
-        "RGVT / Graph View Transformation (ICML 2026): the frozen pretrained view-vector MLP applied recurrently to "
+        "RGVT, recurrent graph view transformation (ICML 2026): the frozen pretrained view-vector MLP applied recurrently to "
         "the node features; a linear or MLP head is trained on the result; the recurrent depth is chosen on validation."
     )
     capabilities = Capabilities(uses_gpu=True)

@@ -43,7 +43,7 @@ class GraphViewTransformation(nn.Module):
         lins = sorted({k.split(".")[2] for k in state if k.startswith("mlp.lins.")})
         views = state["mlp.lins.0.weight"].shape[1]
         if views % 2 != 1 or any(not k.startswith("mlp.lins.") for k in state):
-            raise ValueError(f"not a GVT view-MLP state dict: keys {sorted(state)}")
+            raise ValueError(f"not an RGVT view-MLP state dict: keys {sorted(state)}")
         module = cls(max_hop=(views - 1) // 2, depth=len(lins))
         module.load_state_dict(state, strict=True)
         module.eval()
@@ -95,7 +95,7 @@ def recurrent_representations(
     chunk_elements: int = 1 << 22,
     check=lambda: None,
 ) -> list[torch.Tensor]:
-    """[X_1, ..., X_depths]: X_l = GVT(X_{l-1}), computed column chunk by column chunk."""
+    """[X_1, ..., X_depths]: X_l is the view transformation of X_{l-1}, computed column chunk by column chunk."""
     n, f = x.shape
     a_rw, a_sym = propagation_matrices(edge_index, n, x.dtype)
     width = max(1, chunk_elements // max(1, n * (1 + 2 * gvt.max_hop)))
