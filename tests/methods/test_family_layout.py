@@ -83,6 +83,13 @@ def test_every_family_is_checked():
     )
 
 
+def test_a_folder_of_methods_without_a_manifest_is_no_family():
+    """The SDK, the scaffold's templates, and centroid: a Node.js method shipped as its own image (README)."""
+    folders = {p.name for p in METHODS.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders - set(FAMILIES) == {"sdk", "templates", "centroid"}
+    assert (METHODS / "centroid" / "Dockerfile").is_file() and not list((METHODS / "centroid").glob("*.py"))
+
+
 def test_the_scan_finds_each_departure(tmp_path):
     """The check can fail: the old layouts (a models.py, a class in __init__, a 93-line fit) are each reported."""
     folder = tmp_path / "oldfam"
