@@ -33,8 +33,9 @@ SEEDS = (0, 42, 123, 2026, 9999)
 class RGVT(Method):
     name, version, kind = "gvt", VERSION, "gfm"
     description = (
-        "RGVT, recurrent graph view transformation (ICML 2026): the frozen pretrained view-vector MLP applied recurrently to "
-        "the node features; a linear or MLP head is trained on the result; the recurrent depth is chosen on validation."
+        "RGVT, recurrent graph view transformation (ICML 2026): the frozen pretrained view-vector MLP applied "
+        "recurrently to the node features; a linear or MLP head is trained on the result; the recurrent depth is "
+        "chosen on validation."
     )
     capabilities = Capabilities(uses_gpu=True)
     default_config = {
