@@ -6,7 +6,8 @@ A_sym = D^-1/2 A D^-1/2 on the canonical graph, which carries one self-loop per
 node as upstream's loader adds). A shared MLP (5 -> 5, GELU, 5 -> 1) maps every
 view vector to a scalar, giving a new N x F matrix; RGVT repeats this L times
 with the same frozen parameters. Every feature column is transformed on its own,
-so columns are processed in chunks without changing the result.
+so columns are processed in chunks without changing the result. ``Head`` is the predictor
+trained on those representations (``method.py`` trains it).
 """
 
 from __future__ import annotations

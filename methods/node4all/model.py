@@ -15,7 +15,8 @@ per (node, feature): an N x F embedding.
 * out_proj: the CLS token becomes a scalar (Linear k -> 1).
 
 Channels never interact, so the features are encoded in chunks (upstream does
-the same for memory); results do not depend on the chunking.
+the same for memory); results do not depend on the chunking. ``Head`` is the
+predictor trained on the embedding (``method.py`` trains it).
 """
 
 from __future__ import annotations
