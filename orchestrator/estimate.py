@@ -36,6 +36,7 @@ import pandas as pd
 
 from orchestrator.data.registry import DatasetError, dataset_size, tasks
 from orchestrator.data.splits import REGIMES
+from orchestrator.host import hardware_of
 from orchestrator.plan import Cell, Plan, shard_index
 from orchestrator.records import STATUS_UNAVAILABLE
 from orchestrator.sampling import config_sequence
@@ -51,16 +52,6 @@ DATA_FEATURES = ("log_nodes", "log_edges", "log_features", "log_classes", "train
 
 class EstimateError(ValueError):
     """Records that cannot support an estimate (none on the asked hardware, none that ran)."""
-
-
-def hardware_of(host_json: str | None) -> str:
-    """The hardware a record ran on: its service's GPU by name, else ``cpu``."""
-    try:
-        host = json.loads(host_json) if host_json else {}
-    except (TypeError, ValueError):
-        host = {}
-    device = str(host.get("device", "cpu"))
-    return str(host.get("device_name") or device) if device.startswith("cuda") else "cpu"
 
 
 def train_fraction(regime: str) -> float:

@@ -35,17 +35,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import platform
 import queue
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from importlib import metadata
 from typing import Any
 
 import grpc
@@ -55,10 +51,10 @@ from contract.descriptions import GENERATOR, DescriptionError, MethodSpec, spec_
 from contract.space import capped_epochs
 from contract.v1 import method_service_pb2 as pb
 from contract.wire import BundleError, GraphBundle, make_bundle
-from orchestrator import __version__
 from orchestrator.data.graph import Graph
 from orchestrator.data.registry import dataset_hash, ensure_dataset, is_catalog_task, load_dataset
 from orchestrator.data.splits import PUBLIC, Split, SplitError, graph_split
+from orchestrator.host import host_facts, host_json
 from orchestrator.metrics import evaluate, probabilities_ok
 from orchestrator.plan import Plan, PlannedTrial, SweepPlan, make_plan, shard_of
 from orchestrator.records import (
@@ -185,31 +181,6 @@ def shard_plan(trials: list[PlannedTrial], shards: list[int], index: int, count:
     return ShardPlan(plan_id(trials), count, index, tuple(counts), keys)
 
 
-def host_info() -> str:
-    """This host, for the trial record.
-
-    torch's version is read from its metadata (the orchestrator never imports it).
-    """
-    return json.dumps(
-        {
-            "hostname": socket.gethostname(),
-            "platform": platform.platform(),
-            "cpu_count": os.cpu_count(),
-            "python": platform.python_version(),
-            "torch": _installed_version("torch"),
-            "orchestrator": __version__,
-        },
-        sort_keys=True,
-    )
-
-
-def _installed_version(distribution: str) -> str | None:
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return None
-
-
 def hidden_label_bundle(graph: Graph, split: Split) -> GraphBundle:
     """The bundle a service receives: only train and validation labels are visible."""
     labels = np.full(graph.num_nodes, -1, dtype=np.int64)
@@ -251,7 +222,7 @@ class Sweep:
     _warmup: tuple | None = None
     _deferred: list[Replica] | None = None  # replicas that came up while describing: warmed once all are ready
     _prepared: bool = False
-    _host: str = ""
+    _host: dict[str, Any] = field(default_factory=dict)  # host_facts(), taken when run() starts
     _devices: dict[str, dict[str, str]] = field(default_factory=dict)  # endpoint -> the device its service describes
     timing: SweepTiming = field(default_factory=SweepTiming)
     _timing_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -432,7 +403,7 @@ class Sweep:
         self.progress.on_total(len(planned))
         self.progress.on_skip(len(planned) - len(todo))
         self._drain_services()
-        self._host = host_info()
+        self._host = host_facts()
         records: list[TrialRecord] = []
         jobs = self._jobs(todo)
         pool = ThreadPoolExecutor(max_workers=self.parallel, thread_name_prefix="trial")
@@ -554,8 +525,8 @@ class Sweep:
             try:
                 known = self._devices[replica.endpoint] = replica.client.device()
             except ServiceUnavailable:
-                return self._host  # the trial's own calls will record what is wrong with the service
-        return json.dumps({**json.loads(self._host), **known}, sort_keys=True)
+                return host_json(self._host)  # the trial's own calls will record what is wrong with the service
+        return host_json(self._host, known)
 
     def _new_record(self, job: _Job) -> TrialRecord:
         trial, graph, spec = job.trial, job.graph, self.spec(job.trial.method)
@@ -578,7 +549,7 @@ class Sweep:
             seed=job.split.index,
             status=STATUS_OK,
             time_limit_s=self.plan.time_limit,
-            host_json=self._host,
+            host_json=host_json(self._host),
             started_at=_now(),
         )
 

@@ -1,4 +1,4 @@
-"""GVT family (one image): RGVT, frozen recurrent graph view transformation with a trained head."""
+"""RGVT family (named `gvt`, one image): frozen recurrent graph view transformation with a trained head."""
 
 from methods.gvt.method import RGVT
 

@@ -11,10 +11,9 @@ import time
 
 import numpy as np
 import torch
-from torch import nn
 
 from contract.wire import GraphBundle
-from methods.gvt.model import GraphViewTransformation, recurrent_representations
+from methods.gvt.model import GraphViewTransformation, Head, recurrent_representations
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, FloatParam, IntParam, Method
 from methods.sdk.frozen import (
     SELECTION,
@@ -31,31 +30,12 @@ VERSION = "2026-12-02"
 SEEDS = (0, 42, 123, 2026, 9999)
 
 
-class Head(nn.Module):
-    """Upstream's predictor: Linear, or Linear -> ReLU -> Linear (hidden 128); orthogonal weights, zero biases."""
-
-    def __init__(self, in_dim: int, out_dim: int, kind: str, hidden: int) -> None:
-        super().__init__()
-        layers = (
-            [nn.Linear(in_dim, out_dim)]
-            if kind == "linear"
-            else [nn.Linear(in_dim, hidden), nn.ReLU(), nn.Linear(hidden, out_dim)]
-        )
-        self.net = nn.Sequential(*layers)
-        for m in self.net:
-            if isinstance(m, nn.Linear):
-                nn.init.orthogonal_(m.weight)
-                nn.init.zeros_(m.bias)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x)
-
-
 class RGVT(Method):
     name, version, kind = "gvt", VERSION, "gfm"
     description = (
-        "RGVT / Graph View Transformation (ICML 2026): the frozen pretrained view-vector MLP applied recurrently to "
-        "the node features; a linear or MLP head is trained on the result; the recurrent depth is chosen on validation."
+        "RGVT, recurrent graph view transformation (ICML 2026): the frozen pretrained view-vector MLP applied "
+        "recurrently to the node features; a linear or MLP head is trained on the result; the recurrent depth is "
+        "chosen on validation."
     )
     capabilities = Capabilities(uses_gpu=True)
     default_config = {

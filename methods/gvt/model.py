@@ -6,7 +6,8 @@ A_sym = D^-1/2 A D^-1/2 on the canonical graph, which carries one self-loop per
 node as upstream's loader adds). A shared MLP (5 -> 5, GELU, 5 -> 1) maps every
 view vector to a scalar, giving a new N x F matrix; RGVT repeats this L times
 with the same frozen parameters. Every feature column is transformed on its own,
-so columns are processed in chunks without changing the result.
+so columns are processed in chunks without changing the result. ``Head`` is the predictor
+trained on those representations (``method.py`` trains it).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class GraphViewTransformation(nn.Module):
         lins = sorted({k.split(".")[2] for k in state if k.startswith("mlp.lins.")})
         views = state["mlp.lins.0.weight"].shape[1]
         if views % 2 != 1 or any(not k.startswith("mlp.lins.") for k in state):
-            raise ValueError(f"not a GVT view-MLP state dict: keys {sorted(state)}")
+            raise ValueError(f"not an RGVT view-MLP state dict: keys {sorted(state)}")
         module = cls(max_hop=(views - 1) // 2, depth=len(lins))
         module.load_state_dict(state, strict=True)
         module.eval()
@@ -95,7 +96,7 @@ def recurrent_representations(
     chunk_elements: int = 1 << 22,
     check=lambda: None,
 ) -> list[torch.Tensor]:
-    """[X_1, ..., X_depths]: X_l = GVT(X_{l-1}), computed column chunk by column chunk."""
+    """[X_1, ..., X_depths]: X_l is the view transformation of X_{l-1}, computed column chunk by column chunk."""
     n, f = x.shape
     a_rw, a_sym = propagation_matrices(edge_index, n, x.dtype)
     width = max(1, chunk_elements // max(1, n * (1 + 2 * gvt.max_hop)))
@@ -108,3 +109,23 @@ def recurrent_representations(
                 outs[level][:, start : start + width] = h
             check()
     return outs
+
+
+class Head(nn.Module):
+    """Upstream's predictor: Linear, or Linear -> ReLU -> Linear (hidden 128); orthogonal weights, zero biases."""
+
+    def __init__(self, in_dim: int, out_dim: int, kind: str, hidden: int) -> None:
+        super().__init__()
+        layers = (
+            [nn.Linear(in_dim, out_dim)]
+            if kind == "linear"
+            else [nn.Linear(in_dim, hidden), nn.ReLU(), nn.Linear(hidden, out_dim)]
+        )
+        self.net = nn.Sequential(*layers)
+        for m in self.net:
+            if isinstance(m, nn.Linear):
+                nn.init.orthogonal_(m.weight)
+                nn.init.zeros_(m.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)

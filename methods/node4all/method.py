@@ -6,10 +6,9 @@ import time
 
 import numpy as np
 import torch
-from torch import nn
 
 from contract.wire import GraphBundle
-from methods.node4all.model import CGTEncoder, encode
+from methods.node4all.model import CGTEncoder, Head, encode
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, FloatParam, Method
 from methods.sdk.frozen import (
     SELECTION,
@@ -23,27 +22,6 @@ from methods.sdk.frozen import (
 from methods.sdk.method import graph_tensors, seed_everything
 
 VERSION = "2026-12-02"
-
-
-class Head(nn.Module):
-    """Upstream's predictor: Linear -> LayerNorm -> GELU -> Dropout -> Linear (hidden 512), or one Linear."""
-
-    def __init__(self, in_dim: int, out_dim: int, kind: str, hidden: int, dropout: float) -> None:
-        super().__init__()
-        self.net: nn.Module
-        if kind == "linear":
-            self.net = nn.Linear(in_dim, out_dim)
-        else:
-            self.net = nn.Sequential(
-                nn.Linear(in_dim, hidden),
-                nn.LayerNorm(hidden),
-                nn.GELU(),
-                nn.Dropout(dropout),
-                nn.Linear(hidden, out_dim),
-            )
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x)
 
 
 class Node4All(Method):

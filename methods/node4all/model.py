@@ -15,7 +15,8 @@ per (node, feature): an N x F embedding.
 * out_proj: the CLS token becomes a scalar (Linear k -> 1).
 
 Channels never interact, so the features are encoded in chunks (upstream does
-the same for memory); results do not depend on the chunking.
+the same for memory); results do not depend on the chunking. ``Head`` is the
+predictor trained on the embedding (``method.py`` trains it).
 """
 
 from __future__ import annotations
@@ -197,3 +198,24 @@ def encode(
             out[:, start : start + width] = encoder.encode_chunk(a, x[:, start : start + width])
             check()
     return out
+
+
+class Head(nn.Module):
+    """Upstream's predictor: Linear -> LayerNorm -> GELU -> Dropout -> Linear (hidden 512), or one Linear."""
+
+    def __init__(self, in_dim: int, out_dim: int, kind: str, hidden: int, dropout: float) -> None:
+        super().__init__()
+        self.net: nn.Module
+        if kind == "linear":
+            self.net = nn.Linear(in_dim, out_dim)
+        else:
+            self.net = nn.Sequential(
+                nn.Linear(in_dim, hidden),
+                nn.LayerNorm(hidden),
+                nn.GELU(),
+                nn.Dropout(dropout),
+                nn.Linear(hidden, out_dim),
+            )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)

@@ -17,7 +17,7 @@ Per checkpoint: a family whose search chooses among checkpoints declares each on
 (``[pretraining_by.<key>]``), and a result is judged by the checkpoint its selected configuration
 used (GraphAny on cora with the arxiv checkpoint is held out). The sweep never runs a checkpoint on
 its own pretraining graph (``excluded_by_pretraining``); both go beyond the paper (App. C.3), which
-omits GraphAny and GVT on ogbn-arxiv only. A family with one set of graphs (GVT: ogbn-arxiv) is
+omits GraphAny and RGVT on ogbn-arxiv only. A family with one set of graphs (RGVT: ogbn-arxiv) is
 judged on all of them, as the paper.
 """
 

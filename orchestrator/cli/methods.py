@@ -26,6 +26,7 @@ _RESERVED = {"sdk", "templates", "serve", "families", "base", "test", "tests"}
 FILES = {
     "__init__.py.tmpl": "methods/{name}/__init__.py",
     "method.py.tmpl": "methods/{name}/method.py",
+    "model.py.tmpl": "methods/{name}/model.py",
     "manifest.toml.tmpl": "methods/{name}/manifest.toml",
     "README.md.tmpl": "methods/{name}/README.md",
 }
@@ -91,8 +92,8 @@ def new(
     ],
     root: Annotated[Path, typer.Option(help="Repository root to write into.")] = REPO,
 ) -> None:
-    """Scaffold methods/NAME/: an SDK subclass with its default config and search space, the family manifest,
-    a README."""
+    """Scaffold methods/NAME/: an SDK subclass with its default config and search space (method.py), its network
+    (model.py), the family manifest, a README."""
     for path in scaffold(name, root):
         typer.echo(f"created {path.relative_to(root) if path.is_relative_to(root) else path}")
     typer.echo(

@@ -10,9 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-import platform
 import shlex
-import subprocess
 import sys
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -22,6 +20,7 @@ from typing import Any
 from google.protobuf.json_format import MessageToDict
 
 from orchestrator.conformance.guard import GuardedClient
+from orchestrator.host import hardware
 from orchestrator.plan import SweepPlan
 from orchestrator.records import STATUS_OK, TrialRecord
 from orchestrator.services.client import MethodClient, Replica
@@ -29,7 +28,7 @@ from orchestrator.services.directory import Directory
 from orchestrator.services.sandbox import Sandbox, SandboxError, SandboxLimits
 from orchestrator.store import Store
 from orchestrator.submission.bundle import SUBMISSION, TRIALS, finalize_store, seal
-from orchestrator.sweep import Sweep, host_info
+from orchestrator.sweep import Sweep
 
 log = logging.getLogger("nodeground.submission")
 
@@ -77,31 +76,6 @@ class SubmissionStore(Store):
         mine = json.loads(record.extra_json) if record.extra_json else {}
         record.extra_json = json.dumps({**mine, **self.extra}, sort_keys=True)
         super().write(record)
-
-
-def hardware() -> dict[str, Any]:
-    """This host's facts as a bundle records them: the sweep's host facts plus memory, CPU model and GPUs."""
-    info: dict[str, Any] = json.loads(host_info())
-    try:
-        import psutil
-
-        info["memory_bytes"] = psutil.virtual_memory().total
-    except Exception:
-        pass
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                info["cpu_model"] = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    info["machine"] = platform.machine()
-    try:
-        gpus = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10)
-        info["gpus"] = gpus.stdout.strip().splitlines() if gpus.returncode == 0 else []
-    except (OSError, subprocess.TimeoutExpired):
-        info["gpus"] = []
-    return info
 
 
 def exact_command(image: str, options: dict[str, Any]) -> str:

@@ -34,7 +34,7 @@ from torch import nn  # noqa: E402
 from torch_geometric.nn import GATConv, GCN2Conv, GCNConv  # noqa: E402
 
 from contract.wire import make_bundle  # noqa: E402
-from methods.gnn.models import GAT, GCN, GCNII  # noqa: E402
+from methods.gnn import GAT, GCN, GCNII  # noqa: E402
 from methods.sdk.method import FitContext, pick_device  # noqa: E402
 from orchestrator.data.synthetic import sbm_graph  # noqa: E402
 

@@ -38,7 +38,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from methods.gnn.models import APPNP, GAT, GCN, GCNII, GraphSAGE
+from methods.gnn import APPNP, GAT, GCN, GCNII, GraphSAGE
 from methods.sdk.method import FitContext, pick_device
 from tests.fidelity.fidelity_data import FidelityData, bundle_for, cora_public, heterophilous
 

@@ -102,7 +102,7 @@ PUBLISHED = {
 }
 # Node4All on the binary datasets: (mean, std) test accuracy over the 10 published masks, full_exp_results.pdf Table 1.
 NODE4ALL_BINARY = {"minesweeper": (79.94, 0.17), "tolokers": (79.28, 0.60)}
-GVT_DATASETS = (
+RGVT_DATASETS = (
     "texas",
     "cornell",
     "wisconsin",
@@ -266,7 +266,7 @@ def test_gvt_fidelity():
     from methods.gvt import RGVT
 
     rows, floors = [], {}
-    for name in _datasets(GVT_DATASETS):
+    for name in _datasets(RGVT_DATASETS):
         graph = _upstream_graph(name)
         accs, aurocs, seconds = _run(RGVT, graph, [0], UPSTREAM_SELECTION)
         rows.append((name, accs[0], None, f"split 0, seed-42 checkpoint{_auroc_detail(aurocs)}, {seconds:.0f}s"))

@@ -88,7 +88,7 @@ def _environment(mirror: Path, cache: Path) -> dict[str, str]:
     env.update(
         NODEGROUND_MIRROR=str(mirror),
         NODEGROUND_CACHE=str(cache),
-        NODEGROUND_WEIGHTS=str(mirror),  # GraphAny, GVT and Node4All checkpoints, by upstream URL
+        NODEGROUND_WEIGHTS=str(mirror),  # GraphAny, RGVT and Node4All checkpoints, by upstream URL
         NODEGROUND_RANDOM_INIT_WEIGHTS="1",
         # the in-context GFMs' smallest architecture: the same code paths at a tenth of the cost (at the official
         # size their predicts were 80% of the sweep); `make bench BENCH=gfm` measures the official structure

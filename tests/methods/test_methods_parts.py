@@ -6,20 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-import methods.graphtransformer.models as gt
 import methods.sdk.memory as sdk_memory
 from contract.families import load_families
 from contract.v1 import method_service_pb2 as pb
 from contract.wire import make_bundle
 from methods.families import method_classes
-from methods.gnn.models import FAGCN, GAT, GCNII, GIN, GPRGNN, GATv2, GraphSAGE, JKNet
-from methods.graphtransformer.models import (
-    GraphGPS,
-    NAGphormer,
-    Polynormer,
-    PolynormerGlobalAttention,
-    SGFormerAttention,
-)
+from methods.gnn import FAGCN, GAT, GCNII, GIN, GPRGNN, GATv2, GraphSAGE, JKNet
+from methods.graphtransformer import GraphGPS, NAGphormer, Polynormer, SGFormer
+from methods.graphtransformer.model import PolynormerGlobalAttention, SGFormerAttention
 from methods.sdk import ResourceError
 from methods.sdk.graph_ops import laplacian_eigenvectors
 from methods.sdk.service import MethodServicer
@@ -143,7 +137,7 @@ def test_quadratic_attention_that_cannot_fit_is_a_resource_error() -> None:
     GraphGPS().check_resources(bundle, GraphGPS.default_config, torch.device("cpu"))  # Performer: linear, fits
 
 
-@pytest.mark.parametrize("method", [Polynormer, NAGphormer, gt.SGFormer], ids=lambda m: m.name)
+@pytest.mark.parametrize("method", [Polynormer, NAGphormer, SGFormer], ids=lambda m: m.name)
 def test_linear_attention_refuses_when_memory_is_short(method, multiclass, monkeypatch) -> None:
     bundle, train, val = multiclass
     monkeypatch.setattr(sdk_memory, "available_memory_bytes", lambda device: 1024)

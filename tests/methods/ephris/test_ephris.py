@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from contract.weights import WeightsError, file_sha256, load_weights_catalog, url_path
-from methods.ephris.method import (
+from methods.ephris import Ephris
+from methods.ephris.model import (
     TINY_ARCH,
     WEIGHTS_ID,
-    Ephris,
     locate_checkpoint,
     model_config,
     random_checkpoint,

@@ -55,9 +55,9 @@ def test_the_scan_sees_a_sibling_import(tmp_path):
     module.parent.mkdir()
     module.write_text(
         "from methods.sdk import Method\n\ndef f():\n"
-        "    from methods.graphpfn.common import x\n    import methods.gnn.models\n"
+        "    from methods.graphpfn.common import x\n    import methods.gnn.model\n"
     )
     assert [m for _, m in imported_methods_modules(module) if not allowed(m, "gvt")] == [
         "methods.graphpfn.common",
-        "methods.gnn.models",
+        "methods.gnn.model",
     ]

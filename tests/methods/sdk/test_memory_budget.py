@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import methods.sdk.memory as memory
-from methods.gnn.models import GCNII
+from methods.gnn import GCNII
 from methods.sdk import ResourceError, require_memory
 
 CPU = torch.device("cpu")

@@ -111,7 +111,7 @@ def _gfm_results(method: str, dataset: str, config: dict, dataset_hash: str = "h
 
 def test_overlap_is_judged_per_checkpoint_and_gvt_keeps_the_papers_omission():
     """GraphAny on cora with the arxiv checkpoint selected stays in the common universe, with the cora
-    checkpoint it does not; GVT on ogbn-arxiv (its one pretraining graph) is replaced by gcn-Default."""
+    checkpoint it does not; RGVT on ogbn-arxiv (its one pretraining graph) is replaced by gcn-Default."""
     assert not ov.overlapping(_gfm_results("graphany", "cora", {"checkpoint": "arxiv"})).any()
     assert ov.overlapping(_gfm_results("graphany", "cora-tag", {"checkpoint": "cora"})).all()
     assert ov.overlapping(_gfm_results("gvt", "ogbn-arxiv", {"hops": 3})).all()

@@ -18,7 +18,7 @@ def test_templates_are_not_a_family():
     assert "templates" not in load_families()
 
 
-def test_scaffold_builds_an_honest_method_that_passes(tmp_path):
+def test_scaffold_builds_an_honest_method_that_passes(tmp_path, request):
     result = CliRunner().invoke(app, ["methods", "new", "demox", "--root", str(tmp_path)])
     assert result.exit_code == 0, result.output
     written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
@@ -27,6 +27,7 @@ def test_scaffold_builds_an_honest_method_that_passes(tmp_path):
         "methods/demox/__init__.py",
         "methods/demox/manifest.toml",
         "methods/demox/method.py",
+        "methods/demox/model.py",
     ]
     manifest = tomllib.loads((tmp_path / "methods/demox/manifest.toml").read_text())
     assert manifest == {"family": "demox", "kind": "supervised"}
@@ -40,11 +41,16 @@ def test_scaffold_builds_an_honest_method_that_passes(tmp_path):
         bad = CliRunner().invoke(app, ["methods", "new", bad_name, "--root", str(tmp_path)])
         assert bad.exit_code == 2 and "lowercase letters and digits" in bad.output, bad.output
 
-    spec = importlib.util.spec_from_file_location("scaffolded_demox", tmp_path / "methods/demox/method.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    method = module.DemoxMethod
+    # the scaffold imports itself as methods.demox (method.py reads model.py): its folder is that package
+    folder = tmp_path / "methods/demox"
+    spec = importlib.util.spec_from_file_location(
+        "methods.demox", folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
+    package = importlib.util.module_from_spec(spec)
+    request.addfinalizer(lambda: [sys.modules.pop(f"{spec.name}{m}", None) for m in ("", ".method", ".model")])
+    sys.modules[spec.name] = package
+    spec.loader.exec_module(package)
+    method = package.DemoxMethod
     assert {p.name for p in method.search_space} == {"lr", "weight_decay", "optimizer"} and method.default_config[
         "lr"
     ] == 0.05

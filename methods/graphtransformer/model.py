@@ -1,64 +1,18 @@
-"""The four graph Transformers, full-batch: Polynormer, SGFormer, NAGphormer, GraphGPS.
+"""The graph Transformers' networks: Polynormer, SGFormer, NAGphormer and GraphGPS, each for one whole graph.
 
-Global attention must scale to the benchmark's largest graphs. Polynormer and
-SGFormer use the linear-time attentions their papers publish (written here for
-one whole graph: no dense batching, no N x N matrix). NAGphormer attends over
-each node's hop tokens only (sequence length hops+1). GraphGPS uses PyG's
-``GPSConv`` with either full softmax attention (quadratic: refused with a
-``ResourceError`` and an estimate when it cannot fit) or Performer attention.
-
-Every method checks its activation-memory estimate against the memory the
-device has free before building anything, so that a configuration that cannot
-fit fails as a clear resource error instead of an out-of-memory crash.
+``method.py`` builds them from a configuration, after checking their activation memory.
 """
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import cast
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import GATConv, GCNConv, GINConv, GPSConv
 
-from contract.wire import GraphBundle
-from methods.sdk import (
-    FLOAT_BYTES,
-    TRAIN_SPACE,
-    ChoiceParam,
-    Config,
-    FloatParam,
-    IntParam,
-    TorchNodeClassifier,
-    edge_message_bytes,
-    require_memory,
-)
-from methods.sdk.graph_ops import (
-    WeightedPropagation,
-    edges_without_self_loops,
-    laplacian_eigenvectors,
-    sym_norm_weights,
-)
-from methods.sdk.method import graph_tensors
-
-VERSION = "2026-11-29"
-
-
-class _MemoryChecked(TorchNodeClassifier):
-    """Estimates activation memory as N x (floats per node) and refuses what cannot fit."""
-
-    def floats_per_node(self, graph: GraphBundle, config: Config) -> float:
-        raise NotImplementedError
-
-    def extra_bytes(self, graph: GraphBundle, config: Config) -> float:
-        return 0.0
-
-    def memory_estimate(self, graph: GraphBundle, config: Config) -> float:
-        return graph.num_nodes * self.floats_per_node(graph, config) * FLOAT_BYTES + self.extra_bytes(graph, config)
-
-    def check_resources(self, graph: GraphBundle, config: Config, device: torch.device) -> None:
-        require_memory(self.name, self.memory_estimate(graph, config), device, f"a graph of {graph.num_nodes} nodes")
-
+from methods.sdk import Config
 
 # ---- Polynormer -------------------------------------------------------------------
 
@@ -148,57 +102,6 @@ class PolynormerNet(nn.Module):
         return self.pred_global(x)
 
 
-class Polynormer(_MemoryChecked):
-    name = "polynormer"
-    version = VERSION
-    description = "Polynormer (Deng et al., ICLR 2024): polynomial-expressive local and linear global attention."
-    # PyG / paper defaults: 7 local and 2 global layers, beta 0.9, dropouts 0.15 / 0.5 / 0.5, local warm-up.
-    default_config = {
-        "lr": 0.001,
-        "weight_decay": 5e-4,
-        "optimizer": "adam",
-        "max_epochs": 1000,
-        "patience": 100,
-        "hidden": 64,
-        "heads": 1,
-        "local_layers": 7,
-        "global_layers": 2,
-        "beta": 0.9,
-        "input_dropout": 0.15,
-        "dropout": 0.5,
-        "global_dropout": 0.5,
-        "local_conv": "gcn",
-        "qk_shared": True,
-        "local_epochs": 100,
-    }
-    search_space = TRAIN_SPACE + (
-        ChoiceParam("hidden", (32, 64, 128, 256, 512)),
-        ChoiceParam("heads", (1, 2, 4, 8)),
-        IntParam("local_layers", 1, 10),
-        IntParam("global_layers", 0, 4),
-        FloatParam("beta", 0.0, 1.0),
-        FloatParam("input_dropout", 0.0, 0.5),
-        FloatParam("dropout", 0.0, 0.8),
-        FloatParam("global_dropout", 0.0, 0.8),
-        ChoiceParam("local_conv", ("gcn", "gat")),
-        ChoiceParam("qk_shared", (True, False)),
-        IntParam("local_epochs", 0, 300),
-    )
-
-    def floats_per_node(self, graph: GraphBundle, config: Config) -> float:
-        hidden = int(config["hidden"])
-        return int(config["local_layers"]) * 12 * hidden + int(config["global_layers"]) * 14 * hidden
-
-    def extra_bytes(self, graph: GraphBundle, config: Config) -> float:
-        """GAT local layers keep every edge's full-width message for the backward; GCN ones do not."""
-        if config["local_conv"] != "gat":
-            return 0.0
-        return edge_message_bytes(graph, int(config["hidden"]), int(config["local_layers"]), int(config["heads"]))
-
-    def build_model(self, config: Config, in_dim: int, out_dim: int) -> nn.Module:
-        return PolynormerNet(config, in_dim, out_dim)
-
-
 # ---- SGFormer ---------------------------------------------------------------------
 
 
@@ -284,48 +187,6 @@ class SGFormerNet(nn.Module):
         return self.fc(out)
 
 
-class SGFormer(_MemoryChecked):
-    name = "sgformer"
-    version = VERSION
-    description = "SGFormer (Wu et al., NeurIPS 2023): one-layer simple linear global attention plus a GCN branch."
-    # Official defaults for medium graphs: 64 hidden, 1 attention layer, 1 head, alpha 0.5,
-    # graph weight 0.8, 2 GCN layers, normalization and residuals on.
-    default_config = {
-        "lr": 0.01,
-        "weight_decay": 5e-4,
-        "optimizer": "adam",
-        "max_epochs": 500,
-        "patience": 100,
-        "hidden": 64,
-        "heads": 1,
-        "trans_layers": 1,
-        "gnn_layers": 2,
-        "alpha": 0.5,
-        "graph_weight": 0.8,
-        "dropout": 0.5,
-        "use_norm": True,
-        "residual": True,
-    }
-    search_space = TRAIN_SPACE + (
-        ChoiceParam("hidden", (32, 64, 128, 256, 512)),
-        ChoiceParam("heads", (1, 2, 4)),
-        IntParam("trans_layers", 1, 3),
-        IntParam("gnn_layers", 0, 4),
-        FloatParam("alpha", 0.0, 1.0),
-        FloatParam("graph_weight", 0.0, 0.95),
-        FloatParam("dropout", 0.0, 0.8),
-        ChoiceParam("use_norm", (True, False)),
-        ChoiceParam("residual", (True, False)),
-    )
-
-    def floats_per_node(self, graph: GraphBundle, config: Config) -> float:
-        hidden, heads = int(config["hidden"]), int(config["heads"])
-        return 6 * hidden + int(config["trans_layers"]) * 14 * hidden * heads + int(config["gnn_layers"]) * 8 * hidden
-
-    def build_model(self, config: Config, in_dim: int, out_dim: int) -> nn.Module:
-        return SGFormerNet(config, in_dim, out_dim)
-
-
 # ---- NAGphormer -------------------------------------------------------------------
 
 
@@ -365,65 +226,6 @@ class NAGphormerNet(nn.Module):
         return self.head(node.squeeze(1) + (neigh * weights).sum(1))
 
 
-class NAGphormer(_MemoryChecked):
-    name = "nagphormer"
-    version = VERSION
-    description = "NAGphormer (Chen et al., ICLR 2023): hop tokens per node (Hop2Token), Transformer, hop readout."
-    # Paper defaults: 7 hops, 15-dim Laplacian PE, 512 hidden, 8 heads, 1 layer, dropout 0.1, lr 0.005, wd 1e-5.
-    default_config = {
-        "lr": 0.005,
-        "weight_decay": 1e-5,
-        "optimizer": "adamw",
-        "max_epochs": 1000,
-        "patience": 50,
-        "hidden": 512,
-        "heads": 8,
-        "num_layers": 1,
-        "hops": 7,
-        "pe_dim": 15,
-        "dropout": 0.1,
-        "attn_dropout": 0.1,
-    }
-    search_space = TRAIN_SPACE + (
-        ChoiceParam("hidden", (64, 128, 256, 512)),
-        ChoiceParam("heads", (1, 2, 4, 8)),
-        IntParam("num_layers", 1, 4),
-        IntParam("hops", 1, 10),
-        ChoiceParam("pe_dim", (0, 3, 8, 15)),
-        FloatParam("dropout", 0.0, 0.6),
-        FloatParam("attn_dropout", 0.0, 0.6),
-    )
-
-    def floats_per_node(self, graph: GraphBundle, config: Config) -> float:
-        tokens = int(config["hops"]) + 1
-        hidden, heads = int(config["hidden"]), int(config["heads"])
-        features = graph.features.shape[1] + int(config["pe_dim"])
-        inputs = tokens * features * 2  # the cached tokens and their embedding's input gradient workspace
-        per_layer = tokens * hidden * 14 + heads * tokens * tokens * 3
-        return inputs + tokens * hidden * 4 + int(config["num_layers"]) * per_layer
-
-    def model_inputs(self, graph: GraphBundle, config: Config, device: torch.device) -> tuple[Any, ...]:
-        hops, pe_dim = int(config["hops"]), int(config["pe_dim"])
-        key = ("nagphormer_tokens", hops, pe_dim, str(device))
-        if key not in graph.cache:
-            data = graph_tensors(graph, device)
-            x = data.x
-            if pe_dim > 0:
-                x = torch.cat([x, torch.from_numpy(laplacian_eigenvectors(graph, pe_dim)).to(device)], dim=1)
-            prop, weights = WeightedPropagation(), sym_norm_weights(graph, device)
-            tokens = torch.empty((x.shape[0], hops + 1, x.shape[1]), dtype=x.dtype, device=device)
-            tokens[:, 0] = x
-            with torch.no_grad():
-                for k in range(1, hops + 1):
-                    x = prop(x, data.edge_index, weights)
-                    tokens[:, k] = x
-            graph.cache[key] = tokens
-        return (graph.cache[key],)
-
-    def build_model(self, config: Config, in_dim: int, out_dim: int) -> nn.Module:
-        return NAGphormerNet(config, in_dim + int(config["pe_dim"]), out_dim)
-
-
 # ---- GraphGPS ---------------------------------------------------------------------
 
 
@@ -458,61 +260,3 @@ class GraphGPSNet(nn.Module):
         for layer in self.layers:
             h = layer(h, edge_index)
         return self.lin_out(h)
-
-
-class GraphGPS(_MemoryChecked):
-    name = "graphgps"
-    version = VERSION
-    description = (
-        "GraphGPS (Rampášek et al., NeurIPS 2022): local message passing plus global attention per layer "
-        "(Performer by default for whole-graph node classification; full softmax attention is quadratic in N)."
-    )
-    default_config = {
-        "lr": 0.001,
-        "weight_decay": 1e-5,
-        "optimizer": "adamw",
-        "max_epochs": 500,
-        "patience": 50,
-        "hidden": 64,
-        "num_layers": 3,
-        "heads": 4,
-        "dropout": 0.2,
-        "attn_dropout": 0.5,
-        "input_dropout": 0.0,
-        "local_conv": "gcn",
-        "attn_type": "performer",
-        "norm": "batch_norm",
-    }
-    search_space = TRAIN_SPACE + (
-        ChoiceParam("hidden", (32, 64, 128, 256)),
-        IntParam("num_layers", 1, 6),
-        ChoiceParam("heads", (1, 2, 4, 8)),
-        FloatParam("dropout", 0.0, 0.6),
-        FloatParam("attn_dropout", 0.0, 0.6),
-        FloatParam("input_dropout", 0.0, 0.5),
-        ChoiceParam("local_conv", ("gcn", "gin")),
-        ChoiceParam("attn_type", ("performer", "multihead")),
-        ChoiceParam("norm", ("batch_norm", "layer_norm")),
-    )
-
-    def floats_per_node(self, graph: GraphBundle, config: Config) -> float:
-        hidden = int(config["hidden"])
-        return 4 * hidden + int(config["num_layers"]) * 30 * hidden
-
-    def extra_bytes(self, graph: GraphBundle, config: Config) -> float:
-        if config["attn_type"] != "multihead":
-            return 0.0
-        n = graph.num_nodes
-        # attention scores, their softmax and dropout mask, and the gradient of each, per head and layer
-        return float(int(config["num_layers"]) * int(config["heads"]) * n * n * FLOAT_BYTES * 4)
-
-    def check_resources(self, graph: GraphBundle, config: Config, device: torch.device) -> None:
-        what = f"{config['attn_type']} attention over {graph.num_nodes} nodes"
-        require_memory(self.name, self.memory_estimate(graph, config), device, what)
-
-    def model_inputs(self, graph: GraphBundle, config: Config, device: torch.device) -> tuple[Any, ...]:
-        data = graph_tensors(graph, device)
-        return (data.x, data.edge_index if config["local_conv"] == "gcn" else edges_without_self_loops(graph, device))
-
-    def build_model(self, config: Config, in_dim: int, out_dim: int) -> nn.Module:
-        return GraphGPSNet(config, in_dim, out_dim)
