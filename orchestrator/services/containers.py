@@ -146,7 +146,7 @@ def discovered(containers: list[Any], families: Mapping[str, Family], checkout: 
         try:
             attrs = c.attrs or {}
             labels = (attrs.get("Config") or {}).get("Labels") or getattr(c, "labels", None) or {}
-            family = labels.get(FAMILY_LABEL)
+            family = str(labels.get(FAMILY_LABEL))
             if family not in families or SANDBOX_LABEL in labels or SWARM_TASK_LABEL in labels:
                 continue
             state = (attrs.get("State") or {}).get("Status") or getattr(c, "status", "running")
