@@ -11,7 +11,7 @@
 #   make wheels images GPU=1 [OFFLINE=1]
 #                          the CUDA variant: wheelhouse-cuda/, nodeground/<family>:cuda
 #   make up GPU=1 [GPUS=0,1]  one replica of each family per GPU, each pinned to its device
-#   make down              stop and remove the project's containers and network
+#   make down              stop and remove the project's containers and network (this checkout's: COMPOSE_PROJECT)
 #   make test-docker       pytest -m docker tests/docker (all but the user path and the Swarm test)
 #   make test-user-path    the README's path end to end: up, weights, run, report, validate-images, down
 
@@ -64,7 +64,11 @@ ifneq ($(GPUS),)
 override GPU := 1
 endif
 
-COMPOSE_PROJECT ?= nodeground
+# This checkout's name (docker/services.py checkout: ng-<folder>-<hash of its path>) is its compose project and
+# Swarm stack, and labels its containers (nodeground.checkout), so two clones on one host never share containers
+# and a sweep uses only its own checkout's. Asked once per make run (a recursive variable that sets itself).
+CHECKOUT_ID = $(eval CHECKOUT_ID := $(shell $(PYTHON) docker/services.py checkout))$(CHECKOUT_ID)
+COMPOSE_PROJECT ?= $(CHECKOUT_ID)
 UP_WAIT ?= 120
 COMPOSE_FILE = .cache/compose.yaml
 COMPOSE_FILES = -f $(COMPOSE_FILE) $(if $(filter 1,$(GPU)),-f $(GPU_COMPOSE))

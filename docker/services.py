@@ -1,11 +1,14 @@
 """The method families' services, written from their manifests: the compose file and the Swarm stack.
 
     python docker/services.py compose [--out FILE]       # write .cache/compose.yaml (make compose; make up runs it)
+    python docker/services.py checkout                   # this checkout's compose project and Swarm stack name
     python docker/services.py stack [--replicas gnn=2 ...] [--families gnn ...] [--weights DIR] [--gpu] > stack.yaml
-    docker stack deploy -c stack.yaml nodeground          # what `make swarm-up` does
+    docker stack deploy -c stack.yaml "$(python docker/services.py checkout)"   # what `make swarm-up` does
 
 One service per family (methods/<family>/manifest.toml), named like the family and running image
-``<prefix>/<family>``, with the labels discovery reads (``nodeground.family``, ``nodeground.port``).
+``<prefix>/<family>``, with the labels discovery reads (``nodeground.family``, ``nodeground.port``,
+``nodeground.checkout``: this checkout, whose sweeps alone use them; ``nodeground.version``: the
+family's version here, which discovery checks).
 A family with a weights catalog (methods/<family>/weights.toml) gets the weights directory mounted
 read-only at /weights; weights are never baked into images.
 
@@ -35,6 +38,7 @@ from contract.families import ROOT, load_families  # noqa: E402
 from contract.handshake import FAMILY_LABEL, PORT_LABEL, SERVICE_PORT  # noqa: E402
 from contract.security import CERT_ENV, KEY_ENV, NAME_ENV, TOKEN_FILE_ENV  # noqa: E402
 from contract.weights import WEIGHTS_MOUNT, weights_dir  # noqa: E402
+from orchestrator.services.containers import CHECKOUT_LABEL, VERSION_LABEL, checkout_id, family_version  # noqa: E402
 
 NETWORK = "nodeground"
 TLS_NAME = "nodeground"  # the name the stack's certificate is issued for (clients check it, not the dialled IP)
@@ -53,12 +57,13 @@ COMPOSE_HEADER = """\
 # (python docker/services.py compose), which `make up` runs first; do not edit, not committed.
 # Works with docker-compose v1 (>= 1.27, Compose Specification format, hence no `version:` key)
 # and `docker compose` v2.
-#   make up                            # every family; or: docker compose -p nodeground -f .cache/compose.yaml up -d
+#   make up                            # every family; or: docker compose -p {project} -f .cache/compose.yaml up -d
 #   make up FAMILIES="gnn graphany"    # only these
 #   make up SCALE="gnn=2 graphtransformer=2"   # replicas (--scale gnn=2 ... for v1 and v2)
 #   make up GPU=1                      # adds .cache/compose.gpu.yaml (NVIDIA device reservation per GPU)
-# Each container publishes 50051 on an ephemeral 127.0.0.1 port; the
-# orchestrator finds every replica by the nodeground.* labels.
+# Each container publishes 50051 on an ephemeral 127.0.0.1 port; the orchestrator of this
+# checkout finds every replica by the nodeground.* labels (nodeground.checkout={project}: another
+# checkout's or user's containers on the same host are not used).
 # Knobs (environment or a .env file next to where compose runs):
 #   NODEGROUND_THREADS  torch threads per service (default 1)
 #   NODEGROUND_MEM      memory limit per container (default 8g)
@@ -83,13 +88,19 @@ class FamilyService:
 
     family: str
     weights: bool  # mounts the weights directory read-only at /weights
+    version: str  # the family's version in this checkout (discovery refuses containers of another)
 
     def image(self, prefix: str, tag: str = "latest") -> str:
         return f"{prefix}/{self.family}:{tag}"
 
     @property
     def labels(self) -> dict[str, str]:
-        return {FAMILY_LABEL: self.family, PORT_LABEL: str(SERVICE_PORT)}
+        return {
+            FAMILY_LABEL: self.family,
+            PORT_LABEL: str(SERVICE_PORT),
+            CHECKOUT_LABEL: checkout_id(REPO),
+            VERSION_LABEL: self.version,
+        }
 
 
 def family_services(only: list[str] | None = None) -> list[FamilyService]:
@@ -102,7 +113,7 @@ def family_services(only: list[str] | None = None) -> list[FamilyService]:
             f"{', '.join(sorted(families))}"
         )
     return [
-        FamilyService(name, (ROOT / name / "weights.toml").exists())
+        FamilyService(name, (ROOT / name / "weights.toml").exists(), family_version(families[name]))
         for name in sorted(families)
         if not only or name in only
     ]
@@ -134,7 +145,7 @@ def compose() -> dict:
 
 
 def compose_text() -> str:
-    return COMPOSE_HEADER + "\n" + yaml.safe_dump(compose(), sort_keys=False)
+    return COMPOSE_HEADER.format(project=checkout_id(REPO)) + "\n" + yaml.safe_dump(compose(), sort_keys=False)
 
 
 def stack(
@@ -167,6 +178,7 @@ def stack(
             ],
             "environment": {"NODEGROUND_THREADS": str(threads)},
             "networks": [NETWORK],
+            "labels": s.labels,
             "deploy": {
                 "endpoint_mode": "dnsrr",
                 "replicas": replicas.get(s.family, 1),
@@ -213,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     c = commands.add_parser("compose", help=f"write the compose file ({COMPOSE_FILE.relative_to(REPO)})")
     c.add_argument("--out", type=Path, default=COMPOSE_FILE, help="where to write it")
+    commands.add_parser("checkout", help="print this checkout's compose project and Swarm stack name")
     s = commands.add_parser("stack", help="print the Swarm stack")
     s.add_argument("--replicas", nargs="*", default=[], help="FAMILY=N (default 1 each)")
     s.add_argument(
@@ -229,6 +242,9 @@ def main(argv: list[str] | None = None) -> int:
         "--tls", type=Path, help="directory with cert.pem, key.pem and token: services serve TLS and require the token"
     )
     args = parser.parse_args(argv)
+    if args.command == "checkout":
+        print(checkout_id(REPO))
+        return 0
     if args.command == "compose":
         text = compose_text()
         if not args.out.exists() or args.out.read_text() != text:

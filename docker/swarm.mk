@@ -5,14 +5,15 @@
 #   make swarm-run ARGS="--methods mlp,gcn --datasets cora --endpoint gnn=dns:///gnn:50051 --store /runs/cora.sqlite"
 #   make swarm-down
 #
-# Services use endpoint_mode dnsrr: the service name resolves to every replica, and the
+# The stack is named after this checkout (CHECKOUT_ID, docker/containers.mk), so two clones' stacks do not
+# replace each other. Services use endpoint_mode dnsrr: the service name resolves to every replica, and the
 # orchestrator keeps one channel per replica (its --endpoint FAMILY=dns:///FAMILY:50051). The
 # stores land in SWARM_RUNS (a host directory mounted at /runs), the cache in SWARM_CACHE.
 # The overlay is a shared network: every service serves TLS and requires a shared token, made
 # once into SWARM_TLS (a self-signed certificate for the name "nodeground" and a random token,
 # handed to the services as Docker secrets and to swarm-run's orchestrator as a read-only mount).
 
-SWARM_STACK ?= nodeground
+SWARM_STACK ?= $(CHECKOUT_ID)
 SWARM_REPLICAS ?=
 SWARM_FAMILIES ?=
 SWARM_WAIT ?= 300

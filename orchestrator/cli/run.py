@@ -29,7 +29,7 @@ from orchestrator.results import (
     summary_table,
     workflow_table,
 )
-from orchestrator.services.containers import discover_endpoints
+from orchestrator.services.containers import discover_containers
 from orchestrator.services.directory import ServiceDirectory, log_dir, resolve_methods
 from orchestrator.services.discovery import DiscoveryError, is_dns_target, resolve_replicas, split_target
 from orchestrator.services.embedded import EmbeddedServices, service_threads
@@ -186,19 +186,25 @@ def open_sweep(
     if services not in ("auto", "embedded", "docker"):
         raise UserError(f"--services must be auto, embedded or docker, got {services!r}")
     families = resolve_methods(list(plan.methods))
-    containers = discover_endpoints() if services in ("auto", "docker") else {}
+    endpoints = parse_endpoints(endpoint)
+    containers: dict[str, list[str]] = {}
+    if services in ("auto", "docker"):
+        found = discover_containers(
+            {f.name: f for m, f in families.items() if not named_by_endpoint(m, families, endpoints)}
+        )
+        if (line := found.summary()) is not None:
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+        containers = found.endpoints
     if services == "docker":
         missing = sorted({f.name for f in families.values()} - set(containers))
-        if missing and not parse_endpoints(endpoint):
+        if missing and not endpoints:
             raise UserError(
-                f"--services docker: no running container for {', '.join(missing)}; start them with `make up`"
+                f"--services docker: no running container of this checkout for {', '.join(missing)}; start them "
+                "with `make up`"
             )
     if parallel == 0:
-        parallel = replicas_found(
-            set(plan.methods) | {f.name for f in families.values()}, containers | parse_endpoints(endpoint)
-        )
+        parallel = replicas_found(set(plan.methods) | {f.name for f in families.values()}, containers | endpoints)
     threads = service_threads(parallel)
-    endpoints = parse_endpoints(endpoint)
     with EmbeddedServices(log_dir=log_dir(store), threads=threads) as embedded, Store(store) as run_store:
         run_store.claim()  # before any service starts: a second orchestrator is refused at once
         directory = ServiceDirectory(

@@ -1,6 +1,7 @@
 """End to end through Docker: build the images, `make up`, discover the gnn
-container by its labels, check gRPC health, run a tiny sweep against it, and
-`make down`. Skipped only when no Docker engine answers.
+container by its labels, check gRPC health, run a tiny sweep against it, run
+one beside a second clone's `make up` (it uses only this checkout's container),
+and `make down`. Skipped only when no Docker engine answers.
 
 Run with:  make test-docker   (pytest -m docker tests/docker)
 """
@@ -16,6 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from contract.families import load_families
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(3600)]
 
@@ -104,27 +107,32 @@ def _orchestrator_cmd() -> list[str]:
     return [sys.executable, "-c", "from orchestrator.cli.main import app; app()"]
 
 
+def _discovered(checkout: Path = ROOT) -> dict[str, list[str]]:
+    """The gnn containers ``checkout``'s sweeps use (this checkout's by default)."""
+    from orchestrator.services.containers import checkout_id, discover_containers
+
+    return discover_containers({FAMILY: load_families()[FAMILY]}, checkout=checkout_id(checkout)).endpoints
+
+
 @pytest.fixture(scope="module")
 def compose_up():
     why = _engine_answers()
     if why:
         pytest.skip(why)
-    from orchestrator.services.containers import discover_endpoints
-
+    # only the family under test: a GFM without fetched weights is (rightly) not healthy, and `up` waits for health
     if not _image_exists(BASE_TAG) and not _public_base_available():
         # No registry: the offline base (debootstrap + wheelhouse).
         if not list((ROOT / "wheelhouse").glob("*.whl")):
             _make("wheels")
-        _make("images", "OFFLINE=1")
+        _make("images", "OFFLINE=1", f"FAMILIES={FAMILY}")
     else:
-        _make("images")
+        _make("images", f"FAMILIES={FAMILY}")
     try:
-        # only the family under test: a GFM without fetched weights is (rightly) not healthy, and `up` waits for health
         _make("up", f"FAMILIES={FAMILY}", timeout=600)
         end = time.monotonic() + 60
         found: dict[str, list[str]] = {}
         while time.monotonic() < end:
-            found = discover_endpoints()
+            found = _discovered()
             if found.get(FAMILY):
                 break
             time.sleep(1)
@@ -133,6 +141,25 @@ def compose_up():
         if os.environ.get("NODEGROUND_KEEP_CONTAINERS") != "1":
             _run(["docker", "ps", "-a", "--filter", "label=nodeground.family"], timeout=60, check=False)
             _make("down", timeout=300)
+
+
+@pytest.fixture(scope="module")
+def second_checkout(compose_up, tmp_path_factory):
+    """A second clone of this commit on the same host, with its own `make up` of gnn running: another checkout's
+    stack (same images, same labels but its checkout's), as another user's or another branch's would be.
+
+    Its make runs with this checkout's environment and images (``-o install -o images``): nothing is built twice.
+    """
+    clone = tmp_path_factory.mktemp("second") / "nodeground"
+    head = _run(["git", "rev-parse", "HEAD"], timeout=60).stdout.strip()
+    _run(["git", "clone", "-q", "--no-checkout", str(ROOT), str(clone)], timeout=300)
+    _run(["git", "-C", str(clone), "checkout", "-q", head], timeout=300)
+    make = ["make", "-C", str(clone), f"VENV={sys.prefix}", "-o", "install", "-o", "images"]
+    try:
+        _run([*make, "up", f"FAMILIES={FAMILY}"], timeout=600)
+        yield clone
+    finally:
+        _run([*make, "down"], timeout=300, check=False)
 
 
 def test_discovered_and_serving(compose_up):
@@ -187,6 +214,33 @@ def test_sweep_runs_against_containers(compose_up, tmp_path):
     ports = {ep.rsplit(":", 1)[1] for ep in endpoints}
     for _, _, _, endpoint in rows:
         assert endpoint and any(endpoint.endswith(":" + p) for p in ports), (endpoint, endpoints)
+
+
+def test_a_sweep_beside_another_checkouts_stack_uses_only_its_own_containers(compose_up, second_checkout, tmp_path):
+    from orchestrator.services.containers import checkout_id, family_version
+
+    ours, theirs = compose_up.get(FAMILY) or [], _discovered(second_checkout).get(FAMILY) or []
+    assert ours and theirs and not set(ours) & set(theirs), (ours, theirs)
+    store = tmp_path / "runs.sqlite"
+    run = _run(
+        _orchestrator_cmd()
+        + ["run", "--methods", "mlp", "--datasets", "synthetic-homophilous", "--regimes", "10/10/80"]
+        + ["--splits", "0", "--budget", "1", "--services", "docker", "--store", str(store)],
+        timeout=1200,
+    )
+    said = [line for line in run.stderr.splitlines() if line.startswith("using ")]
+    print("the sweep said:", *said, sep="\n  ")
+    version = family_version(load_families()[FAMILY])
+    assert said == [
+        f"using {len(ours)} container{'s' if len(ours) > 1 else ''} of this checkout (project {checkout_id(ROOT)}): "
+        f"{FAMILY} {version}{f' x{len(ours)}' if len(ours) > 1 else ''}; ignored {len(theirs)} container"
+        f"{'s' if len(theirs) > 1 else ''} of other checkouts ({FAMILY}; --endpoint FAMILY=HOST:PORT uses any service)"
+    ], run.stderr
+    with sqlite3.connect(store) as db:
+        trials = db.execute("SELECT status, endpoint FROM trials").fetchall()
+        services = [row[0] for row in db.execute("SELECT endpoint FROM services")]
+    assert trials and all(status == "ok" and endpoint in ours for status, endpoint in trials), (trials, ours)
+    assert services and set(services) <= set(ours), (services, ours, theirs)
 
 
 def test_down_removes_a_network_compose_cannot(docker_engine):

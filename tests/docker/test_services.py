@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from contract.families import load_families
+from orchestrator.services.containers import checkout_id, family_version
 from orchestrator.services.gpus import render
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,8 +43,14 @@ def test_compose_and_stack_deploy_every_family_alike():
         )
         assert (
             compose[name]["labels"]
+            == stack[name]["labels"]
             == stack[name]["deploy"]["labels"]
-            == {"nodeground.family": name, "nodeground.port": "50051"}
+            == {
+                "nodeground.family": name,
+                "nodeground.port": "50051",
+                "nodeground.checkout": checkout_id(ROOT),
+                "nodeground.version": family_version(families[name]),
+            }
         )
         weights = (ROOT / "methods" / name / "weights.toml").exists()
         assert ("volumes" in compose[name]) == ("volumes" in stack[name]) == weights, name
@@ -64,8 +71,11 @@ def test_compose_accepts_the_file(compose, tmp_path):
     base, gpu = tmp_path / "compose.yaml", tmp_path / "compose.gpu.yaml"
     base.write_text(services.compose_text())
     gpu.write_text(render(yaml.safe_load(base.read_text()), ["0"]))
-    checked = subprocess.run(
-        [*compose, "-f", str(base), "-f", str(gpu), "config", "-q"], cwd=ROOT, capture_output=True, text=True
+    checked = subprocess.run(  # the project `make up` names it after this checkout
+        [*compose, "-p", checkout_id(ROOT), "-f", str(base), "-f", str(gpu), "config", "-q"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert checked.returncode == 0, checked.stderr
 

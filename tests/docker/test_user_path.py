@@ -34,6 +34,7 @@ import pandas as pd
 import pytest
 
 from contract.families import family_of, load_families
+from orchestrator.services.containers import checkout_id
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(5400)]
 
@@ -88,7 +89,7 @@ def user_env(tmp_path, docker_engine) -> dict[str, str]:
 
 def test_readme_path_from_make_up_to_report_validate_and_down(user_env, tmp_path):
     env = user_env
-    project = env.get("COMPOSE_PROJECT", "nodeground")
+    project = env.get("COMPOSE_PROJECT") or checkout_id(ROOT)
     timings: dict[str, float] = {}
 
     def step(name: str, cmd: list[str], timeout: float, check: bool = True) -> subprocess.CompletedProcess:

@@ -354,3 +354,57 @@ def test_methods_list_shows_every_family_and_method_from_the_manifests():
                 and family.image in line
                 for line in lines
             ), (method, result.output)
+
+
+def _containers(monkeypatch, *containers):
+    """Docker, as discovery sees it, running ``containers`` (tests.orchestrator.services.test_containers fakes)."""
+    from orchestrator.services import containers as ct
+    from tests.orchestrator.services.test_containers import FakeClient
+
+    monkeypatch.setattr(ct, "_docker_client", lambda timeout: FakeClient(list(containers)))
+
+
+def _run_docker(tmp_path, *extra):
+    args = ["run", "--methods", "mlp", "--datasets", "synthetic-tiny", "--services", "docker", *extra]
+    return runner.invoke(app, [*args, "--store", str(tmp_path / "r.sqlite")])
+
+
+def test_a_sweep_uses_no_container_of_another_checkout(tmp_path, monkeypatch):
+    from tests.orchestrator.services.test_containers import _container
+
+    _containers(monkeypatch, _container("theirs", 9, checkout="ng-other-0123abcd"))
+    result = _run_docker(tmp_path)
+    assert result.exit_code == 2
+    assert "ignored 1 container of other checkouts (gnn; --endpoint FAMILY=HOST:PORT uses any service)" in result.output
+    assert "error: --services docker: no running container of this checkout for gnn" in result.output
+    assert "127.0.0.1:9" not in result.output and "Traceback" not in result.output
+
+
+def test_a_sweep_refuses_this_checkouts_container_of_another_version_in_one_line(tmp_path, monkeypatch):
+    from tests.orchestrator.services.test_containers import _container
+
+    _containers(monkeypatch, _container("mine", 9, version="2020-01-01"))
+    result = _run_docker(tmp_path)
+    assert result.exit_code == 2
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "run other versions than it holds: gnn 2020-01-01" in errors[0], result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_sweep_says_in_one_line_which_containers_it_uses_and_dials_only_those(tmp_path, monkeypatch):
+    from contract.families import load_families
+    from orchestrator.services import containers as ct
+    from orchestrator.services import directory
+    from tests.orchestrator.services.test_containers import _container
+
+    monkeypatch.setattr(directory, "HEALTH_TIMEOUT_S", 0.5)  # both ports are closed: only which one is dialled counts
+    _containers(monkeypatch, _container("mine", 9), _container("theirs", 7, checkout="ng-other-0123abcd"))
+    result = _run_docker(tmp_path)
+    version = ct.family_version(load_families()["gnn"])
+    lines = [line for line in result.output.splitlines() if line.startswith("using ")]
+    assert lines == [
+        f"using 1 container of this checkout (project {ct.checkout_id()}): gnn {version}; "
+        "ignored 1 container of other checkouts (gnn; --endpoint FAMILY=HOST:PORT uses any service)"
+    ], result.output
+    assert "error: method service at 127.0.0.1:9 did not become healthy" in result.output
+    assert "127.0.0.1:7" not in result.output
