@@ -7,7 +7,7 @@ gRPC services, was recorded once
 table and the report's tables computed from it. A rerun of its split 0 must
 store the same trials except what measures the machine (times, memory,
 endpoints, host), and the report of the recorded table must write the same
-tables.
+tables. (Split 1 is rerun, not split 0: see RERUN_SPLITS.)
 
 The PFN families' weights are not in the offline mirror: they run with their
 random-init weights (``NODEGROUND_RANDOM_INIT_WEIGHTS=1``), which are seeded, at their
@@ -112,10 +112,14 @@ def test_the_golden_sweep_covers_every_family():
 
 
 # The rerun's splits: every method and dataset at budget 3, half the recorded trials. A trial depends on its key
-# alone (a shard or a subset of cells stores the same rows as the whole sweep), so split 0 rerun is compared with
-# split 0 recorded; split 1 is the recording's, for the report's per-split views. (Split 1's cells cost 60% of the
-# recording: one sampled SGFormer config alone took 5 min.)
-RERUN_SPLITS = "0"
+# alone (a shard or a subset of cells stores the same rows as the whole sweep), so split 1 rerun is compared with
+# split 1 recorded; split 0 is the recording's, for the report's per-split views. Split 0 is not rerun: one of its
+# GCN configs drives the validation loss to 3.6e-6, where float32's rounding of a mean cross-entropy (about 1e-7)
+# is a few percent of the loss, so its kept epoch is decided by last-bit differences between CPUs (241 of 387 epochs
+# recorded, 421 of 500 on an AVX-512 machine with the same pinned kernels). Split 1 costs 1.5x split 0's time.
+RERUN_SPLITS = "1"
+# A rerun row's best validation loss must stay this far above float32 rounding for its kept epoch to be reproducible.
+RESOLVABLE_LOSS = 1e-4
 
 
 def run_golden_sweep(mirror: Path, work: Path, splits: str | None = None) -> Path:
@@ -186,6 +190,19 @@ def test_the_sweep_stores_the_golden_trials(mirror, tmp_path):
     golden = golden[golden["split"].isin([int(s) for s in RERUN_SPLITS.split(",")])]
     assert set(golden["method"]) == set(METHODS) and golden["dataset"].nunique() == 2
     assert_frames_match(comparable(pd.read_csv(trials)), comparable(golden), "trials")
+
+
+def test_the_rerun_splits_decide_no_epoch_by_rounding():
+    golden = pd.read_csv(GOLDEN / "trials.csv")
+    losses = {
+        key: json.loads(info)["best_val_loss"]
+        for key, info in zip(golden["trial_key"], golden["fit_info_json"], strict=True)
+        if isinstance(info, str) and "best_val_loss" in json.loads(info)
+    }
+    rerun = set(golden.loc[golden["split"].isin([int(s) for s in RERUN_SPLITS.split(",")]), "trial_key"])
+    assert rerun & losses.keys(), "no rerun row reports its best validation loss"
+    near_ties = {key: loss for key, loss in losses.items() if key in rerun and loss < RESOLVABLE_LOSS}
+    assert not near_ties, f"rerun rows whose kept epoch float32 rounding decides: {near_ties}"
 
 
 def test_the_report_of_the_golden_trials_writes_the_golden_tables(mirror, tmp_path):
