@@ -23,6 +23,7 @@ from contract.handshake import READY_PREFIX, SERVICE_PORT
 from contract.security import Security, SecurityError
 from contract.weights import load_weights_catalog
 from methods.families import method_classes
+from methods.sdk.allocator import keep_freed_memory
 from methods.sdk.health_file import HEALTH_FILE_ENV, loopback_address, start_health_file
 from methods.sdk.service import (
     DEFAULT_GRAPH_CACHE_BYTES,
@@ -126,10 +127,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.family not in families:
         print(f"error: unknown family {args.family!r}; known: {', '.join(sorted(families))}", file=sys.stderr)
         return 2
+    kept = keep_freed_memory()
     threads = os.environ.get("NODEGROUND_THREADS")
     if threads:
         torch.set_num_threads(int(threads))
-    logging.getLogger("nodeground.serve").info("family %s, torch threads %d", args.family, torch.get_num_threads())
+    logging.getLogger("nodeground.serve").info(
+        "family %s, torch threads %d, freed memory kept between epochs: %s", args.family, torch.get_num_threads(), kept
+    )
     family = families[args.family]
     if args.check:
         print(check(family, args.pip_check.read_text() if args.pip_check else None))

@@ -7,7 +7,9 @@ high-water mark (``VmHWM``) to its current RSS, and ends by reading ``VmHWM`` fr
 RSS sampler it replaces, a thread reading RSS every 2 ms, cost a fit 15-40% of its CPU). Where
 the reset is not allowed (not Linux, a kernel or sandbox that refuses it) the probe falls back to
 that sampler. Calls that compute are serialised by the service, so one call's reset never cuts
-another's measurement short. GPU memory is torch's allocator peak, reset at the start.
+another's measurement short. GPU memory is torch's allocator peak, reset at the start. A service
+keeps freed memory in its heap during a call (``allocator``); the probe returns it to the kernel
+before the reset and after the read, so a call's peak does not include an earlier call's leftovers.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from types import TracebackType
 
 import psutil
 import torch
+
+from methods.sdk.allocator import release_freed_memory
 
 SAMPLE_INTERVAL_S = 0.002  # the fallback sampler's period
 CLEAR_REFS = Path("/proc/self/clear_refs")
@@ -68,6 +72,7 @@ class ResourceProbe:
         if torch.cuda.is_available():
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
+        release_freed_memory()  # what an earlier call freed is not this call's peak
         self.kernel_peak = self._use_kernel and high_water_mark_bytes() is not None and reset_high_water_mark()
         if not self.kernel_peak:
             self.peak_rss_bytes = self._process.memory_info().rss
@@ -92,8 +97,10 @@ class ResourceProbe:
         if self.kernel_peak:
             peak = high_water_mark_bytes()
             self.peak_rss_bytes = peak if peak is not None else self._process.memory_info().rss
+            release_freed_memory()
             return
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
         self.peak_rss_bytes = max(self.peak_rss_bytes, self._process.memory_info().rss)
+        release_freed_memory()
