@@ -81,7 +81,7 @@ NOT_HERE := not docker and not gpu and not fidelity and not sweep_configs and no
 test: $(STAMP)
 	$(PYTHON) -m pytest -m "not slow and $(NOT_HERE)"
 
-# The slow end-to-end runs (about 15 min): the golden sweep's split 0 rerun, kill -9 and resume, watchdogs, real-store report.
+# The slow end-to-end runs (about 15 min): the golden sweep's split 1 rerun, kill -9 and resume, watchdogs, real-store report.
 test-slow: $(STAMP)
 	$(PYTHON) -m pytest -m "slow and $(NOT_HERE)" -q
 

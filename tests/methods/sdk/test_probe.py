@@ -9,6 +9,7 @@ import numpy as np
 import psutil
 import pytest
 
+from methods.sdk.allocator import release_freed_memory
 from methods.sdk.probe import ResourceProbe, high_water_mark_bytes
 
 MIB = 1 << 20
@@ -26,6 +27,7 @@ def allocate_and_free(hold_s: float = 0.0) -> None:
 
 
 def probed(use_kernel: bool, hold_s: float = 0.0) -> tuple[ResourceProbe, int]:
+    release_freed_memory()  # as the probe does on entry: the RSS it starts from holds no earlier call's free pages
     rss = psutil.Process().memory_info().rss
     with ResourceProbe(use_kernel=use_kernel) as probe:
         allocate_and_free(hold_s)
