@@ -66,7 +66,8 @@ endif
 
 # This checkout's name (docker/services.py checkout: ng-<folder>-<hash of its path>) is its compose project and
 # Swarm stack, and labels its containers (nodeground.checkout), so two clones on one host never share containers
-# and a sweep uses only its own checkout's. Asked once per make run (a recursive variable that sets itself).
+# and a sweep uses only its own checkout's. Asked once per make run (a recursive variable that sets itself); every
+# target that names it depends on install, so the venv that answers exists.
 CHECKOUT_ID = $(eval CHECKOUT_ID := $(shell $(PYTHON) docker/services.py checkout))$(CHECKOUT_ID)
 COMPOSE_PROJECT ?= $(CHECKOUT_ID)
 UP_WAIT ?= 120

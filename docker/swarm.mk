@@ -59,7 +59,7 @@ swarm-up: install swarm-init swarm-tls images image-orchestrator
 		sleep 1; \
 	done
 
-swarm-run:
+swarm-run: install
 	@test -n "$(ARGS)" || { echo 'usage: make swarm-run ARGS="--methods ... --datasets ... --endpoint gnn=dns:///gnn:50051 --store /runs/NAME.sqlite"' >&2; exit 2; }
 	@mkdir -p $(SWARM_RUNS) $(SWARM_CACHE)
 	$(DOCKER) run --rm --network $(SWARM_NETWORK) --user $$(id -u):$$(id -g) \
@@ -68,7 +68,7 @@ swarm-run:
 		$(if $(NODEGROUND_MIRROR),-v $(NODEGROUND_MIRROR):/mirror:ro -e NODEGROUND_MIRROR=/mirror) \
 		$(ORCHESTRATOR_IMAGE) run --services embedded $(ARGS)
 
-swarm-down:
+swarm-down: install
 	-$(DOCKER) stack rm $(SWARM_STACK)
 	@# stack rm gives up on a network whose tasks are still stopping: remove it once they are gone.
 	@for i in $$(seq 90); do \
