@@ -97,7 +97,7 @@ DEFAULT_MAX_MODELS = 32  # fitted models held at once (the orchestrator holds on
 MAX_VIEWS_PER_GRAPH = 4  # split views a held graph keeps (each with its derived tensors); a sweep uses one at a time
 VIEWS_KEY = "nodeground-split-views"  # the held graph's cache entry that keeps them (no method's key is a str)
 CONTROL_THREADS = 4  # health, Describe, HasGraph, Release: never queued behind compute
-READINESS_POLL_S = 2.0  # how often a service that reads weights re-verifies them
+READINESS_POLL_S = 2.0  # how often a ready service that reads weights re-verifies them
 _KINDS = {"supervised": pb.METHOD_KIND_SUPERVISED, "gfm": pb.METHOD_KIND_GFM}
 _REPORTED_LIBRARIES = ("torch", "torch_geometric", "numpy", "scipy", "grpcio", "protobuf")
 
@@ -309,9 +309,14 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
     # ---- readiness ---------------------------------------------------------
 
     def refresh_readiness(self) -> list[pb.NotReady]:
-        """The readiness, re-verified when the last check is older than READINESS_POLL_S."""
+        """The readiness: re-verified on every ask while not ready, at most every READINESS_POLL_S once ready.
+
+        Weights fetched a moment before a client asks must count at once (a client told "not ready" stops
+        its sweep); a missing file costs a stat, and a new one is hashed once (``contract.weights``). A
+        ready service re-checks on a poll, which catches weights removed or altered under it.
+        """
         with self._readiness_lock:
-            if time.monotonic() - self._checked_at >= READINESS_POLL_S:
+            if self._not_ready or time.monotonic() - self._checked_at >= READINESS_POLL_S:
                 self.check_readiness()
             return self._not_ready
 

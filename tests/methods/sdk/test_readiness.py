@@ -91,6 +91,18 @@ def test_weights_fetched_after_start_make_it_healthy_without_a_restart(graphany_
     assert client.predict(fit.value.model_handle, bundle.num_nodes, 3).value.shape == (48, 3)
 
 
+def test_weights_fetched_a_moment_before_a_client_asks_count_at_once(graphany_service, weights, monkeypatch):
+    """A not-ready service re-verifies on every ask: `make weights` then `orchestrator run` at once must not be
+    told "not ready" from a check made before the files arrived (the readiness poll only paces a ready service)."""
+    client, directory = graphany_service
+    monkeypatch.setattr(service_module, "READINESS_POLL_S", 3600.0)
+    assert _health(client) == health_pb2.HealthCheckResponse.NOT_SERVING  # the last check: no weights
+    _copy(GRAPHANY_IDS, weights, directory)
+    assert not client._stub.Describe(pb.DescribeRequest(), timeout=HANG_S).not_ready
+    assert _health(client) == health_pb2.HealthCheckResponse.SERVING
+    client.wait_healthy(HANG_S)
+
+
 def test_weights_that_fail_verification_make_it_not_serving(graphany_service, weights):
     client, directory = graphany_service
     _copy(GRAPHANY_IDS, weights, directory)
