@@ -1,8 +1,10 @@
-"""A sweep's progress on the console: a low-rate bar on a terminal, a plain line at most every 30 s otherwise."""
+"""A sweep's progress on the console: a low-rate bar on a terminal, a plain line at most every 30 s otherwise
+(and at least every 5 min while trials run, so a log tells a long fit from a hung sweep)."""
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,6 +17,7 @@ from orchestrator.sweep import Progress as SweepProgress
 
 BAR_REFRESH_HZ = 2  # a terminal bar redraws at most this often (rich's default, 10 Hz, cost ~11% of a long sweep)
 PLAIN_INTERVAL_S = 30.0  # without a terminal (a file, a SLURM log): one line at most this often, and one at the end
+HEARTBEAT_S = 300.0  # ... and one at least this often while trials remain, even when none ends (a long fit)
 
 
 def _clock(seconds: float | None) -> str:
@@ -71,21 +74,25 @@ class Tally:
 
 class PlainProgress:
     """Progress as plain lines: the first when the plan is known, then at most one per ``interval`` s as trials end,
-    and a last one from ``finish``."""
+    one from ``beat`` when nothing was written for ``heartbeat`` s while trials remain, and a last one from
+    ``finish``."""
 
     def __init__(
         self,
         write: Callable[[str], None],
         interval: float = PLAIN_INTERVAL_S,
         clock: Callable[[], float] = time.monotonic,
+        heartbeat: float = HEARTBEAT_S,
     ) -> None:
         self.tally = Tally(clock=clock)
-        self._write, self._interval, self._clock = write, interval, clock
+        self._write, self._interval, self._clock, self._heartbeat = write, interval, clock, heartbeat
         self._last: float | None = None
+        self._lock = threading.Lock()  # trials end on the sweep's threads, beats come from the heartbeat's
 
     def _emit(self) -> None:
-        self._last = self._clock()
-        self._write(self.tally.line())
+        with self._lock:
+            self._last = self._clock()
+            self._write(self.tally.line())
 
     def on_total(self, total: int) -> None:
         self.tally.total = total
@@ -97,6 +104,11 @@ class PlainProgress:
     def on_trial(self, record: TrialRecord) -> None:
         self.tally.trial(record)
         if self._last is None or self._clock() - self._last >= self._interval:
+            self._emit()
+
+    def beat(self) -> None:
+        """A line if none was written for ``heartbeat`` s while trials remain: a 20-minute fit ends no trial."""
+        if self.tally.remaining and self._last is not None and self._clock() - self._last >= self._heartbeat:
             self._emit()
 
     def finish(self) -> None:
@@ -111,14 +123,22 @@ def _stderr_line(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+def _beat_until(plain: PlainProgress, stop: threading.Event, every: float = PLAIN_INTERVAL_S) -> None:
+    while not stop.wait(every):
+        plain.beat()
+
+
 def run_with_progress(sweep_run: Callable[[SweepProgress], list[TrialRecord]], console: Console) -> list[TrialRecord]:
     """Run ``sweep_run(hooks)``, showing its progress on ``console``: a bar redrawn at ``BAR_REFRESH_HZ`` on a
     terminal, plain lines (``PlainProgress``) otherwise."""
     if not console.is_terminal:
         plain = PlainProgress(_stderr_line)
+        stop = threading.Event()
+        threading.Thread(target=_beat_until, args=(plain, stop), name="progress-heartbeat", daemon=True).start()
         try:
             return sweep_run(plain.hooks())
         finally:
+            stop.set()
             plain.finish()
     tally = Tally()
     with Progress(

@@ -1,14 +1,25 @@
-"""Sweep progress without a terminal: plain lines, at most one per 30 s, and a last one; the bar's low rate."""
+"""Sweep progress without a terminal: plain lines, at most one per 30 s, at least one per 5 min while trials run,
+and a last one; the bar's low rate."""
 
 from __future__ import annotations
 
 import io
+import threading
+import time
 from types import SimpleNamespace
 
 from rich.console import Console
 
 from orchestrator.cli import progress as progress_module
-from orchestrator.cli.progress import BAR_REFRESH_HZ, PLAIN_INTERVAL_S, PlainProgress, run_with_progress
+from orchestrator.cli.progress import (
+    BAR_REFRESH_HZ,
+    HEARTBEAT_S,
+    PLAIN_INTERVAL_S,
+    PlainProgress,
+    _beat_until,
+    run_with_progress,
+)
+from tests.conftest import HANG_S
 
 
 class FakeClock:
@@ -51,6 +62,38 @@ def test_plain_first_trial_prints_when_nothing_was_skipped():
         "sweep: 1/3 trials, 0 failed, 2 remaining, elapsed 0:00:00, eta 0:00:01",
         "sweep: 3/3 trials, 0 failed, 0 remaining, elapsed 0:00:02, eta 0:00:00",
     ]
+
+
+def test_a_long_fit_still_prints_a_line_every_heartbeat_and_nothing_more():
+    clock, lines = FakeClock(), []
+    plain = PlainProgress(lines.append, clock=clock)
+    plain.on_total(2)
+    clock.now += 1.0
+    plain.on_trial(ok())  # the first line; then one fit runs for 20 minutes
+    for _ in range(40):
+        clock.now += PLAIN_INTERVAL_S
+        plain.beat()
+    assert len(lines) == 1 + int(40 * PLAIN_INTERVAL_S // HEARTBEAT_S) == 5
+    assert lines[1] == "sweep: 1/2 trials, 0 failed, 1 remaining, elapsed 0:05:01, eta 0:05:01"
+    plain.on_trial(ok())
+    written = len(lines)
+    for _ in range(40):  # nothing remains: no heartbeat after the last trial
+        clock.now += PLAIN_INTERVAL_S
+        plain.beat()
+    assert len(lines) == written
+
+
+def test_the_heartbeat_thread_beats_until_stopped():
+    beats = []
+    plain = SimpleNamespace(beat=lambda: beats.append(1))
+    stop = threading.Event()
+    thread = threading.Thread(target=_beat_until, args=(plain, stop, 0.001))
+    thread.start()
+    while len(beats) < 3:
+        time.sleep(0.001)
+    stop.set()
+    thread.join(HANG_S)
+    assert not thread.is_alive()
 
 
 def test_no_terminal_gets_plain_lines_and_a_last_line_even_when_the_run_fails(monkeypatch):
