@@ -101,44 +101,59 @@ def memory_budget() -> int:
         return 8 << 30
 
 
-def check_npz_sizes(path: Path, budget: int | None = None) -> None:
-    """Refuse an .npz from its members' headers alone, before any array is read: a decompression bomb,
-    a declared total beyond the memory budget, or arrays that are not real numbers."""
+def check_archive_sizes(path: Path, budget: int | None = None) -> None:
+    """Refuse a zip archive (an .npz, or a .pt that torch.save wrote) from its members' headers alone, before any
+    byte is inflated: a decompression bomb, a declared total beyond the memory budget, or .npz arrays that are not
+    real numbers. torch.load inflates deflated members as readily as np.load does."""
     budget = memory_budget() if budget is None else budget
     total = 0
     try:
         with zipfile.ZipFile(path) as archive:
             for info in archive.infolist():
-                if not info.filename.endswith(".npy"):
-                    continue
-                with archive.open(info) as member:
-                    version = np.lib.format.read_magic(member)
-                    fmt = np.lib.format
-                    read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
-                    shape, _, dtype = read_header(member)  # the header only: no array byte is read
-                name = info.filename[: -len(".npy")]
-                if dtype.hasobject or not (np.issubdtype(dtype, np.number) or dtype == np.bool_):
-                    raise UserDatasetError(f"{path.name}: array {name!r} is not numeric (dtype {dtype})")
-                if np.issubdtype(dtype, np.complexfloating):
-                    raise UserDatasetError(f"{path.name}: array {name!r} is complex ({dtype}); give real numbers")
-                declared = math.prod(int(d) for d in shape) * dtype.itemsize
+                if path.suffix == ".npz":
+                    if not info.filename.endswith(".npy"):
+                        continue
+                    name = f"array {info.filename[: -len('.npy')]!r}"
+                    shape, dtype = _npy_header(archive, info, path, name)
+                    declared = math.prod(int(d) for d in shape) * dtype.itemsize
+                    what = f"{_gib(declared)} ({'x'.join(map(str, shape))} {dtype})"
+                else:
+                    name, declared = f"member {info.filename!r}", info.file_size
+                    what = _gib(declared)
                 total += declared
                 inflation = declared / max(1, info.compress_size)
                 if declared > BOMB_MIN_BYTES and inflation > MAX_INFLATION:
                     raise UserDatasetError(
-                        f"{path.name}: array {name!r} declares {_gib(declared)} ({'x'.join(map(str, shape))} {dtype}) "
-                        f"from {info.compress_size:,} compressed bytes, a {inflation:,.0f}-fold inflation; "
-                        f"no real graph inflates over {MAX_INFLATION}-fold (refused as a decompression bomb)"
+                        f"{path.name}: {name} declares {what} from {info.compress_size:,} compressed bytes, a "
+                        f"{inflation:,.0f}-fold inflation; no real graph inflates over {MAX_INFLATION}-fold (refused "
+                        "as a decompression bomb)"
                     )
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
         if isinstance(exc, UserDatasetError):
             raise
-        raise UserDatasetError(f"{path.name}: not a readable .npz file ({type(exc).__name__}: {exc})") from None
+        raise UserDatasetError(
+            f"{path.name}: not a readable {'.npz file' if path.suffix == '.npz' else 'zip archive'} "
+            f"({type(exc).__name__}: {exc})"
+        ) from None
     if total > budget:
         raise UserDatasetError(
             f"{path.name}: its arrays declare {_gib(total)}, over the memory budget of {_gib(budget)} "
             f"(set {MEMORY_ENV} to the bytes this machine can give)"
         )
+
+
+def _npy_header(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path, name: str) -> tuple[tuple, np.dtype]:
+    """An .npz member's shape and dtype from its header only (no array byte is read); non-real dtypes refused."""
+    with archive.open(info) as member:
+        version = np.lib.format.read_magic(member)
+        fmt = np.lib.format
+        read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+        shape, _, dtype = read_header(member)
+    if dtype.hasobject or not (np.issubdtype(dtype, np.number) or dtype == np.bool_):
+        raise UserDatasetError(f"{path.name}: {name} is not numeric (dtype {dtype})")
+    if np.issubdtype(dtype, np.complexfloating):
+        raise UserDatasetError(f"{path.name}: {name} is complex ({dtype}); give real numbers")
+    return shape, dtype
 
 
 def _gib(nbytes: int) -> str:
@@ -179,8 +194,9 @@ def read_user_file(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, tupl
     """(x, edge_index 2 x E, y, masks or None) from an .npz or a saved PyG Data."""
     if not path.exists():
         raise UserDatasetError(f"{path}: no such file")
+    if path.suffix == ".npz" or zipfile.is_zipfile(path):
+        check_archive_sizes(path)
     if path.suffix == ".npz":
-        check_npz_sizes(path)
         try:
             with np.load(path, allow_pickle=False) as npz:
                 raw: dict[str, Any] = {k: npz[k] for k in npz.files}

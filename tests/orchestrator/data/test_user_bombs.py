@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from orchestrator.cli.main import app
 from orchestrator.data.registry import add_user_dataset
-from orchestrator.data.user import MEMORY_ENV, UserDatasetError, check_npz_sizes
+from orchestrator.data.user import MEMORY_ENV, UserDatasetError, check_archive_sizes
 from tests.orchestrator.data.test_user_datasets import good_arrays
 
 BOMB_SHAPE = (262_144, 1_024)  # float32 zeros: 1 GiB declared
@@ -28,12 +28,15 @@ BLOCK = 1 << 24
 
 
 def npz_bomb(path: Path, shape: tuple[int, int] = BOMB_SHAPE, name: str = "x") -> Path:
-    """An .npz whose one member inflates to ``shape`` float32 zeros, written without compressing a gigabyte:
-    one fully flushed deflate block of 16 MiB of zeros is repeated (about 1 MiB on disk for 1 GiB)."""
+    """An .npz whose one member inflates to ``shape`` float32 zeros (about 1 MiB on disk for 1 GiB)."""
     header = io.BytesIO()
     np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False, "shape": shape})
-    head = header.getvalue()
-    total = int(np.prod(shape)) * 4
+    return zip_bomb(path, f"{name}.npy", header.getvalue(), int(np.prod(shape)) * 4)
+
+
+def zip_bomb(path: Path, member_name: str, head: bytes, total: int) -> Path:
+    """A zip archive of one member, ``head`` then ``total`` zero bytes, written without compressing them all: one
+    fully flushed deflate block of 16 MiB of zeros is repeated."""
     assert total % BLOCK == 0
     deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
     first = deflate.compress(head) + deflate.flush(zlib.Z_FULL_FLUSH)
@@ -44,7 +47,7 @@ def npz_bomb(path: Path, shape: tuple[int, int] = BOMB_SHAPE, name: str = "x") -
     zeros = bytes(BLOCK)
     for _ in range(total // BLOCK):
         crc = zlib.crc32(zeros, crc)
-    member = f"{name}.npy".encode()
+    member = member_name.encode()
     size = len(head) + total
     local = struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, 8, 0, 0x21, crc, len(data), size, len(member), 0)
     central = struct.pack(
@@ -90,15 +93,36 @@ def test_declared_arrays_beyond_the_memory_budget_are_refused(cache, tmp_path, m
     x, edges, y = good_arrays()
     path = tmp_path / "g.npz"
     np.savez(path, x=x, edge_index=edges, y=y)
-    check_npz_sizes(path, budget=1 << 20)
+    check_archive_sizes(path, budget=1 << 20)
     with pytest.raises(UserDatasetError, match=r"over the memory budget of 0\.00 GiB"):
-        check_npz_sizes(path, budget=100)
+        check_archive_sizes(path, budget=100)
     monkeypatch.setenv(MEMORY_ENV, "100")
     with pytest.raises(UserDatasetError, match="over the memory budget"):
         add_user_dataset(path, "small-budget")
     monkeypatch.setenv(MEMORY_ENV, "lots")
     with pytest.raises(UserDatasetError, match="is not a number of bytes"):
         add_user_dataset(path, "bad-budget")
+
+
+def test_a_pt_archive_that_inflates_like_a_bomb_is_refused_before_torch_reads_it(cache, tmp_path):
+    """torch.load inflates deflated members (a 66 KB .pt gave a 64 MiB tensor): the same header check applies."""
+    bomb = zip_bomb(tmp_path / "bomb.pt", "archive/data/0", b"", 1 << 30)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    result = CliRunner().invoke(app, ["datasets", "add", str(bomb), "--name", "bomb"])
+    grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024
+    assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+    assert result.output.startswith("error: bomb.pt: member 'archive/data/0' declares 1.00 GiB from "), result.output
+    assert "decompression bomb" in result.output and grown < 64 << 20
+
+
+def test_a_pt_beyond_the_memory_budget_is_refused_and_one_within_it_registers(cache, tmp_path, monkeypatch):
+    x, _, _ = good_arrays()
+    path = _pt(tmp_path, "plain", torch.tensor(x))
+    monkeypatch.setenv(MEMORY_ENV, "100")
+    with pytest.raises(UserDatasetError, match="plain.pt: its arrays declare .* over the memory budget"):
+        add_user_dataset(path, "plain")
+    monkeypatch.delenv(MEMORY_ENV)
+    assert add_user_dataset(path, "plain").num_nodes == 30
 
 
 def _pt(tmp_path, name, x):
