@@ -133,19 +133,28 @@ class APPNPNet(nn.Module):
         return self.prop(self.encoder(x), edge_index)
 
 
-class GCNIINet(nn.Module):
+class _InitialResidualNet(nn.Module):
+    """``lin_in`` to the hidden width, ``num_layers`` convolutions that each also see ``lin_in``'s output, a norm
+    after each, ``lin_out`` to the classes. A subclass builds its convolutions (``conv``) and runs them."""
+
     def __init__(self, config: Config, in_dim: int, out_dim: int) -> None:
         super().__init__()
         hidden, layers = int(config["hidden"]), int(config["num_layers"])
         self.lin_in = nn.Linear(in_dim, hidden)
         self.lin_out = nn.Linear(hidden, out_dim)
-        alpha, theta = float(config["alpha"]), float(config["theta"])
-        self.convs = nn.ModuleList(
-            GCN2Conv(hidden, alpha, theta, layer=i + 1, shared_weights=True, cached=True, add_self_loops=False)
-            for i in range(layers)
-        )
+        self.convs = nn.ModuleList(self.conv(config, hidden, i) for i in range(layers))
         self.norms = nn.ModuleList(_norm(str(config["norm"]), hidden) for _ in range(layers))
         self.dropout = float(config["dropout"])
+
+    def conv(self, config: Config, hidden: int, i: int) -> nn.Module:
+        """The ``i``-th convolution (from 0)."""
+        raise NotImplementedError
+
+
+class GCNIINet(_InitialResidualNet):
+    def conv(self, config: Config, hidden: int, i: int) -> nn.Module:
+        alpha, theta = float(config["alpha"]), float(config["theta"])
+        return GCN2Conv(hidden, alpha, theta, layer=i + 1, shared_weights=True, cached=True, add_self_loops=False)
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
         h = F.dropout(x, self.dropout, self.training)
@@ -192,24 +201,10 @@ class GPRGNNNet(nn.Module):
         return self.prop(h, edge_index, edge_weight)
 
 
-class FAGCNNet(nn.Module):
-    def __init__(self, config: Config, in_dim: int, out_dim: int) -> None:
-        super().__init__()
-        hidden, layers = int(config["hidden"]), int(config["num_layers"])
-        self.lin_in = nn.Linear(in_dim, hidden)
-        self.lin_out = nn.Linear(hidden, out_dim)
-        self.convs = nn.ModuleList(
-            FAConv(
-                hidden,
-                eps=float(config["eps"]),
-                dropout=float(config["attn_dropout"]),
-                cached=True,
-                add_self_loops=False,
-            )
-            for _ in range(layers)
-        )
-        self.norms = nn.ModuleList(_norm(str(config["norm"]), hidden) for _ in range(layers))
-        self.dropout = float(config["dropout"])
+class FAGCNNet(_InitialResidualNet):
+    def conv(self, config: Config, hidden: int, i: int) -> nn.Module:
+        eps, attn_dropout = float(config["eps"]), float(config["attn_dropout"])
+        return FAConv(hidden, eps=eps, dropout=attn_dropout, cached=True, add_self_loops=False)
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
         h = F.dropout(x, self.dropout, self.training)
