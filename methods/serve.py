@@ -38,6 +38,32 @@ from methods.sdk.service import (
 # or "<dist> <version> requires <name>, which is not installed."
 _PIP_CHECK_LINE = re.compile(r"^(\S+) \S+ (?:has requirement ([A-Za-z0-9._-]+)|requires ([A-Za-z0-9._-]+))")
 PROJECT = "nodeground"
+# The servicer's limits: the flag, the environment variable that sets it when the flag is not given, its type,
+# default and help.
+LIMITS: tuple[tuple[str, str, type[int] | type[float], float, str | None], ...] = (
+    ("--graph-cache-bytes", "NODEGROUND_GRAPH_CACHE_BYTES", int, DEFAULT_GRAPH_CACHE_BYTES, None),
+    (
+        "--max-upload-bytes",
+        "NODEGROUND_MAX_UPLOAD_BYTES",
+        int,
+        DEFAULT_MAX_UPLOAD_BYTES,
+        "largest graph accepted (tensors plus its N x C prediction); the memory available bounds it too",
+    ),
+    (
+        "--upload-wait-seconds",
+        "NODEGROUND_UPLOAD_WAIT_SECONDS",
+        float,
+        DEFAULT_UPLOAD_WAIT_SECONDS,
+        "how long an upload waits for one of the concurrent upload slots before RESOURCE_EXHAUSTED",
+    ),
+    (
+        "--max-models",
+        "NODEGROUND_MAX_MODELS",
+        int,
+        DEFAULT_MAX_MODELS,
+        "fitted models held without Release before the least recently used is dropped",
+    ),
+)
 
 
 def undeclared_conflicts(family: Family, pip_check: str) -> list[str]:
@@ -89,29 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (0.0.0.0 in containers)")
     parser.add_argument("--port", type=int, default=SERVICE_PORT, help="port to bind; 0 picks a free one")
-    parser.add_argument(
-        "--graph-cache-bytes",
-        type=int,
-        default=int(os.environ.get("NODEGROUND_GRAPH_CACHE_BYTES", DEFAULT_GRAPH_CACHE_BYTES)),
-    )
-    parser.add_argument(
-        "--max-upload-bytes",
-        type=int,
-        default=int(os.environ.get("NODEGROUND_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES)),
-        help="largest graph accepted (tensors plus its N x C prediction); the memory available bounds it too",
-    )
-    parser.add_argument(
-        "--upload-wait-seconds",
-        type=float,
-        default=float(os.environ.get("NODEGROUND_UPLOAD_WAIT_SECONDS", DEFAULT_UPLOAD_WAIT_SECONDS)),
-        help="how long an upload waits for one of the concurrent upload slots before RESOURCE_EXHAUSTED",
-    )
-    parser.add_argument(
-        "--max-models",
-        type=int,
-        default=int(os.environ.get("NODEGROUND_MAX_MODELS", DEFAULT_MAX_MODELS)),
-        help="fitted models held without Release before the least recently used is dropped",
-    )
+    for flag, env, kind, default, text in LIMITS:
+        parser.add_argument(flag, type=kind, default=kind(os.environ[env]) if env in os.environ else default, help=text)
     parser.add_argument(
         "--check", action="store_true", help="load the family, check it against its manifest, print one line and exit"
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
+from rich.console import OverflowMethod
 from rich.table import Table
 
 from orchestrator.records import ACCEPTED_STATUSES, RETRIED_STATUSES, TrialRecord
@@ -47,25 +48,28 @@ def selected_results(trials: pd.DataFrame) -> pd.DataFrame:
     return selected[SHOW_COLUMNS]
 
 
-def results_table(selected: pd.DataFrame) -> Table:
-    table = Table(title="Selected results (lowest validation loss)")
-    for column in (
-        "method",
-        "dataset",
-        "regime",
-        "split",
-        "trials",
-        "failed",
-        "selected",
-        "val loss",
-        "test metric",
-        "value",
-    ):
+def _table(
+    title: str,
+    columns: tuple[str, ...],
+    right: tuple[str, ...],
+    wrap: tuple[str, ...] = (),
+    overflow: OverflowMethod = "ellipsis",
+) -> Table:
+    """An empty rich table: the ``right`` columns right-justified, the ``wrap`` ones wrapped, the others on one line."""
+    table = Table(title=title)
+    for column in columns:
         table.add_column(
-            column,
-            justify="left" if column in ("method", "dataset", "regime", "test metric") else "right",
-            no_wrap=True,
+            column, justify="right" if column in right else "left", no_wrap=column not in wrap, overflow=overflow
         )
+    return table
+
+
+def results_table(selected: pd.DataFrame) -> Table:
+    table = _table(
+        "Selected results (lowest validation loss)",
+        ("method", "dataset", "regime", "split", "trials", "failed", "selected", "val loss", "test metric", "value"),
+        right=("split", "trials", "failed", "selected", "val loss", "value"),
+    )
     versions = selected.groupby("method", observed=True)["method_version"].nunique()
     for row in selected.itertuples(index=False):
         chosen = pd.notna(row.trial_index)
@@ -328,23 +332,13 @@ def summarize(trials: pd.DataFrame) -> pd.DataFrame:
 
 def summary_table(summary: pd.DataFrame) -> Table:
     """``summarize`` as a rich table: mean ± std over splits, the selections, and why a split has none."""
-    table = Table(title="Summary over splits (primary test metric of the validation-selected trial; std over splits)")
-    for column in (
-        "regime",
-        "dataset",
-        "method",
-        "splits",
-        "metric",
-        "mean ± std",
-        "selected trial per split",
-        "not selectable",
-    ):
-        table.add_column(
-            column,
-            justify="right" if column in ("splits", "mean ± std") else "left",
-            no_wrap=column not in ("not selectable", "selected trial per split"),
-            overflow="fold",
-        )
+    table = _table(
+        "Summary over splits (primary test metric of the validation-selected trial; std over splits)",
+        ("regime", "dataset", "method", "splits", "metric", "mean ± std", "selected trial per split", "not selectable"),
+        right=("splits", "mean ± std"),
+        wrap=("selected trial per split", "not selectable"),
+        overflow="fold",
+    )
     for row in summary.itertuples(index=False):
         if row.selected_splits:
             spread = f" ± {row.std:.4f}" if pd.notna(row.std) else " (1 split)"

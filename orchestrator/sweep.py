@@ -41,7 +41,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 import grpc
@@ -69,7 +68,7 @@ from orchestrator.records import (
     primary_metric_name,
 )
 from orchestrator.services.client import CallResult, MethodClient, Replica, ServiceNotReady, ServiceUnavailable
-from orchestrator.services.directory import Directory
+from orchestrator.services.directory import Directory, timestamp
 from orchestrator.store import ServiceRecord, ShardPlan, Store
 
 PROVENANCE_PREFIX = "weights_"  # fit info keys copied into extra_json (weights_id, weights_sha256, weights_official)
@@ -197,10 +196,6 @@ def warmup_bundle() -> tuple[GraphBundle, np.ndarray, np.ndarray]:
     labels = graph.y.astype(np.int64).copy()
     labels[40:] = -1
     return make_bundle(graph.x, graph.edge_index, labels, graph.num_classes), np.arange(0, 20), np.arange(20, 40)
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
 @dataclass
@@ -479,12 +474,12 @@ class Sweep:
         try:
             replica = self.directory.acquire(job.trial.method)
         except ServiceUnavailable as exc:
-            record.status, record.error, record.finished_at = STATUS_UNAVAILABLE, str(exc), _now()
+            record.status, record.error, record.finished_at = STATUS_UNAVAILABLE, str(exc), timestamp()
             return record, False
         try:
             record.endpoint = replica.endpoint
             record.host_json = self._host_json(replica)
-            record.started_at = _now()
+            record.started_at = timestamp()
             self._execute(replica.client, job, record)
         except grpc.RpcError as exc:
             record.status = _STATUS_BY_CODE.get(exc.code(), STATUS_FAILED)
@@ -515,7 +510,7 @@ class Sweep:
                 self.directory.lost(replica)  # recovered (restarted, waited for) while the retry takes a free replica
             else:
                 self.directory.release(replica)
-        record.finished_at = _now()
+        record.finished_at = timestamp()
         return record, lost
 
     def _host_json(self, replica: Replica) -> str:
@@ -550,7 +545,7 @@ class Sweep:
             status=STATUS_OK,
             time_limit_s=self.plan.time_limit,
             host_json=host_json(self._host),
-            started_at=_now(),
+            started_at=timestamp(),
         )
 
     def _fit(self, client: MethodClient, job: _Job, bundle: GraphBundle, labels: np.ndarray | None) -> CallResult:
@@ -666,7 +661,7 @@ class Sweep:
             family=replica.family,
             source=replica.source,
             pool=replica.pool,
-            started_at=replica.started_at or _now(),
+            started_at=replica.started_at or timestamp(),
             start_seconds=replica.start_seconds,
             pid=replica.pid,
         )

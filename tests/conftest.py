@@ -18,6 +18,8 @@ REPO = Path(__file__).resolve().parents[1]
 # taken over 60 s on a loaded two-core machine, so waits for starts, health and single calls use this.
 HANG_S = 300.0
 MIRROR = Path(os.environ.get("NODEGROUND_MIRROR") or REPO.parent / "shared" / "mirror")
+#: The smallest sweep a test asks `orchestrator run` for: the MLP on the built-in tiny graph.
+TINY_SWEEP = ["--methods", "mlp", "--datasets", "synthetic-tiny"]
 
 
 # Checks that take most of an hour on a CPU run only when their marker is asked for.

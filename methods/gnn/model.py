@@ -92,23 +92,19 @@ class LayerStack(nn.Module):
 
 
 class _Encoder(nn.Module):
-    """An MLP ``in -> hidden^(layers-1) -> out`` with dropout before every linear layer."""
+    """An MLP ``in -> hidden^(layers-1) -> out`` with dropout before every linear layer.
 
-    def __init__(
-        self,
-        in_dim: int,
-        hidden: int,
-        out_dim: int,
-        layers: int,
-        dropout: float,
-        input_dropout: float,
-        norm: str = "none",
-    ) -> None:
+    The config gives ``hidden``, ``num_layers``, ``dropout`` and ``norm``; the dropout on the input is
+    its ``input_dropout`` key (GPR-GNN's is its ``dropout``).
+    """
+
+    def __init__(self, config: Config, in_dim: int, out_dim: int, input_dropout: str = "input_dropout") -> None:
         super().__init__()
+        hidden, layers = int(config["hidden"]), int(config["num_layers"])
         dims = [in_dim] + [hidden] * (layers - 1) + [out_dim]
         self.lins = nn.ModuleList(nn.Linear(a, b) for a, b in pairwise(dims))
-        self.norms = nn.ModuleList(_norm(norm, hidden) for _ in range(layers - 1))
-        self.dropout, self.input_dropout = dropout, input_dropout
+        self.norms = nn.ModuleList(_norm(str(config["norm"]), hidden) for _ in range(layers - 1))
+        self.dropout, self.input_dropout = float(config["dropout"]), float(config[input_dropout])
 
     def forward(self, x: Tensor) -> Tensor:
         h = F.dropout(x, self.input_dropout, self.training)
@@ -124,15 +120,7 @@ class _Encoder(nn.Module):
 class APPNPNet(nn.Module):
     def __init__(self, config: Config, in_dim: int, out_dim: int) -> None:
         super().__init__()
-        self.encoder = _Encoder(
-            in_dim,
-            int(config["hidden"]),
-            out_dim,
-            int(config["num_layers"]),
-            float(config["dropout"]),
-            float(config["input_dropout"]),
-            str(config["norm"]),
-        )
+        self.encoder = _Encoder(config, in_dim, out_dim)
         self.prop = APPNPProp(
             int(config["K"]),
             float(config["alpha"]),
@@ -145,19 +133,28 @@ class APPNPNet(nn.Module):
         return self.prop(self.encoder(x), edge_index)
 
 
-class GCNIINet(nn.Module):
+class _InitialResidualNet(nn.Module):
+    """``lin_in`` to the hidden width, ``num_layers`` convolutions that each also see ``lin_in``'s output, a norm
+    after each, ``lin_out`` to the classes. A subclass builds its convolutions (``conv``) and runs them."""
+
     def __init__(self, config: Config, in_dim: int, out_dim: int) -> None:
         super().__init__()
         hidden, layers = int(config["hidden"]), int(config["num_layers"])
         self.lin_in = nn.Linear(in_dim, hidden)
         self.lin_out = nn.Linear(hidden, out_dim)
-        alpha, theta = float(config["alpha"]), float(config["theta"])
-        self.convs = nn.ModuleList(
-            GCN2Conv(hidden, alpha, theta, layer=i + 1, shared_weights=True, cached=True, add_self_loops=False)
-            for i in range(layers)
-        )
+        self.convs = nn.ModuleList(self.conv(config, hidden, i) for i in range(layers))
         self.norms = nn.ModuleList(_norm(str(config["norm"]), hidden) for _ in range(layers))
         self.dropout = float(config["dropout"])
+
+    def conv(self, config: Config, hidden: int, i: int) -> nn.Module:
+        """The ``i``-th convolution (from 0)."""
+        raise NotImplementedError
+
+
+class GCNIINet(_InitialResidualNet):
+    def conv(self, config: Config, hidden: int, i: int) -> nn.Module:
+        alpha, theta = float(config["alpha"]), float(config["theta"])
+        return GCN2Conv(hidden, alpha, theta, layer=i + 1, shared_weights=True, cached=True, add_self_loops=False)
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
         h = F.dropout(x, self.dropout, self.training)
@@ -195,15 +192,7 @@ class GPRProp(nn.Module):
 class GPRGNNNet(nn.Module):
     def __init__(self, config: Config, in_dim: int, out_dim: int) -> None:
         super().__init__()
-        self.encoder = _Encoder(
-            in_dim,
-            int(config["hidden"]),
-            out_dim,
-            int(config["num_layers"]),
-            float(config["dropout"]),
-            float(config["dropout"]),
-            str(config["norm"]),
-        )
+        self.encoder = _Encoder(config, in_dim, out_dim, input_dropout="dropout")
         self.prop = GPRProp(int(config["K"]), float(config["alpha"]), str(config["init"]))
         self.dprate = float(config["dprate"])
 
@@ -212,24 +201,10 @@ class GPRGNNNet(nn.Module):
         return self.prop(h, edge_index, edge_weight)
 
 
-class FAGCNNet(nn.Module):
-    def __init__(self, config: Config, in_dim: int, out_dim: int) -> None:
-        super().__init__()
-        hidden, layers = int(config["hidden"]), int(config["num_layers"])
-        self.lin_in = nn.Linear(in_dim, hidden)
-        self.lin_out = nn.Linear(hidden, out_dim)
-        self.convs = nn.ModuleList(
-            FAConv(
-                hidden,
-                eps=float(config["eps"]),
-                dropout=float(config["attn_dropout"]),
-                cached=True,
-                add_self_loops=False,
-            )
-            for _ in range(layers)
-        )
-        self.norms = nn.ModuleList(_norm(str(config["norm"]), hidden) for _ in range(layers))
-        self.dropout = float(config["dropout"])
+class FAGCNNet(_InitialResidualNet):
+    def conv(self, config: Config, hidden: int, i: int) -> nn.Module:
+        eps, attn_dropout = float(config["eps"]), float(config["attn_dropout"])
+        return FAConv(hidden, eps=eps, dropout=attn_dropout, cached=True, add_self_loops=False)
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
         h = F.dropout(x, self.dropout, self.training)

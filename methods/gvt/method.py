@@ -10,20 +10,11 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import torch
 
 from contract.wire import GraphBundle
 from methods.gvt.model import GraphViewTransformation, Head, recurrent_representations
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, FloatParam, IntParam, Method
-from methods.sdk.frozen import (
-    SELECTION,
-    HeadState,
-    adaptation_flags,
-    head_probabilities,
-    load_state_dict,
-    locate_weights,
-    train_head,
-)
+from methods.sdk.frozen import SELECTION, HeadState, frozen_representations, located_state_dict, train_head
 from methods.sdk.method import graph_tensors, seed_everything
 
 VERSION = "2026-12-02"
@@ -63,39 +54,36 @@ class RGVT(Method):
     def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> HeadState:
         started = time.perf_counter()
         seed = int(config["checkpoint_seed"])
-        path, provenance = locate_weights(f"gvt-seed{seed}", str(config["weights_file"]))
-        gvt = GraphViewTransformation.from_state_dict(load_state_dict(path)).to(ctx.device)
+        state_dict, provenance = located_state_dict(f"gvt-seed{seed}", str(config["weights_file"]))
+        gvt = GraphViewTransformation.from_state_dict(state_dict).to(ctx.device)
         depth, max_depth = int(config["depth"]), int(config["max_depth"])
         depths = list(range(1, max_depth + 1)) if depth == 0 else [depth]
         data = graph_tensors(graph, ctx.device)
         key = ("gvt-representations", provenance.sha256, str(ctx.device))
-        cached = graph.cache.get(key)
-        if cached is None or len(cached) < max(depths):
-            t0 = time.perf_counter()
-            cached = recurrent_representations(gvt, data.x, data.edge_index, max(depths), check=ctx.check)
-            graph.cache[key] = cached
-            ctx.info["embed_seconds"] = time.perf_counter() - t0
-            ctx.info["embeddings_cached"] = False
-        else:
-            ctx.info["embeddings_cached"] = True
-        train_t = torch.as_tensor(train, dtype=torch.long, device=ctx.device)
-        val_t = torch.as_tensor(val, dtype=torch.long, device=ctx.device)
+        cached = frozen_representations(
+            graph,
+            key,
+            ctx,
+            lambda: recurrent_representations(gvt, data.x, data.edge_index, max(depths), check=ctx.check),
+            reuse=lambda held: len(held) >= max(depths),
+        )
         results = []
         for d in depths:
             seed_everything(ctx.seed)
             head = Head(graph.features.shape[1], graph.num_classes, str(config["head"]), int(config["hidden"])).to(
                 ctx.device
             )
-            results.append((d, train_head(head, cached[d - 1], data.y, train_t, val_t, config, ctx), head))
+            results.append((d, train_head(head, cached[d - 1], data.y, train, val, config, ctx), head))
         # the depth whose head scores best under the same rule; the shallowest on ties, as upstream's max() over 1..L
         rule = str(config["selection"])
         d, selected, head = min(results, key=lambda r: (r[1].score(rule), r[0]))
+        state = HeadState(head=head.eval(), z=cached[d - 1], encoder=gvt)
         ctx.info.update(provenance.info(), depth=d, selection=rule, **selected.info())
-        ctx.info.update(adaptation_flags(head_probabilities(head, cached[d - 1]), selected.best_epoch))
+        ctx.info.update(state.flags(selected.best_epoch))
         for r in results:
             ctx.info.update({f"val_loss_depth{r[0]}": r[1].val_loss, f"val_accuracy_depth{r[0]}": r[1].val_accuracy})
         ctx.info["adapt_seconds"] = time.perf_counter() - started
-        return HeadState(head=head.eval(), z=cached[d - 1], encoder=gvt)
+        return state
 
     def predict(self, state: HeadState, graph: GraphBundle) -> np.ndarray:
         return state.probabilities()

@@ -5,20 +5,11 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import torch
 
 from contract.wire import GraphBundle
 from methods.node4all.model import CGTEncoder, Head, encode
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, FloatParam, Method
-from methods.sdk.frozen import (
-    SELECTION,
-    HeadState,
-    adaptation_flags,
-    head_probabilities,
-    load_state_dict,
-    locate_weights,
-    train_head,
-)
+from methods.sdk.frozen import SELECTION, HeadState, frozen_representations, located_state_dict, train_head
 from methods.sdk.method import graph_tensors, seed_everything
 
 VERSION = "2026-12-02"
@@ -54,30 +45,20 @@ class Node4All(Method):
 
     def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> HeadState:
         started = time.perf_counter()
-        path, provenance = locate_weights("node4all-cgt", str(config["weights_file"]))
-        encoder = CGTEncoder.from_state_dict(load_state_dict(path)).to(ctx.device)
+        state_dict, provenance = located_state_dict("node4all-cgt", str(config["weights_file"]))
+        encoder = CGTEncoder.from_state_dict(state_dict).to(ctx.device)
         data = graph_tensors(graph, ctx.device)
         key = ("node4all-embeddings", provenance.sha256, str(ctx.device))
-        if key not in graph.cache:
-            t0 = time.perf_counter()
-            graph.cache[key] = encode(encoder, data.x, data.edge_index, check=ctx.check)
-            ctx.info.update(embed_seconds=time.perf_counter() - t0, embeddings_cached=False)
-        else:
-            ctx.info["embeddings_cached"] = True
-        z = graph.cache[key]
+        z = frozen_representations(graph, key, ctx, lambda: encode(encoder, data.x, data.edge_index, check=ctx.check))
         seed_everything(ctx.seed)
         head = Head(
             z.shape[1], graph.num_classes, str(config["head"]), int(config["hidden"]), float(config["dropout"])
         ).to(ctx.device)
-        train_t = torch.as_tensor(train, dtype=torch.long, device=ctx.device)
-        val_t = torch.as_tensor(val, dtype=torch.long, device=ctx.device)
-        selected = train_head(head, z, data.y, train_t, val_t, config, ctx)
+        selected = train_head(head, z, data.y, train, val, config, ctx)
+        state = HeadState(head=head.eval(), z=z, encoder=encoder)
         ctx.info.update(provenance.info(), selection=str(config["selection"]), **selected.info())
-        ctx.info.update(
-            adaptation_flags(head_probabilities(head, z), selected.best_epoch),
-            adapt_seconds=time.perf_counter() - started,
-        )
-        return HeadState(head=head.eval(), z=z, encoder=encoder)
+        ctx.info.update(state.flags(selected.best_epoch), adapt_seconds=time.perf_counter() - started)
+        return state
 
     def predict(self, state: HeadState, graph: GraphBundle) -> np.ndarray:
         return state.probabilities()

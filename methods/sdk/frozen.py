@@ -40,6 +40,7 @@ from torch import nn
 
 from contract.space import ChoiceParam, Config
 from contract.weights import verify_file, weights_dir
+from contract.wire import GraphBundle
 from methods.sdk.method import SELECTION_RULES, EpochSelection, FitContext, Method, make_optimizer, train_epochs
 from methods.sdk.weights import (
     ResolvedWeights,
@@ -125,6 +126,12 @@ def load_state_dict(path: Path) -> dict[str, torch.Tensor]:
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise WeightsError(f"{path.name} is not a plain state dict")
     return state
+
+
+def located_state_dict(weights_id: str, override: str = "") -> tuple[dict[str, torch.Tensor], Provenance]:
+    """``locate_weights`` of a checkpoint that is a plain state dict, loaded: (state dict, provenance)."""
+    path, provenance = locate_weights(weights_id, override)
+    return load_state_dict(path), provenance
 
 
 # ---- frozen modules built once per process (in-context GFMs) ----------------------
@@ -251,6 +258,31 @@ def load_frozen(
 # ---- heads trained on frozen representations (GraphAny, RGVT, Node4All) -------------
 
 
+R = TypeVar("R")
+
+
+def frozen_representations(
+    graph: GraphBundle,
+    key: tuple[Any, ...],
+    ctx: FitContext,
+    compute: Callable[[], R],
+    reuse: Callable[[R], bool] = lambda _: True,
+) -> R:
+    """The frozen encoder's representations of ``graph``'s nodes, computed once per graph and ``key`` (its cache).
+
+    A fit that computes them reports ``embed_seconds`` and ``embeddings_cached: false``; a fit that finds them
+    cached, and ``reuse`` accepts what is held, reports ``embeddings_cached: true``.
+    """
+    held = graph.cache.get(key)
+    if held is not None and reuse(held):
+        ctx.info["embeddings_cached"] = True
+        return held
+    t0 = time.perf_counter()
+    graph.cache[key] = computed = compute()
+    ctx.info.update(embed_seconds=time.perf_counter() - t0, embeddings_cached=False)
+    return computed
+
+
 SELECTION = ChoiceParam("selection", SELECTION_RULES)  # a setting, not searched: sweeps keep val_loss
 CONSTANT_SPREAD = 1e-6  # probabilities that differ by less than this over all nodes are constant
 
@@ -259,8 +291,8 @@ def train_head(
     head: nn.Module,
     z: torch.Tensor,
     y: torch.Tensor,
-    train: torch.Tensor,
-    val: torch.Tensor,
+    train: np.ndarray,
+    val: np.ndarray,
     config: Config,
     ctx: FitContext,
 ) -> EpochSelection:
@@ -271,14 +303,16 @@ def train_head(
     and only the validation rows for the check, which gives the same numbers as
     upstream's full-graph passes at a fraction of the cost.
     """
-    z_train, z_val = z[train], z[val]
+    train_t = torch.as_tensor(train, dtype=torch.long, device=z.device)
+    val_t = torch.as_tensor(val, dtype=torch.long, device=z.device)
+    z_train, z_val = z[train_t], z[val_t]
     return train_epochs(
         head,
         make_optimizer(head.parameters(), config),
         lambda: head(z_train),
         lambda: head(z_val),
-        y[train],
-        y[val],
+        y[train_t],
+        y[val_t],
         config,
         ctx,
         rule=str(config["selection"]),
@@ -300,6 +334,10 @@ class HeadState:
 
     def probabilities(self) -> np.ndarray:
         return head_probabilities(self.head, self.z).float().cpu().numpy()
+
+    def flags(self, best_epoch: int | None) -> dict[str, bool]:
+        """``adaptation_flags`` of the head's probabilities over every node."""
+        return adaptation_flags(head_probabilities(self.head, self.z), best_epoch)
 
 
 def adaptation_flags(probs: torch.Tensor, best_epoch: int | None = None) -> dict[str, bool]:

@@ -13,17 +13,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from orchestrator.data.stats import SUBGROUP_PROPERTIES as PROPERTY_COLUMNS
 from orchestrator.data.stats import SUBGROUPS as STATS_SUBGROUPS
 
-PROPERTY_COLUMNS = (
-    "num_nodes",
-    "avg_degree",
-    "adjusted_homophily",
-    "feature_dim",
-    "feature_nonzero_fraction",
-    "num_classes",
-    "class_imbalance",
-)
 STATS_COLUMNS = ("dataset", *PROPERTY_COLUMNS)
 
 

@@ -47,6 +47,22 @@ def _dataset_means(df: pd.DataFrame, keys: list[str], cols: list[str]) -> pd.Dat
     return per_ds
 
 
+def _budget_means(cells: pd.DataFrame, means: list[str], k: str) -> pd.DataFrame:
+    """Per (regime, method, budget): the ``means`` columns averaged over each dataset's splits, then with equal
+    dataset weight; ``k`` the largest over datasets of each dataset's ``k`` (aggregated over its splits by ``k``);
+    ``datasets`` how many."""
+    per_ds = (
+        cells.groupby(["regime", "method", "budget", "dataset"], observed=True)
+        .agg(k=("k", k), **{c: (c, "mean") for c in means})
+        .reset_index()
+    )
+    return (
+        per_ds.groupby(["regime", "method", "budget"], observed=True)
+        .agg(k=("k", "max"), **{c: (c, "mean") for c in means}, datasets=("dataset", "nunique"))
+        .reset_index()
+    )
+
+
 def tuning_requirements(budget_points: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(table, curves): Table 7 per (regime, method), and the mean gap to the full search per budget k."""
     cells = _budget_cells(budget_points)
@@ -66,16 +82,7 @@ def tuning_requirements(budget_points: pd.DataFrame) -> tuple[pd.DataFrame, pd.D
         return pd.DataFrame(columns=cols), pd.DataFrame(columns=ccols)
     cells["gap"] = (cells["full_score"] - cells["score"]) * POINT
     pts = cells.assign(budget=np.where(cells["full_point"], FULL, cells["k"].astype(str)))
-    per_ds = (
-        pts.groupby(["regime", "method", "budget", "dataset"], observed=True)
-        .agg(k=("k", "first"), gap=("gap", "mean"), search_k=("search_k", "max"))
-        .reset_index()
-    )
-    curves = (
-        per_ds.groupby(["regime", "method", "budget"], observed=True)
-        .agg(k=("k", "max"), gap_to_full=("gap", "mean"), datasets=("dataset", "nunique"))
-        .reset_index()
-    )
+    curves = _budget_means(pts, ["gap"], k="first").rename(columns={"gap": "gap_to_full"})
     # The full search is plotted at its own size; intermediate budgets at k.
     curves = curves.sort_values(["regime", "method", "k"]).reset_index(drop=True)[ccols]
 
@@ -114,20 +121,6 @@ def validation_test_gap(budget_points: pd.DataFrame) -> pd.DataFrame:
         val_gain=(cells["val_primary"] - cells["default_val"]) * POINT,
         test_gain=(cells["score"] - cells["default_score"]) * POINT,
     )
-    per_ds = (
-        cells.groupby(["regime", "method", "budget", "dataset"], observed=True)
-        .agg(k=("k", "max"), val_gain=("val_gain", "mean"), test_gain=("test_gain", "mean"))
-        .reset_index()
-    )
-    out = (
-        per_ds.groupby(["regime", "method", "budget"], observed=True)
-        .agg(
-            k=("k", "max"),
-            val_gain=("val_gain", "mean"),
-            test_gain=("test_gain", "mean"),
-            datasets=("dataset", "nunique"),
-        )
-        .reset_index()
-    )
+    out = _budget_means(cells, ["val_gain", "test_gain"], k="max")
     out["overstatement"] = out["val_gain"] - out["test_gain"]
     return out.sort_values(["regime", "method", "k"]).reset_index(drop=True)[cols]

@@ -24,20 +24,11 @@ import pandas as pd
 
 from orchestrator.analysis.load import METRIC_COLUMNS, complete_columns
 from orchestrator.analysis.workflow import BUDGETS, FULL, workflow_costs
+from orchestrator.analysis.workflow import COST_COLUMNS as WORKFLOW_COST_COLUMNS
 from orchestrator.records import TASK_BINARY, primary_metric_name
 
 GROUP = ["method", "dataset", "regime", "split"]
-COST_COLUMNS = [
-    "training_tuning_s",
-    "prediction_s",
-    "workflow_s",
-    "fit_peak_bytes",
-    "predict_peak_bytes",
-    "workflow_peak_bytes",
-    "memory_kind",
-    "n_trials",
-    "n_ok",
-]
+COST_COLUMNS = [*WORKFLOW_COST_COLUMNS, "n_trials", "n_ok"]
 # What the pretraining-overlap audit reads of the selected trial (its content and checkpoint); not published.
 AUDIT_COLUMNS = ["dataset_hash", "config_json"]
 RESULT_COLUMNS = [

@@ -35,12 +35,8 @@ FULL = "full"
 
 _KEYS = ("method", "dataset", "regime", "split")
 
-OUTPUT_COLUMNS = (
-    "budget",  # "1", "2", ..., or FULL
-    "k",  # trial slots considered: the budget number, or (max trial_index + 1) for FULL
-    "n_trials",  # executed trials within the budget (any status)
-    "n_ok",  # trials within the budget that could be selected
-    "selected_trial_index",  # <NA> when no trial within the budget could be selected
+#: What a budget's workflow costs: its training and tuning, prediction and total time and peak memory.
+COST_COLUMNS = (
     "training_tuning_s",
     "prediction_s",
     "workflow_s",
@@ -48,6 +44,14 @@ OUTPUT_COLUMNS = (
     "predict_peak_bytes",
     "workflow_peak_bytes",
     "memory_kind",  # "gpu" or "cpu"
+)
+OUTPUT_COLUMNS = (
+    "budget",  # "1", "2", ..., or FULL
+    "k",  # trial slots considered: the budget number, or (max trial_index + 1) for FULL
+    "n_trials",  # executed trials within the budget (any status)
+    "n_ok",  # trials within the budget that could be selected
+    "selected_trial_index",  # <NA> when no trial within the budget could be selected
+    *COST_COLUMNS,
 )
 
 

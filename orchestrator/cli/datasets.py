@@ -68,17 +68,8 @@ def list_command() -> None:
     out.print(mine)
 
 
-STATS_COLUMNS = (
-    "dataset",
-    "num_nodes",
-    "num_edges",
-    "avg_degree",
-    "adjusted_homophily",
-    "feature_dim",
-    "feature_nonzero_fraction",
-    "num_classes",
-    "class_imbalance",
-)
+# The subgroup properties (the node count first), with the edge count beside the node count.
+STATS_COLUMNS = ("dataset", *SUBGROUP_PROPERTIES[:1], "num_edges", *SUBGROUP_PROPERTIES[1:])
 
 
 @app.command("stats")

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from orchestrator.cli.errors import UserError, user_errors
 from orchestrator.cli.run import build_plan
-from orchestrator.cli.validate import parse_env
+from orchestrator.cli.validate import SandboxCpusOpt, SandboxEnvOpt, SandboxMemoryOpt, SandboxWeightsOpt, parse_env
 from orchestrator.data.splits import ALL_REGIMES
 from orchestrator.plan import DEFAULT_TIME_LIMIT_S
 from orchestrator.services.sandbox import SandboxLimits
@@ -47,17 +47,10 @@ def submit(
     time_limit: Annotated[
         float, typer.Option(help="Time limit of each fit and each predict, in seconds.")
     ] = DEFAULT_TIME_LIMIT_S,
-    memory: Annotated[str, typer.Option(help="Sandbox memory limit.")] = "8g",
-    cpus: Annotated[float, typer.Option(help="Sandbox CPU limit.")] = 2.0,
-    weights: Annotated[Path | None, typer.Option(help="Weights directory, mounted read-only at /weights.")] = None,
-    env: Annotated[
-        list[str],
-        typer.Option(
-            "--env",
-            help="KEY=VALUE set in the sandbox (repeatable), e.g. NODEGROUND_RANDOM_INIT_WEIGHTS=1 for a GFM "
-            "without its weights (its records then say weights_official: false).",
-        ),
-    ] = [],  # noqa: B006
+    memory: SandboxMemoryOpt = "8g",
+    cpus: SandboxCpusOpt = 2.0,
+    weights: SandboxWeightsOpt = None,
+    env: SandboxEnvOpt = [],  # noqa: B006
 ) -> None:
     """Benchmark an image in the sandbox and write a checksummed submission bundle."""
     if submission_id and not _ID.match(submission_id):

@@ -46,6 +46,22 @@ def results_table(target: str, results: list[CheckResult]) -> Table:
     return table
 
 
+# The sandbox an image runs in (``orchestrator.services.sandbox``), as `validate` and `submit` set it.
+SandboxMemoryOpt = Annotated[str, typer.Option(help="Memory limit of the image's sandbox.")]
+SandboxCpusOpt = Annotated[float, typer.Option(help="CPU limit of the image's sandbox.")]
+SandboxWeightsOpt = Annotated[
+    Path | None, typer.Option(help="Weights directory, mounted read-only at /weights in the image's sandbox.")
+]
+SandboxEnvOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--env",
+        help="KEY=VALUE set in the image's sandbox (repeatable), e.g. NODEGROUND_RANDOM_INIT_WEIGHTS=1 for a GFM "
+        "without its weights (its results then say weights_official: false).",
+    ),
+]
+
+
 def parse_env(pairs: list[str]) -> dict[str, str]:
     """``["K=V", ...]`` -> ``{"K": "V"}``; a pair without ``=`` or with an empty key is a user error."""
     out: dict[str, str] = {}
@@ -74,16 +90,10 @@ def validate(
     grace: Annotated[
         float, typer.Option(help="How long past that limit the service may take to answer, seconds.")
     ] = 10.0,
-    memory: Annotated[str, typer.Option(help="Sandbox memory limit (images only).")] = "4g",
-    cpus: Annotated[float, typer.Option(help="Sandbox CPU limit (images only).")] = 2.0,
-    weights: Annotated[Path | None, typer.Option(help="Directory mounted read-only at /weights (images only).")] = None,
-    env: Annotated[
-        list[str],
-        typer.Option(
-            "--env",
-            help="KEY=VALUE set in the sandbox (repeatable, images only), e.g. NODEGROUND_RANDOM_INIT_WEIGHTS=1.",
-        ),
-    ] = [],  # noqa: B006
+    memory: SandboxMemoryOpt = "4g",
+    cpus: SandboxCpusOpt = 2.0,
+    weights: SandboxWeightsOpt = None,
+    env: SandboxEnvOpt = [],  # noqa: B006
     json_out: Annotated[Path | None, typer.Option("--json", help="Also write the results as JSON here.")] = None,
 ) -> None:
     """Check a method image or endpoint against the NodeGround service contract; exit 1 on any failure."""

@@ -108,7 +108,8 @@ def resolve_methods(names: list[str], families: dict[str, Family] | None = None)
     return resolved
 
 
-def _now() -> str:
+def timestamp() -> str:
+    """Now, in UTC to the millisecond (ISO 8601): when a replica started, when a trial started and ended."""
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
@@ -288,7 +289,7 @@ class ServiceDirectory(Directory):
             self._clients.append(client)
             client.wait_healthy(HEALTH_TIMEOUT_S)
             replica = Replica(
-                pool.key, pool.family, endpoint, client, "remote", methods=pool.methods, started_at=_now()
+                pool.key, pool.family, endpoint, client, "remote", methods=pool.methods, started_at=timestamp()
             )
         else:
             assert self.embedded is not None

@@ -14,7 +14,7 @@ import pytest
 from contract.security import CA_ENV, CERT_ENV, ENV_NAMES, KEY_ENV, NAME_ENV, TOKEN_FILE_ENV, Security, SecurityError
 from contract.v1 import method_service_pb2 as pb
 from orchestrator.services.client import MethodClient, ServiceUnavailable
-from tests.conftest import HANG_S
+from tests.conftest import HANG_S, TINY_SWEEP
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "0123456789abcdef0123456789abcdef"
@@ -109,10 +109,7 @@ def test_a_sweep_reaches_a_secured_service_with_the_environment_and_embedded_one
         "-m",
         "orchestrator",
         "run",
-        "--methods",
-        "mlp",
-        "--datasets",
-        "synthetic-tiny",
+        *TINY_SWEEP,
         "--budget",
         "1",
         "--splits",

@@ -1,16 +1,19 @@
-"""Tiny graphs, a CPU fit context, the in-context GFMs' tiny architecture and frozen-encoder checks for the method
-tests."""
+"""Tiny graphs, a CPU fit context, a method that sleeps, the in-context GFMs' tiny architecture and frozen-encoder
+checks for the method tests."""
 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import torch
 
 from contract.weights import load_weights_catalog
 from contract.wire import GraphBundle, make_bundle
+from methods.sdk import Capabilities, Config, Method
 from methods.sdk.frozen import load_state_dict
 from methods.sdk.method import FitContext
 from methods.sdk.service import MethodServicer, build_server
@@ -31,6 +34,24 @@ def in_process_service(servicer: MethodServicer) -> Iterator[MethodClient]:
     finally:
         client.close()
         server.stop(0)
+
+
+class Sleeper(Method):
+    """Works for ``config["seconds"]`` in small steps, checking its deadline between steps (as the SDK asks), then
+    predicts uniform probabilities. A subclass gives its name, its default ``seconds`` and their search space."""
+
+    version = "test"
+    capabilities = Capabilities(uses_gpu=False)
+
+    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> Any:
+        end = time.monotonic() + float(config["seconds"])
+        while time.monotonic() < end:
+            ctx.check()
+            time.sleep(0.01)
+        return graph.num_classes
+
+    def predict(self, state: Any, graph: GraphBundle) -> np.ndarray:
+        return np.full((graph.num_nodes, state), 1.0 / state, dtype=np.float32)
 
 
 #: A short training run for the frozen-encoder GFMs' heads.

@@ -164,19 +164,15 @@ def test_graph_transformer_family_describes_itself() -> None:
 
 
 EDGE_ATTENTION = [  # method, a config wider than the budget, what makes it narrow, what the refusal names
-    pytest.param(
-        GAT,
-        {"hidden": 512, "heads": 8, "num_layers": 6},
-        {"hidden": 16, "num_layers": 2},
-        r"6 attention layers of 512 over \d+ edges",
-        id="gat",
-    ),
-    pytest.param(
-        GATv2,
-        {"hidden": 512, "heads": 8, "num_layers": 6},
-        {"hidden": 16, "num_layers": 2},
-        r"6 attention layers of 512 over \d+ edges",
-        id="gatv2",
+    *(
+        pytest.param(
+            gat,
+            {"hidden": 512, "heads": 8, "num_layers": 6},
+            {"hidden": 16, "num_layers": 2},
+            r"6 attention layers of 512 over \d+ edges",
+            id=gat.name,
+        )
+        for gat in (GAT, GATv2)
     ),
     pytest.param(
         FAGCN,

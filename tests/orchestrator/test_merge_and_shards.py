@@ -26,15 +26,11 @@ from orchestrator.store import (
     read_services,
     read_trials,
 )
+from tests.orchestrator.conftest import trial_record
 
 
-def record(key: str, status: str = "ok", test_primary: float = 0.8, fit_s: float = 1.0) -> TrialRecord:
-    return TrialRecord(
-        trial_key=key, method="gcn", method_version="v", family="gnn", kind="supervised", dataset="d",
-        dataset_hash="h", task_type="multiclass", num_classes=3, regime="10/10/80", split=0, trial_index=0,
-        is_default=True, config_json="{}", config_hash="c", seed=0, status=status, val_loss=0.5,
-        test_primary=test_primary, fit_service_s=fit_s, endpoint="127.0.0.1:1",
-    )  # fmt: skip
+def record(key: str, status: str = "ok", test_primary: float | None = 0.8, fit_s: float = 1.0) -> TrialRecord:
+    return trial_record(key, status=status, test_primary=test_primary, fit_service_s=fit_s, endpoint="127.0.0.1:1")
 
 
 def store(path, *records: TrialRecord, services: int = 0):

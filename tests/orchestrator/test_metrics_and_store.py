@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from orchestrator.metrics import evaluate, probabilities_ok
-from orchestrator.records import TrialRecord
 from orchestrator.store import Store, read_trials
+from tests.orchestrator.conftest import trial_record
 
 
 def test_multiclass_metrics_match_hand_computed_values():
@@ -37,37 +37,14 @@ def test_malformed_probabilities_are_named():
     assert "sum to one" in probabilities_ok(np.array([[0.5, 0.2]]))
 
 
-def record(key: str, status: str = "ok") -> TrialRecord:
-    return TrialRecord(
-        trial_key=key,
-        method="gcn",
-        method_version="v",
-        family="gnn",
-        kind="supervised",
-        dataset="d",
-        dataset_hash="h",
-        task_type="multiclass",
-        num_classes=3,
-        regime="10/10/80",
-        split=0,
-        trial_index=0,
-        is_default=True,
-        config_json="{}",
-        config_hash="c",
-        seed=0,
-        status=status,
-        val_loss=0.5,
-    )
-
-
 def test_store_round_trip_and_resume_keys(tmp_path):
     path = tmp_path / "runs.sqlite"
     with Store(path) as store:
-        store.write(record("a"))
-        store.write(record("b", status="unavailable"))
-        store.write(record("c", status="timeout"))
+        store.write(trial_record("a"))
+        store.write(trial_record("b", status="unavailable"))
+        store.write(trial_record("c", status="timeout"))
         assert store.done_keys() == {"a", "c"}  # unavailable trials are retried
-        store.write(record("b"))  # the retry replaces the row
+        store.write(trial_record("b"))  # the retry replaces the row
     frame = read_trials(path)
     assert sorted(frame["trial_key"]) == ["a", "b", "c"]
     assert frame.set_index("trial_key").loc["b", "status"] == "ok"
@@ -129,7 +106,7 @@ def test_services_table_round_trip_and_old_stores(tmp_path):
         )
     assert read_services(old).empty
     with Store(old) as store:  # opening it for writing adds what is missing
-        store.write(record("x"))
+        store.write(trial_record("x"))
     assert read_trials(old)["status"].tolist() == ["ok"]
 
 
@@ -139,8 +116,8 @@ def test_an_old_stores_keys_gain_the_dataset_hash_they_recorded(tmp_path):
 
     path = tmp_path / "old.sqlite"
     with Store(path) as store:
-        store.write(record("gcn@v|d|10/10/80|0|c"))  # the old 5-part key; its row recorded dataset_hash "h"
-        store.write(record("gcn@v|d|10/10/80|1|c", status="unavailable"))
+        store.write(trial_record("gcn@v|d|10/10/80|0|c"))  # the old 5-part key; its row recorded dataset_hash "h"
+        store.write(trial_record("gcn@v|d|10/10/80|1|c", status="unavailable"))
     with Store(path) as store:
         assert store.done_keys() == {trial_key("gcn", "v", "d", "10/10/80", 0, "c", "h")}
         assert trial_key("gcn", "v", "d", "10/10/80", 0, "c", "other") not in store.done_keys()
@@ -149,12 +126,12 @@ def test_an_old_stores_keys_gain_the_dataset_hash_they_recorded(tmp_path):
 def test_rows_of_a_replaced_dataset_move_aside_when_its_new_content_is_first_stored(tmp_path):
     path = tmp_path / "runs.sqlite"
     with Store(path) as store:
-        store.write(record("k-old-1"))
-        store.write(record("k-old-2"))
-        other = record("k-other")
+        store.write(trial_record("k-old-1"))
+        store.write(trial_record("k-old-2"))
+        other = trial_record("k-other")
         other.dataset, other.dataset_hash = "e", "x"
         store.write(other)
-        new = record("k-new")
+        new = trial_record("k-new")
         new.dataset_hash, new.val_loss = "h2", 0.1
         store.write(new)
     assert sorted(read_trials(path)["trial_key"]) == ["k-new", "k-other"]

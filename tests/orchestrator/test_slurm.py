@@ -30,10 +30,10 @@ from orchestrator.slurm import (
     task_resources,
 )
 from orchestrator.store import read_trials
-from tests.conftest import HANG_S
+from tests.conftest import HANG_S, TINY_SWEEP
 
 REPO = Path(__file__).resolve().parents[2]
-SWEEP = ["--methods", "mlp", "--datasets", "synthetic-tiny", "--splits", "0,1", "--budget", "2"]
+SWEEP = [*TINY_SWEEP, "--splits", "0,1", "--budget", "2"]
 runner = CliRunner()
 
 FAKE = {

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from orchestrator.analysis.load import load_trials
 from orchestrator.cli.main import app
 from orchestrator.store import Store, StoreBusy
+from tests.conftest import TINY_SWEEP
 from tests.orchestrator.cli.test_cli import _fake_store
 
 runner = CliRunner()
@@ -83,9 +84,7 @@ def test_a_second_orchestrator_is_refused_and_the_claim_dies_with_its_holder(tmp
             pytest.raises(StoreBusy, match=rf"being written by another orchestrator \(pid {holder.pid} on "),
         ):
             store.claim()
-        result = runner.invoke(
-            app, ["run", "--methods", "mlp", "--datasets", "synthetic-tiny", "--budget", "1", "--store", str(path)]
-        )
+        result = runner.invoke(app, ["run", *TINY_SWEEP, "--budget", "1", "--store", str(path)])
         assert (
             result.exit_code == 2 and result.output.startswith("error: ") and result.output.strip().count("\n") == 0
         ), result.output

@@ -25,6 +25,7 @@ from orchestrator.services.directory import Directory, ServiceDirectory, resolve
 from orchestrator.store import Store
 from orchestrator.sweep import Sweep, SweepPlan
 from tests.conftest import HANG_S
+from tests.methods.helpers import Sleeper
 
 
 class QuickMLP(MLP):
@@ -59,26 +60,14 @@ class Modes(Method):
         return probs
 
 
-class Sleepy(Method):
+class Sleepy(Sleeper):
     """The default sleeps far past any test time limit without stopping itself; the one sample is quick.
 
     It checks its deadline between steps (as the SDK asks), so the service stops it."""
 
     name = "sleepy"
-    version = "test"
-    capabilities = Capabilities(uses_gpu=False)
     default_config: Config = {"seconds": 30.0}
     search_space = (ChoiceParam("seconds", (30.0, 0.01)),)
-
-    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> Any:
-        end = time.monotonic() + float(config["seconds"])
-        while time.monotonic() < end:
-            ctx.check()
-            time.sleep(0.01)
-        return graph.num_classes
-
-    def predict(self, state: Any, graph: GraphBundle) -> np.ndarray:
-        return np.full((graph.num_nodes, state), 1.0 / state, dtype=np.float32)
 
 
 FAMILY = Family("test", "nodeground/test", "tests.orchestrator.test_sweep_engine", ("qmlp", "modes", "sleepy"))

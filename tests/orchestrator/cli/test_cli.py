@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from orchestrator.cli.main import app
-from tests.conftest import HANG_S
+from tests.conftest import HANG_S, TINY_SWEEP
 
 REPO = Path(__file__).resolve().parents[3]
 # This checkout's code (not whichever copy of the package the environment installed), run as the console script runs it.
@@ -30,52 +30,19 @@ runner = CliRunner()
             ["--methods", "mlp", "--datasets", "synthetic-tinny"],
             "unknown dataset 'synthetic-tinny'; did you mean synthetic-tiny",
         ),
-        (
-            ["--methods", "mlp", "--datasets", "synthetic-tiny", "--budget", "-1"],
-            "--budget must be between 1 and 10000, got -1",
-        ),
-        (
-            ["--methods", "mlp", "--datasets", "synthetic-tiny", "--budget", "99999999999999999999"],
-            "--budget must be between 1 and 10000",
-        ),
-        (
-            ["--methods", "mlp", "--datasets", "synthetic-tiny", "--time-limit", "nan"],
-            "--time-limit must be a number of seconds in (0, 604800], got nan",
-        ),
-        (
-            ["--methods", "mlp", "--datasets", "synthetic-tiny", "--time-limit", "inf"],
-            "--time-limit must be a number of seconds",
-        ),
-        (
-            ["--methods", "mlp", "--datasets", "synthetic-tiny", "--time-limit", "-5"],
-            "--time-limit must be a number of seconds",
-        ),
-        (
-            ["--methods", "mlp", "--datasets", "synthetic-tiny", "--time-limit", "0"],
-            "--time-limit must be a number of seconds",
-        ),
-        (
-            ["--methods", "mlp", "--datasets", "synthetic-tiny", "--parallel", "99999999999"],
-            "--parallel must be between 0 (one per replica found) and 1024",
-        ),
-        (
-            ["--methods", "mlp", "--datasets", "synthetic-tiny", "--regimes", "public"],
-            "--regimes public: synthetic-tiny has no published split",
-        ),
-        (
-            ["--methods", "mlp", "--datasets", "synthetic-tiny", "--splits", "0,x"],
-            "--splits must be comma-separated integers",
-        ),
-        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--splits", "9"], "split index 9 is outside 0..4"),
-        (["--methods", "mlp", "--datasets", "synthetic-tiny", "--regimes", "20/20/60"], "unknown regime '20/20/60'"),
-        (
-            ["--methods", "mlp", "--datasets", "synthetic-tiny", "--endpoint", "mlp"],
-            "--endpoint must look like NAME=HOST:PORT",
-        ),
-        (
-            ["--methods", "mlp", "--datasets", "synthetic-tiny", "--parallel", "-1"],
-            "--parallel must be between 0 (one per replica found) and 1024, got -1",
-        ),
+        ([*TINY_SWEEP, "--budget", "-1"], "--budget must be between 1 and 10000, got -1"),
+        ([*TINY_SWEEP, "--budget", "99999999999999999999"], "--budget must be between 1 and 10000"),
+        ([*TINY_SWEEP, "--time-limit", "nan"], "--time-limit must be a number of seconds in (0, 604800], got nan"),
+        ([*TINY_SWEEP, "--time-limit", "inf"], "--time-limit must be a number of seconds"),
+        ([*TINY_SWEEP, "--time-limit", "-5"], "--time-limit must be a number of seconds"),
+        ([*TINY_SWEEP, "--time-limit", "0"], "--time-limit must be a number of seconds"),
+        ([*TINY_SWEEP, "--parallel", "99999999999"], "--parallel must be between 0 (one per replica found) and 1024"),
+        ([*TINY_SWEEP, "--regimes", "public"], "--regimes public: synthetic-tiny has no published split"),
+        ([*TINY_SWEEP, "--splits", "0,x"], "--splits must be comma-separated integers"),
+        ([*TINY_SWEEP, "--splits", "9"], "split index 9 is outside 0..4"),
+        ([*TINY_SWEEP, "--regimes", "20/20/60"], "unknown regime '20/20/60'"),
+        ([*TINY_SWEEP, "--endpoint", "mlp"], "--endpoint must look like NAME=HOST:PORT"),
+        ([*TINY_SWEEP, "--parallel", "-1"], "--parallel must be between 0 (one per replica found) and 1024, got -1"),
     ],
 )
 def test_bad_arguments_give_one_line_and_exit_2(tmp_path, args, message):
@@ -90,10 +57,7 @@ def test_an_endpoint_that_does_not_answer_is_named(tmp_path):
         [
             *ORCHESTRATOR,
             "run",
-            "--methods",
-            "mlp",
-            "--datasets",
-            "synthetic-tiny",
+            *TINY_SWEEP,
             "--endpoint",
             "mlp=127.0.0.1:9",
             "--store",
@@ -242,10 +206,7 @@ def test_run_exits_non_zero_and_summarises_when_a_trial_failed(tmp_path, modes, 
     try:
         args = [
             "run",
-            "--methods",
-            "mlp",
-            "--datasets",
-            "synthetic-tiny",
+            *TINY_SWEEP,
             "--budget",
             "2",
             "--endpoint",
@@ -365,7 +326,7 @@ def _containers(monkeypatch, *containers):
 
 
 def _run_docker(tmp_path, *extra):
-    args = ["run", "--methods", "mlp", "--datasets", "synthetic-tiny", "--services", "docker", *extra]
+    args = ["run", *TINY_SWEEP, "--services", "docker", *extra]
     return runner.invoke(app, [*args, "--store", str(tmp_path / "r.sqlite")])
 
 

@@ -10,42 +10,28 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
 
-import numpy as np
 import pytest
 
 from contract.families import Family
-from contract.wire import GraphBundle
-from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, Method
+from methods.sdk import ChoiceParam, Config
 from methods.sdk.service import MethodServicer, build_server
 from orchestrator.services.directory import ServiceDirectory, resolve_methods
 from orchestrator.store import Store
 from orchestrator.sweep import Sweep, SweepPlan
 from tests.conftest import HANG_S
+from tests.methods.helpers import Sleeper
 
 LONG_S = 2.0  # the trial whose replica is killed mid-fit
 RESTART_S = 4.0  # how long the killed replica takes to come back
 
 
-class Nap(Method):
+class Nap(Sleeper):
     """The default fits for LONG_S, checking its deadline; the one sample is quick."""
 
     name = "nap"
-    version = "test"
-    capabilities = Capabilities(uses_gpu=False)
     default_config: Config = {"seconds": LONG_S}
     search_space = (ChoiceParam("seconds", (LONG_S, 0.05)),)
-
-    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> Any:
-        end = time.monotonic() + float(config["seconds"])
-        while time.monotonic() < end:
-            ctx.check()
-            time.sleep(0.01)
-        return graph.num_classes
-
-    def predict(self, state: Any, graph: GraphBundle) -> np.ndarray:
-        return np.full((graph.num_nodes, state), 1.0 / state, dtype=np.float32)
 
 
 class LongNap(Nap):

@@ -11,6 +11,7 @@ from orchestrator.cli.main import app
 from orchestrator.cli.run import parse_endpoints
 from orchestrator.services.directory import ServiceDirectory, resolve_methods
 from orchestrator.services.discovery import DiscoveryError, resolve_replicas
+from tests.conftest import TINY_SWEEP
 
 
 def test_localhost_resolves_to_its_ipv4_address():
@@ -42,6 +43,6 @@ def test_malformed_targets_are_named(target):
 
 
 def test_a_name_that_does_not_resolve_is_one_line(tmp_path):
-    result = CliRunner().invoke(app, ["run", "--methods", "mlp", "--datasets", "synthetic-tiny", "--endpoint", "gnn=dns:///no-such-host.invalid:50051",
+    result = CliRunner().invoke(app, ["run", *TINY_SWEEP, "--endpoint", "gnn=dns:///no-such-host.invalid:50051",
                                       "--store", str(tmp_path / "r.sqlite")])  # fmt: skip
     assert result.exit_code == 2 and "does not resolve" in result.output and "Traceback" not in result.output

@@ -8,27 +8,19 @@ import pytest
 from orchestrator.records import TrialRecord
 from orchestrator.store import Store
 from orchestrator.submission.bundle import BundleError, finalize_store, load_bundle, merge_trials, seal, verify_bundle
+from tests.orchestrator.conftest import trial_record
 
 
 def _record(i: int, origin: str, method: str = "demo") -> TrialRecord:
-    return TrialRecord(
-        trial_key=f"{method}@1|synthetic-tiny|10/10/80|0|{i}",
+    return trial_record(
+        f"{method}@1|synthetic-tiny|10/10/80|0|{i}",
         method=method,
         method_version="2026-11-29",
         family=method,
-        kind="supervised",
         dataset="synthetic-tiny",
-        dataset_hash="h",
-        task_type="multiclass",
-        num_classes=3,
-        regime="10/10/80",
-        split=0,
         trial_index=i,
         is_default=i == 0,
-        config_json="{}",
         config_hash=str(i),
-        seed=0,
-        status="ok",
         val_loss=1.0 - 0.1 * i,
         test_primary=0.5 + 0.1 * i,
         test_accuracy=0.5 + 0.1 * i,
