@@ -62,6 +62,18 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ.setdefault("NODEGROUND_THREADS", "1")
 
 
+# Where tests that are not marked ``docker`` find the Docker engine: nowhere. A developer's machine often runs
+# NodeGround containers (their own `make up`, another clone's stack); a sweep would say which it uses or ignores,
+# and a test of what a sweep prints or runs must not depend on that. Subprocesses inherit it.
+NO_ENGINE = "unix:///nonexistent/nodeground-tests-use-no-docker-engine.sock"
+
+
+@pytest.fixture(autouse=True)
+def _no_containers_unless_marked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if "docker" not in request.keywords:
+        monkeypatch.setenv("DOCKER_HOST", NO_ENGINE)
+
+
 @pytest.fixture
 def mirror(monkeypatch: pytest.MonkeyPatch) -> Path:
     if not (MIRROR / "MANIFEST.tsv").exists():
