@@ -110,23 +110,31 @@ def validate(bundle: GraphBundle) -> None:
         raise BundleError("features contain NaN or infinite values")
 
 
+def graph_header(bundle: GraphBundle) -> pb.GraphHeader:
+    """The header that announces ``bundle``: its hash, counts and where each tensor lies in the payload."""
+    return pb.GraphHeader(
+        graph_hash=bundle.graph_hash,
+        num_nodes=bundle.num_nodes,
+        num_classes=bundle.num_classes,
+        tensors=_specs(bundle),
+        total_bytes=bundle.nbytes,
+    )
+
+
+def payload(bundle: GraphBundle) -> tuple[memoryview, ...]:
+    """The payload as views of the arrays' own memory, in bundle order: what follows the header, uncopied."""
+    return tuple(array.data.cast("B") for array in bundle.tensors())
+
+
 def encode(bundle: GraphBundle, chunk_bytes: int = CHUNK_BYTES) -> Iterator[pb.GraphChunk]:
     """Yield the upload stream: the header in the first chunk, then payload slices.
 
     Slices are taken from the arrays' own memory, so no second copy of the
     whole graph is ever built.
     """
-    specs = _specs(bundle)
-    header = pb.GraphHeader(
-        graph_hash=bundle.graph_hash,
-        num_nodes=bundle.num_nodes,
-        num_classes=bundle.num_classes,
-        tensors=specs,
-        total_bytes=bundle.nbytes,
-    )
+    header = graph_header(bundle)
     first = True
-    for array in bundle.tensors():
-        view = array.data.cast("B")
+    for view in payload(bundle):
         for start in range(0, len(view), chunk_bytes):
             data = bytes(view[start : start + chunk_bytes])
             yield pb.GraphChunk(header=header, data=data) if first else pb.GraphChunk(data=data)
@@ -140,21 +148,11 @@ def held_bytes(header: pb.GraphHeader) -> int:
     return int(header.total_bytes) + int(header.num_nodes) * int(header.num_classes) * 4
 
 
-def decode(chunks: Iterator[pb.GraphChunk], admit: Callable[[pb.GraphHeader], None] | None = None) -> GraphBundle:
-    """Assemble an upload stream into a bundle, checking sizes, shapes and the hash.
+def check_header(header: pb.GraphHeader) -> int:
+    """Refuse a header whose tensors, sizes or counts disagree with each other; the payload's size in bytes.
 
-    The header is checked first (``admit`` may refuse it, raising BundleTooLarge,
-    from its declared sizes alone); the buffer then grows with the bytes that
-    actually arrive, so a header that lies about its size costs nothing.
+    Whatever carries the payload (the stream, a same-host file) is checked against this before any byte is read.
     """
-    iterator = iter(chunks)
-    try:
-        first = next(iterator)
-    except StopIteration:
-        raise BundleError("empty upload stream") from None
-    if not first.HasField("header"):
-        raise BundleError("the first chunk must carry the graph header")
-    header = first.header
     names = [s.name for s in header.tensors]
     if names != [name for name, _, _ in TENSOR_ORDER]:
         raise BundleError(f"tensors must be {[n for n, _, _ in TENSOR_ORDER]} in that order, got {names}")
@@ -173,15 +171,11 @@ def decode(chunks: Iterator[pb.GraphChunk], admit: Callable[[pb.GraphHeader], No
         raise BundleError(f"num_nodes {header.num_nodes} disagrees with the features' {n} rows")
     if not 2 <= header.num_classes <= max(2, n):
         raise BundleError(f"num_classes must lie in [2, num_nodes = {n}], got {header.num_classes}")
-    if admit is not None:
-        admit(header)
-    buffer = bytearray()
-    for chunk in _chain(first, iterator):
-        if len(buffer) + len(chunk.data) > expected:
-            raise BundleError(f"upload carries more than the announced {expected} bytes")
-        buffer += chunk.data
-    if len(buffer) != expected:
-        raise BundleError(f"upload ended after {len(buffer)} of {expected} bytes")
+    return expected
+
+
+def assemble(header: pb.GraphHeader, buffer: Any) -> GraphBundle:
+    """The bundle over ``buffer`` (exactly the checked header's payload, not copied) once its hash and content check."""
     arrays = [
         np.frombuffer(buffer, dtype=_DTYPES[s.dtype], count=int(np.prod(s.shape)), offset=s.offset).reshape(
             tuple(s.shape)
@@ -194,6 +188,34 @@ def decode(chunks: Iterator[pb.GraphChunk], admit: Callable[[pb.GraphHeader], No
     bundle = GraphBundle(arrays[0], arrays[1], arrays[2], int(header.num_classes), graph_hash=digest)
     validate(bundle)
     return bundle
+
+
+def decode(chunks: Iterator[pb.GraphChunk], admit: Callable[[pb.GraphHeader], None] | None = None) -> GraphBundle:
+    """Assemble an upload stream into a bundle, checking sizes, shapes and the hash.
+
+    The header is checked first (``admit`` may refuse it, raising BundleTooLarge,
+    from its declared sizes alone); the buffer then grows with the bytes that
+    actually arrive, so a header that lies about its size costs nothing.
+    """
+    iterator = iter(chunks)
+    try:
+        first = next(iterator)
+    except StopIteration:
+        raise BundleError("empty upload stream") from None
+    if not first.HasField("header"):
+        raise BundleError("the first chunk must carry the graph header")
+    header = first.header
+    expected = check_header(header)
+    if admit is not None:
+        admit(header)
+    buffer = bytearray()
+    for chunk in _chain(first, iterator):
+        if len(buffer) + len(chunk.data) > expected:
+            raise BundleError(f"upload carries more than the announced {expected} bytes")
+        buffer += chunk.data
+    if len(buffer) != expected:
+        raise BundleError(f"upload ended after {len(buffer)} of {expected} bytes")
+    return assemble(header, buffer)
 
 
 def _chain(first: pb.GraphChunk, rest: Iterator[pb.GraphChunk]) -> Iterator[pb.GraphChunk]:
