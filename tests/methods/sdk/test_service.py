@@ -321,3 +321,37 @@ def test_a_fit_behind_50_idle_upload_streams_gets_a_thread(graph):
             release.set()
             for f in idle:
                 f.cancel()
+
+
+@pytest.mark.parametrize(
+    "spoil, code, message",
+    [
+        (lambda d, h: h.__setattr__("graph_hash", "../" + h.graph_hash[3:]), "INVALID_ARGUMENT", "64 lowercase hex"),
+        (lambda d, h: (d / h.graph_hash).symlink_to(d / "elsewhere"), "INVALID_ARGUMENT", "is a link"),
+        (lambda d, h: (d / h.graph_hash).write_bytes(b"\0" * 8), "INVALID_ARGUMENT", "the header announces"),
+        (lambda d, h: (d / h.graph_hash).write_bytes(b"\0" * h.total_bytes), "INVALID_ARGUMENT", "hash mismatch"),
+        (lambda d, h: None, "NOT_FOUND", "no file"),
+    ],
+)
+def test_a_graph_file_the_service_cannot_trust_is_refused_with_the_proto_s_codes(tmp_path, graph, spoil, code, message):
+    from contract.wire import graph_header
+
+    servicer = MethodServicer("test", [GCN], shared_graph_dir=str(tmp_path))
+    (tmp_path / "elsewhere").write_bytes(b"".join(bytes(t) for t in graph.tensors()))
+    header = graph_header(graph)
+    spoil(tmp_path, header)
+    with in_process_service(servicer) as client:
+        with pytest.raises(grpc.RpcError) as err:
+            client._stub.AttachGraph(pb.AttachGraphRequest(header=header), timeout=HANG_S)
+        assert err.value.code() == getattr(grpc.StatusCode, code) and message in err.value.details()
+        assert servicer.graphs_received == 0 and client.describe()
+
+
+def test_a_service_without_a_directory_names_none_and_takes_no_graph_file(service, graph):
+    from contract.wire import graph_header
+
+    _, client = service
+    assert client.described().shared_graph_dir == ""
+    with pytest.raises(grpc.RpcError) as err:
+        client._stub.AttachGraph(pb.AttachGraphRequest(header=graph_header(graph)), timeout=HANG_S)
+    assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
