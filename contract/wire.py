@@ -5,12 +5,20 @@ sha256 of ``"nodeground-graph-v1 num_classes=C\\n"``, then one line
 ``"<name> <dtype> <d0>x<d1>...\\n"`` per tensor in bundle order, then the
 concatenated little-endian tensor bytes. The service recomputes it on receipt,
 so a corrupted or truncated upload is refused rather than trained on.
+
+On one host the payload may come as a file instead (``attach``): the same bytes in
+``<directory>/<graph hash>``, mapped rather than streamed, checked by the same rules.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import math
+import mmap
+import os
+import re
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +31,7 @@ CHUNK_BYTES = 2 << 20  # 2 MiB of payload per message: well under gRPC's 4 MiB d
 MAX_MESSAGE_BYTES = 4 << 20
 TENSOR_ORDER = (("features", "float32", 2), ("edge_index", "int64", 2), ("labels", "int64", 1))
 _DTYPES: dict[str, np.dtype[Any]] = {"float32": np.dtype("<f4"), "int64": np.dtype("<i8")}
+_GRAPH_HASH = re.compile(r"[0-9a-f]{64}")
 
 
 class BundleError(ValueError):
@@ -31,6 +40,10 @@ class BundleError(ValueError):
 
 class BundleTooLarge(BundleError):
     """An upload declares more than the receiver will hold; refused before any byte is allocated."""
+
+
+class GraphFileMissing(BundleError):
+    """No file of the graph's name in the shared directory: the writer's directory is not this process's."""
 
 
 @dataclass
@@ -110,23 +123,31 @@ def validate(bundle: GraphBundle) -> None:
         raise BundleError("features contain NaN or infinite values")
 
 
+def graph_header(bundle: GraphBundle) -> pb.GraphHeader:
+    """The header that announces ``bundle``: its hash, counts and where each tensor lies in the payload."""
+    return pb.GraphHeader(
+        graph_hash=bundle.graph_hash,
+        num_nodes=bundle.num_nodes,
+        num_classes=bundle.num_classes,
+        tensors=_specs(bundle),
+        total_bytes=bundle.nbytes,
+    )
+
+
+def payload(bundle: GraphBundle) -> tuple[memoryview, ...]:
+    """The payload as views of the arrays' own memory, in bundle order: what follows the header, uncopied."""
+    return tuple(array.data.cast("B") for array in bundle.tensors())
+
+
 def encode(bundle: GraphBundle, chunk_bytes: int = CHUNK_BYTES) -> Iterator[pb.GraphChunk]:
     """Yield the upload stream: the header in the first chunk, then payload slices.
 
     Slices are taken from the arrays' own memory, so no second copy of the
     whole graph is ever built.
     """
-    specs = _specs(bundle)
-    header = pb.GraphHeader(
-        graph_hash=bundle.graph_hash,
-        num_nodes=bundle.num_nodes,
-        num_classes=bundle.num_classes,
-        tensors=specs,
-        total_bytes=bundle.nbytes,
-    )
+    header = graph_header(bundle)
     first = True
-    for array in bundle.tensors():
-        view = array.data.cast("B")
+    for view in payload(bundle):
         for start in range(0, len(view), chunk_bytes):
             data = bytes(view[start : start + chunk_bytes])
             yield pb.GraphChunk(header=header, data=data) if first else pb.GraphChunk(data=data)
@@ -140,21 +161,11 @@ def held_bytes(header: pb.GraphHeader) -> int:
     return int(header.total_bytes) + int(header.num_nodes) * int(header.num_classes) * 4
 
 
-def decode(chunks: Iterator[pb.GraphChunk], admit: Callable[[pb.GraphHeader], None] | None = None) -> GraphBundle:
-    """Assemble an upload stream into a bundle, checking sizes, shapes and the hash.
+def check_header(header: pb.GraphHeader) -> int:
+    """Refuse a header whose tensors, sizes or counts disagree with each other; the payload's size in bytes.
 
-    The header is checked first (``admit`` may refuse it, raising BundleTooLarge,
-    from its declared sizes alone); the buffer then grows with the bytes that
-    actually arrive, so a header that lies about its size costs nothing.
+    Whatever carries the payload (the stream, a same-host file) is checked against this before any byte is read.
     """
-    iterator = iter(chunks)
-    try:
-        first = next(iterator)
-    except StopIteration:
-        raise BundleError("empty upload stream") from None
-    if not first.HasField("header"):
-        raise BundleError("the first chunk must carry the graph header")
-    header = first.header
     names = [s.name for s in header.tensors]
     if names != [name for name, _, _ in TENSOR_ORDER]:
         raise BundleError(f"tensors must be {[n for n, _, _ in TENSOR_ORDER]} in that order, got {names}")
@@ -173,15 +184,11 @@ def decode(chunks: Iterator[pb.GraphChunk], admit: Callable[[pb.GraphHeader], No
         raise BundleError(f"num_nodes {header.num_nodes} disagrees with the features' {n} rows")
     if not 2 <= header.num_classes <= max(2, n):
         raise BundleError(f"num_classes must lie in [2, num_nodes = {n}], got {header.num_classes}")
-    if admit is not None:
-        admit(header)
-    buffer = bytearray()
-    for chunk in _chain(first, iterator):
-        if len(buffer) + len(chunk.data) > expected:
-            raise BundleError(f"upload carries more than the announced {expected} bytes")
-        buffer += chunk.data
-    if len(buffer) != expected:
-        raise BundleError(f"upload ended after {len(buffer)} of {expected} bytes")
+    return expected
+
+
+def assemble(header: pb.GraphHeader, buffer: Any) -> GraphBundle:
+    """The bundle over ``buffer`` (exactly the checked header's payload, not copied) once its hash and content check."""
     arrays = [
         np.frombuffer(buffer, dtype=_DTYPES[s.dtype], count=int(np.prod(s.shape)), offset=s.offset).reshape(
             tuple(s.shape)
@@ -194,6 +201,74 @@ def decode(chunks: Iterator[pb.GraphChunk], admit: Callable[[pb.GraphHeader], No
     bundle = GraphBundle(arrays[0], arrays[1], arrays[2], int(header.num_classes), graph_hash=digest)
     validate(bundle)
     return bundle
+
+
+def decode(chunks: Iterator[pb.GraphChunk], admit: Callable[[pb.GraphHeader], None] | None = None) -> GraphBundle:
+    """Assemble an upload stream into a bundle, checking sizes, shapes and the hash.
+
+    The header is checked first (``admit`` may refuse it, raising BundleTooLarge,
+    from its declared sizes alone); the buffer then grows with the bytes that
+    actually arrive, so a header that lies about its size costs nothing.
+    """
+    iterator = iter(chunks)
+    try:
+        first = next(iterator)
+    except StopIteration:
+        raise BundleError("empty upload stream") from None
+    if not first.HasField("header"):
+        raise BundleError("the first chunk must carry the graph header")
+    header = first.header
+    expected = check_header(header)
+    if admit is not None:
+        admit(header)
+    buffer = bytearray()
+    for chunk in _chain(first, iterator):
+        if len(buffer) + len(chunk.data) > expected:
+            raise BundleError(f"upload carries more than the announced {expected} bytes")
+        buffer += chunk.data
+    if len(buffer) != expected:
+        raise BundleError(f"upload ended after {len(buffer)} of {expected} bytes")
+    return assemble(header, buffer)
+
+
+def shared_graph_path(directory: str, graph_hash: str) -> str:
+    """Where a same-host graph's payload lies. Only a sha256 in hex names a file, so no name leaves the directory."""
+    if not _GRAPH_HASH.fullmatch(graph_hash):
+        raise BundleError(f"graph hash {graph_hash[:80]!r} is not 64 lowercase hex digits")
+    return os.path.join(directory, graph_hash)
+
+
+def attach(
+    directory: str, header: pb.GraphHeader, admit: Callable[[pb.GraphHeader], None] | None = None
+) -> GraphBundle:
+    """The bundle whose payload is the file of its hash in ``directory``, mapped rather than copied.
+
+    Checked as a stream is: the header, then the file (regular, not a link, exactly the announced size:
+    opening a FIFO does not block), ``admit``, the hash and the content. The mapping is private, so a method
+    that writes to its arrays copies the pages it writes and never changes the file; the file's pages stay
+    held after its writer removes it, for as long as the graph is.
+    """
+    expected = check_header(header)
+    path = shared_graph_path(directory, header.graph_hash)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise GraphFileMissing(f"no file {path}") from None
+    except OSError as exc:
+        raise BundleError(f"{path} is a link" if exc.errno == errno.ELOOP else f"cannot open {path}: {exc}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise BundleError(f"{path} is not a regular file")
+        if info.st_size != expected:
+            raise BundleError(f"{path} holds {info.st_size} bytes; the header announces {expected}")
+        if admit is not None:
+            admit(header)
+        prot = mmap.PROT_READ | mmap.PROT_WRITE
+        buffer = mmap.mmap(fd, expected, flags=mmap.MAP_PRIVATE, prot=prot) if expected else bytearray()
+    finally:
+        os.close(fd)
+    return assemble(header, buffer)
 
 
 def _chain(first: pb.GraphChunk, rest: Iterator[pb.GraphChunk]) -> Iterator[pb.GraphChunk]:

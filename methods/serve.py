@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from contract.families import Family, load_families
-from contract.handshake import READY_PREFIX, SERVICE_PORT
+from contract.handshake import GRAPH_DIR_ENV, READY_PREFIX, SERVICE_PORT
 from contract.security import Security, SecurityError
 from contract.weights import load_weights_catalog
 from methods.families import method_classes
@@ -118,6 +118,12 @@ def main(argv: list[str] | None = None) -> int:
     for flag, env, kind, default, text in LIMITS:
         parser.add_argument(flag, type=kind, default=kind(os.environ[env]) if env in os.environ else default, help=text)
     parser.add_argument(
+        "--graph-dir",
+        default=os.environ.get(GRAPH_DIR_ENV, ""),
+        help=f"an absolute directory to take graphs from as files written on this host (AttachGraph; default: "
+        f"{GRAPH_DIR_ENV}, which a local launcher sets; none: graphs come only as upload streams)",
+    )
+    parser.add_argument(
         "--check", action="store_true", help="load the family, check it against its manifest, print one line and exit"
     )
     parser.add_argument(
@@ -131,6 +137,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--family is required (or set NODEGROUND_FAMILY)")
     if args.family not in families:
         print(f"error: unknown family {args.family!r}; known: {', '.join(sorted(families))}", file=sys.stderr)
+        return 2
+    if args.graph_dir and not (os.path.isabs(args.graph_dir) and os.path.isdir(args.graph_dir)):
+        print(f"error: the graph directory {args.graph_dir!r} is not an absolute path to a directory", file=sys.stderr)
         return 2
     kept = keep_freed_memory()
     threads = os.environ.get("NODEGROUND_THREADS")
@@ -150,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         max_upload_bytes=args.max_upload_bytes,
         max_models=args.max_models,
         upload_wait_seconds=args.upload_wait_seconds,
+        shared_graph_dir=args.graph_dir,
     )
     try:
         security = Security.from_env()

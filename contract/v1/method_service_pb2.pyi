@@ -125,7 +125,7 @@ class DescribeRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class DescribeResponse(_message.Message):
-    __slots__ = ("methods", "family", "device", "device_name", "driver_version", "cuda_version", "not_ready", "fit_labels", "graphs_received")
+    __slots__ = ("methods", "family", "device", "device_name", "driver_version", "cuda_version", "not_ready", "fit_labels", "graphs_received", "shared_graph_dir")
     METHODS_FIELD_NUMBER: _ClassVar[int]
     FAMILY_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
@@ -135,6 +135,7 @@ class DescribeResponse(_message.Message):
     NOT_READY_FIELD_NUMBER: _ClassVar[int]
     FIT_LABELS_FIELD_NUMBER: _ClassVar[int]
     GRAPHS_RECEIVED_FIELD_NUMBER: _ClassVar[int]
+    SHARED_GRAPH_DIR_FIELD_NUMBER: _ClassVar[int]
     methods: _containers.RepeatedCompositeFieldContainer[MethodInfo]
     family: str
     device: str
@@ -144,7 +145,8 @@ class DescribeResponse(_message.Message):
     not_ready: _containers.RepeatedCompositeFieldContainer[NotReady]
     fit_labels: bool
     graphs_received: int
-    def __init__(self, methods: _Optional[_Iterable[_Union[MethodInfo, _Mapping]]] = ..., family: _Optional[str] = ..., device: _Optional[str] = ..., device_name: _Optional[str] = ..., driver_version: _Optional[str] = ..., cuda_version: _Optional[str] = ..., not_ready: _Optional[_Iterable[_Union[NotReady, _Mapping]]] = ..., fit_labels: _Optional[bool] = ..., graphs_received: _Optional[int] = ...) -> None: ...
+    shared_graph_dir: str
+    def __init__(self, methods: _Optional[_Iterable[_Union[MethodInfo, _Mapping]]] = ..., family: _Optional[str] = ..., device: _Optional[str] = ..., device_name: _Optional[str] = ..., driver_version: _Optional[str] = ..., cuda_version: _Optional[str] = ..., not_ready: _Optional[_Iterable[_Union[NotReady, _Mapping]]] = ..., fit_labels: _Optional[bool] = ..., graphs_received: _Optional[int] = ..., shared_graph_dir: _Optional[str] = ...) -> None: ...
 
 class NotReady(_message.Message):
     __slots__ = ("method", "weights_id", "reason")
@@ -203,6 +205,12 @@ class GraphChunk(_message.Message):
     header: GraphHeader
     data: bytes
     def __init__(self, header: _Optional[_Union[GraphHeader, _Mapping]] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class AttachGraphRequest(_message.Message):
+    __slots__ = ("header",)
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    header: GraphHeader
+    def __init__(self, header: _Optional[_Union[GraphHeader, _Mapping]] = ...) -> None: ...
 
 class UploadGraphResponse(_message.Message):
     __slots__ = ("graph_hash", "already_held", "service_seconds")

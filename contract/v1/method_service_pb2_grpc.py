@@ -49,6 +49,11 @@ class MethodServiceStub:
                 request_serializer=contract_dot_v1_dot_method__service__pb2.GraphChunk.SerializeToString,
                 response_deserializer=contract_dot_v1_dot_method__service__pb2.UploadGraphResponse.FromString,
                 _registered_method=True)
+        self.AttachGraph = channel.unary_unary(
+                '/nodeground.v1.MethodService/AttachGraph',
+                request_serializer=contract_dot_v1_dot_method__service__pb2.AttachGraphRequest.SerializeToString,
+                response_deserializer=contract_dot_v1_dot_method__service__pb2.UploadGraphResponse.FromString,
+                _registered_method=True)
         self.Fit = channel.unary_unary(
                 '/nodeground.v1.MethodService/Fit',
                 request_serializer=contract_dot_v1_dot_method__service__pb2.FitRequest.SerializeToString,
@@ -85,6 +90,22 @@ class MethodServiceServicer:
 
     def UploadGraph(self, request_iterator, context):
         """Upload a graph bundle as a stream of chunks; the first chunk carries the header.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AttachGraph(self, request, context):
+        """Added within v1: take a graph from a file on the same host instead of the stream, where
+        Describe names the directory (shared_graph_dir) and it is the one the client was given.
+        The payload (exactly header.total_bytes bytes, the tensors' bytes as the stream carries
+        them) lies in <shared_graph_dir>/<header.graph_hash>, a regular file (not a link) that
+        the client wrote and removes once the call returns. The graph is checked, admitted, held
+        and counted (graphs_received) exactly like an upload. A name that is not 64 lowercase hex
+        digits, a link or other non-regular file, a size other than total_bytes or a content
+        that does not match the hash is INVALID_ARGUMENT; no such file is NOT_FOUND (the client
+        then streams); a service without the directory answers UNIMPLEMENTED, as does one that
+        predates the call.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -127,6 +148,11 @@ def add_MethodServiceServicer_to_server(servicer, server):
             'UploadGraph': grpc.stream_unary_rpc_method_handler(
                     servicer.UploadGraph,
                     request_deserializer=contract_dot_v1_dot_method__service__pb2.GraphChunk.FromString,
+                    response_serializer=contract_dot_v1_dot_method__service__pb2.UploadGraphResponse.SerializeToString,
+            ),
+            'AttachGraph': grpc.unary_unary_rpc_method_handler(
+                    servicer.AttachGraph,
+                    request_deserializer=contract_dot_v1_dot_method__service__pb2.AttachGraphRequest.FromString,
                     response_serializer=contract_dot_v1_dot_method__service__pb2.UploadGraphResponse.SerializeToString,
             ),
             'Fit': grpc.unary_unary_rpc_method_handler(
@@ -225,6 +251,33 @@ class MethodService:
             target,
             '/nodeground.v1.MethodService/UploadGraph',
             contract_dot_v1_dot_method__service__pb2.GraphChunk.SerializeToString,
+            contract_dot_v1_dot_method__service__pb2.UploadGraphResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AttachGraph(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/nodeground.v1.MethodService/AttachGraph',
+            contract_dot_v1_dot_method__service__pb2.AttachGraphRequest.SerializeToString,
             contract_dot_v1_dot_method__service__pb2.UploadGraphResponse.FromString,
             options,
             channel_credentials,

@@ -34,6 +34,11 @@ features and edges and shows those labels only, so every split and regime of a g
 one bundle uploaded with every label hidden. A view keeps its own derived tensors (``cache``:
 some depend on labels); a graph keeps its last ``MAX_VIEWS_PER_GRAPH`` views and drops them
 with itself. Describe's ``graphs_received`` counts the uploads held since the service started.
+
+Same host: a service given a directory (``shared_graph_dir``, from the process that started it) says so
+in Describe and takes a graph as the file of its hash there (AttachGraph), mapped instead of streamed;
+admission, the checks and the count are the upload's (``_receive``). Without one, AttachGraph is
+UNIMPLEMENTED and the client streams.
 """
 
 from __future__ import annotations
@@ -71,6 +76,8 @@ from contract.wire import (
     BundleError,
     BundleTooLarge,
     GraphBundle,
+    GraphFileMissing,
+    attach,
     decode,
     encode_probabilities,
     held_bytes,
@@ -292,7 +299,9 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         upload_wait_seconds: float = DEFAULT_UPLOAD_WAIT_SECONDS,
         max_graphs: int = DEFAULT_MAX_GRAPHS,
         max_models: int = DEFAULT_MAX_MODELS,
+        shared_graph_dir: str = "",
     ) -> None:
+        """``shared_graph_dir``: where AttachGraph reads graphs written on this host ("" offers none)."""
         self.family = family
         self.methods = {m.name: m for m in methods}
         self.graphs = GraphCache(graph_cache_bytes, max_graphs)
@@ -305,6 +314,7 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         self._checked_at = float("-inf")
         self._views_lock = threading.Lock()
         self.graphs_received = 0  # uploads checked and held since start (Describe reports it)
+        self.shared_graph_dir = shared_graph_dir
 
     # ---- readiness ---------------------------------------------------------
 
@@ -358,6 +368,7 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
             not_ready=self.refresh_readiness(),
             fit_labels=True,
             graphs_received=self.graphs_received,
+            shared_graph_dir=self.shared_graph_dir,
         )
 
     def HasGraph(self, request: pb.HasGraphRequest, context: grpc.ServicerContext) -> pb.HasGraphResponse:
@@ -374,11 +385,32 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
             for _ in request_iterator:  # drain: the client may already be streaming
                 pass
             return pb.UploadGraphResponse(graph_hash=first.header.graph_hash, already_held=True)
+        return self._receive(lambda admit: decode(_prepend(first, request_iterator), admit), start, context)
+
+    def AttachGraph(self, request: pb.AttachGraphRequest, context: grpc.ServicerContext) -> pb.UploadGraphResponse:
+        start = time.perf_counter()
+        if not self.shared_graph_dir:
+            context.abort(
+                grpc.StatusCode.UNIMPLEMENTED, "this service takes no graph as a file (no shared_graph_dir): stream it"
+            )
+        if request.header.graph_hash in self.graphs:
+            return pb.UploadGraphResponse(graph_hash=request.header.graph_hash, already_held=True)
+        return self._receive(lambda admit: attach(self.shared_graph_dir, request.header, admit), start, context)
+
+    def _receive(
+        self,
+        read: Callable[[Callable[[pb.GraphHeader], None]], GraphBundle],
+        start: float,
+        context: grpc.ServicerContext,
+    ) -> pb.UploadGraphResponse:
+        """Admit, read and check one graph, however it comes, and hold it: streamed and attached graphs alike."""
         try:
             with self.uploads.slot() as admit:
-                bundle = decode(_prepend(first, request_iterator), admit)
+                bundle = read(admit)
         except BundleTooLarge as exc:
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"graph upload refused: {exc}")
+        except GraphFileMissing as exc:
+            context.abort(grpc.StatusCode.NOT_FOUND, f"graph file not found: {exc}")
         except BundleError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad graph upload: {exc}")
         self.graphs.put(bundle)
@@ -653,10 +685,11 @@ def build_server(
     control = futures.ThreadPoolExecutor(max_workers=CONTROL_THREADS, thread_name_prefix="control")
     # Upload streams have threads of their own: the streaming ones and as many waiting for a slot; any
     # further stream queues on this pool holding no thread, so idle streams never starve a Fit or Predict.
+    # An attached graph (a file on this host) is admitted and checked like an upload, on the same pool.
     uploads = futures.ThreadPoolExecutor(max_workers=2 * servicer.uploads.max_uploads, thread_name_prefix="upload")
     health_servicer = ReadinessHealth(servicer)
     _run_on(control, servicer, "Describe", "HasGraph", "Release")
-    _run_on(uploads, servicer, "UploadGraph")
+    _run_on(uploads, servicer, "UploadGraph", "AttachGraph")
     _run_on(control, health_servicer, "Check", "List")
     pb_grpc.add_MethodServiceServicer_to_server(servicer, server)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

@@ -5,10 +5,16 @@ the service's health is probed every ``WATCHDOG_INTERVAL_S``; after ``WATCHDOG_M
 probes in a row go unanswered (a stopped, hung or partitioned process) the call is
 cancelled and ``ServiceHung`` raised, so no call waits on a silent service forever,
 whatever its time limit.
+
+A client given a directory of its own on this host (``graph_dir``; ``embedded`` makes one per service
+it starts) hands a graph to a service that reads that same directory as a file there (AttachGraph)
+instead of streaming it; where the service reads another or none, or does not find the file, it streams.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -26,13 +32,24 @@ from contract.space import Config, config_to_proto
 from contract.v1 import method_service_pb2 as pb
 from contract.v1 import method_service_pb2_grpc as pb_grpc
 from contract.weights import weights_dir
-from contract.wire import MAX_MESSAGE_BYTES, GraphBundle, decode_probabilities, encode
+from contract.wire import (
+    MAX_MESSAGE_BYTES,
+    GraphBundle,
+    decode_probabilities,
+    encode,
+    graph_header,
+    payload,
+    shared_graph_path,
+)
 
 WATCHDOG_INTERVAL_S = 5.0  # seconds between health probes while a call is in flight
 WATCHDOG_PROBE_TIMEOUT_S = 5.0  # one probe's own deadline
 WATCHDOG_MISSES = 3  # unanswered probes in a row that declare the service hung
 SHORT_CALL_S = 30.0  # deadline of the calls that do no compute (HasGraph, Release)
 FIT_DEADLINE_GRACE_S = 10.0  # the gRPC deadline of a fit exceeds its time limit by this, so the service answers first
+# What AttachGraph answers when the file cannot be taken on this path and the stream will do: the service offers no
+# file path (or predates it), or the file is not where it looks (another filesystem under the same name).
+STREAM_INSTEAD = (grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.NOT_FOUND)
 
 
 class ServiceUnavailable(RuntimeError):
@@ -98,9 +115,13 @@ class CallResult:
 
 
 class MethodClient:
-    def __init__(self, endpoint: str, security: Security | None = None) -> None:
-        """``security``: TLS and token to dial with; by default as the environment says (contract.security)."""
+    def __init__(self, endpoint: str, security: Security | None = None, graph_dir: str = "") -> None:
+        """``security``: TLS and token to dial with; by default as the environment says (contract.security).
+
+        ``graph_dir``: a directory of this client's on this host that the service may read graphs from.
+        """
         self.endpoint = endpoint
+        self.graph_dir = graph_dir
         self.security = security or Security.from_env()
         self._channel = self.security.channel(
             endpoint,
@@ -111,7 +132,7 @@ class MethodClient:
         )
         self._stub = pb_grpc.MethodServiceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
-        self._fit_labels: bool | None = None
+        self._first_description: pb.DescribeResponse | None = None
 
     def close(self) -> None:
         self._channel.close()
@@ -211,9 +232,13 @@ class MethodClient:
 
         Then one bundle with every label hidden serves every split of a graph; else each split is its own bundle.
         """
-        if self._fit_labels is None:
-            self._fit_labels = bool(self._stub.Describe(pb.DescribeRequest(), timeout=timeout).fit_labels)
-        return self._fit_labels
+        return self._described_once(timeout).fit_labels
+
+    def _described_once(self, timeout: float) -> pb.DescribeResponse:
+        """Describe as first answered: what a service is built to take does not change while it runs."""
+        if self._first_description is None:
+            self._first_description = self._stub.Describe(pb.DescribeRequest(), timeout=timeout)
+        return self._first_description
 
     def graphs_received(self, timeout: float = 30.0) -> int:
         """How many graph uploads the service has held since it started (Describe's ``graphs_received``)."""
@@ -225,9 +250,42 @@ class MethodClient:
         held = self._unary(
             self._stub.HasGraph, pb.HasGraphRequest(graph_hash=bundle.graph_hash), SHORT_CALL_S, "HasGraph"
         ).held
-        if not held:
+        if not held and not self._attached(bundle, timeout):
             self._unary(self._stub.UploadGraph, encode(bundle), timeout, "UploadGraph")
         return CallResult(not held, time.perf_counter() - start)
+
+    def _attached(self, bundle: GraphBundle, timeout: float | None) -> bool:
+        """Hand the graph over as a file in ``graph_dir`` where the service reads that very directory.
+
+        False where the stream must carry it instead: no such directory here or there, a file that cannot be
+        written (no room, the name taken), or a service that answers one of STREAM_INSTEAD. The file is removed
+        once the call returns, whatever it answered; a held graph keeps its pages mapped in the service.
+        """
+        if not self.graph_dir or self._described_once(SHORT_CALL_S).shared_graph_dir != self.graph_dir:
+            return False
+        path = shared_graph_path(self.graph_dir, bundle.graph_hash)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError:
+            return False
+        try:
+            try:
+                with open(fd, "wb") as file:
+                    for part in payload(bundle):
+                        file.write(part)
+            except OSError:
+                return False
+            request = pb.AttachGraphRequest(header=graph_header(bundle))
+            try:
+                self._unary(self._stub.AttachGraph, request, timeout, "AttachGraph")
+            except grpc.RpcError as exc:
+                if exc.code() in STREAM_INSTEAD:
+                    return False
+                raise
+            return True
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
 
     def _unary(
         self,

@@ -13,6 +13,10 @@ A service also exits on its own when the orchestrator that started it dies,
 even by SIGKILL: its environment names the orchestrator's pid
 (``NODEGROUND_PARENT_PID``) and the service watches for being re-parented
 (``methods.sdk.lifeline``).
+
+Graphs reach a service as files rather than streams: each service gets a directory of its own
+(``GRAPH_DIR_ENV``; mode 0700, in memory under /dev/shm where there is one), which its client writes a
+graph to and the service maps (AttachGraph). It is removed when the service stops.
 """
 
 from __future__ import annotations
@@ -20,9 +24,11 @@ from __future__ import annotations
 import contextlib
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Mapping
@@ -31,7 +37,7 @@ from pathlib import Path
 from typing import IO
 
 from contract.families import family_env
-from contract.handshake import PARENT_PID_ENV, READY_PREFIX
+from contract.handshake import GRAPH_DIR_ENV, PARENT_PID_ENV, READY_PREFIX
 from contract.security import ENV_NAMES as SECURITY_ENV
 from orchestrator.services.client import ServiceUnavailable
 
@@ -39,6 +45,7 @@ START_TIMEOUT_S = 120.0  # default; NODEGROUND_START_TIMEOUT_S sets it (a loaded
 START_TIMEOUT_ENV = "NODEGROUND_START_TIMEOUT_S"
 CLOSE_GRACE_S = 3.0  # when the sweep ends, services get this long to exit on SIGTERM, then SIGKILL (they hold nothing)
 THREADS_ENV = "NODEGROUND_THREADS"  # torch threads per service (methods.serve reads it)
+SHARED_MEMORY = Path("/dev/shm")  # where graph directories go when it exists: files there are memory, not disk
 
 
 def start_timeout() -> float:
@@ -78,6 +85,7 @@ class EmbeddedService:
             0.0  # process start + imports until the port is announced: warm-up, not charged to any trial
         )
         self.started_at = ""
+        self.graph_dir = ""  # this service's directory for graphs handed over as files (GRAPH_DIR_ENV)
 
     @property
     def log_path(self) -> Path | None:
@@ -93,7 +101,23 @@ class EmbeddedService:
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             stderr = self.log_path.open("ab")
-        self.process = subprocess.Popen(
+        base = SHARED_MEMORY if SHARED_MEMORY.is_dir() and os.access(SHARED_MEMORY, os.W_OK) else None
+        self.graph_dir = tempfile.mkdtemp(prefix=f"nodeground-{self.family}-", dir=base)  # mode 0700
+        try:
+            self.process = self._spawn(stderr)
+        except BaseException:
+            self._remove_graph_dir()
+            raise
+        finally:
+            if not isinstance(stderr, int):
+                stderr.close()  # the child holds its own descriptor
+        port = self._read_port()
+        self.endpoint = f"127.0.0.1:{port}"
+        self.start_seconds = time.perf_counter() - started
+        return self.endpoint
+
+    def _spawn(self, stderr: int | IO[bytes]) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
             [sys.executable, "-m", "methods.serve", "--family", self.family, "--host", "127.0.0.1", "--port", "0"],
             stdout=subprocess.PIPE,
             stderr=stderr,
@@ -106,15 +130,14 @@ class EmbeddedService:
                     **self._thread_env(),
                     "PYTHONUNBUFFERED": "1",
                     PARENT_PID_ENV: str(os.getpid()),
+                    GRAPH_DIR_ENV: self.graph_dir,
                 },
             ),
         )
-        if not isinstance(stderr, int):
-            stderr.close()  # the child holds its own descriptor
-        port = self._read_port()
-        self.endpoint = f"127.0.0.1:{port}"
-        self.start_seconds = time.perf_counter() - started
-        return self.endpoint
+
+    def _remove_graph_dir(self) -> None:
+        if self.graph_dir:
+            shutil.rmtree(self.graph_dir, ignore_errors=True)
 
     def _thread_env(self) -> dict[str, str]:
         """The thread count for torch (NODEGROUND_THREADS) and for OpenMP/MKL/BLAS pools the child starts."""
@@ -172,17 +195,18 @@ class EmbeddedService:
         return self.process is not None and self.process.poll() is None
 
     def stop(self, timeout: float = 10.0) -> None:
-        """SIGTERM, then SIGKILL if the process has not exited within ``timeout`` seconds."""
+        """SIGTERM, then SIGKILL if the process has not exited within ``timeout`` seconds; then remove its graph
+        directory."""
         self.terminate()
-        if self.process is None:
-            return
-        try:
-            self.process.wait(timeout=max(0.0, timeout))
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        if self.process.stdout is not None:
-            self.process.stdout.close()
+        if self.process is not None:
+            try:
+                self.process.wait(timeout=max(0.0, timeout))
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            if self.process.stdout is not None:
+                self.process.stdout.close()
+        self._remove_graph_dir()
 
     def terminate(self) -> None:
         """Ask the process to exit (SIGTERM), without waiting."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from contract.families import load_families
-from methods.serve import check, undeclared_conflicts
+from methods.serve import check, main, undeclared_conflicts
 
 DECLARED = (
     "nodeground 0.1.0 requires bencheval, which is not installed.\n"  # the project, installed --no-deps on purpose
@@ -26,3 +26,10 @@ def test_only_declared_conflicts_pass():
     with pytest.raises(RuntimeError, match="dependencies.differs"):
         check(ephris, other)
     assert undeclared_conflicts(load_families()["gnn"], DECLARED) == DECLARED.splitlines()[1:]  # gnn declares none
+
+
+@pytest.mark.parametrize("where", ["relative/graphs", "{tmp}/absent", "{tmp}/a-file"])
+def test_a_graph_directory_that_is_not_an_absolute_directory_is_refused_before_serving(tmp_path, capsys, where):
+    (tmp_path / "a-file").write_text("")
+    assert main(["--family", "gnn", "--port", "0", "--graph-dir", where.format(tmp=tmp_path)]) == 2
+    assert "is not an absolute path to a directory" in capsys.readouterr().err

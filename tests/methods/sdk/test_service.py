@@ -321,3 +321,117 @@ def test_a_fit_behind_50_idle_upload_streams_gets_a_thread(graph):
             release.set()
             for f in idle:
                 f.cancel()
+
+
+class Spy(MethodServicer):
+    """Records which call delivered each graph; ``describe_dir`` overrides the directory Describe names."""
+
+    def __init__(self, *args: Any, describe_dir: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.calls: list[str] = []
+        self.describe_dir = describe_dir
+
+    def UploadGraph(self, request_iterator, context):
+        self.calls.append("UploadGraph")
+        return super().UploadGraph(request_iterator, context)
+
+    def AttachGraph(self, request, context):
+        self.calls.append("AttachGraph")
+        return super().AttachGraph(request, context)
+
+    def Describe(self, request, context):
+        reply = super().Describe(request, context)
+        if self.describe_dir is not None:
+            reply.shared_graph_dir = self.describe_dir
+        return reply
+
+
+def _fit_predict(client, graph) -> np.ndarray:
+    fit = client.fit("gcn", graph.graph_hash, np.arange(0, 30), np.arange(30, 60), QUICK, seed=3, time_limit=None)
+    return client.predict(fit.value.model_handle, graph.num_nodes).value
+
+
+def test_a_graph_handed_over_as_a_file_is_held_counted_and_fits_as_the_streamed_one(tmp_path, graph):
+    attached = Spy("test", [GCN], shared_graph_dir=str(tmp_path))
+    streamed = Spy("test", [GCN])
+    with in_process_service(attached, str(tmp_path)) as fast, in_process_service(streamed, str(tmp_path)) as slow:
+        assert fast.described().shared_graph_dir == str(tmp_path) and not slow.described().shared_graph_dir
+        assert fast.ensure_graph(graph).value and slow.ensure_graph(graph).value
+        assert (attached.calls, streamed.calls) == (["AttachGraph"], ["UploadGraph"])
+        assert fast.graphs_received() == 1 and not fast.ensure_graph(graph).value  # held: nothing sent again
+        assert not list(tmp_path.iterdir())  # the client removed its file; the service keeps the pages mapped
+        np.testing.assert_array_equal(_fit_predict(fast, graph), _fit_predict(slow, graph))
+
+
+@pytest.mark.parametrize(
+    "spoil, code, message",
+    [
+        (lambda d, h: h.__setattr__("graph_hash", "../" + h.graph_hash[3:]), "INVALID_ARGUMENT", "64 lowercase hex"),
+        (lambda d, h: (d / h.graph_hash).symlink_to(d / "elsewhere"), "INVALID_ARGUMENT", "is a link"),
+        (lambda d, h: (d / h.graph_hash).write_bytes(b"\0" * 8), "INVALID_ARGUMENT", "the header announces"),
+        (lambda d, h: (d / h.graph_hash).write_bytes(b"\0" * h.total_bytes), "INVALID_ARGUMENT", "hash mismatch"),
+        (lambda d, h: None, "NOT_FOUND", "no file"),
+    ],
+)
+def test_a_graph_file_the_service_cannot_trust_is_refused_with_the_proto_s_codes(tmp_path, graph, spoil, code, message):
+    from contract.wire import graph_header
+
+    servicer = MethodServicer("test", [GCN], shared_graph_dir=str(tmp_path))
+    (tmp_path / "elsewhere").write_bytes(b"".join(bytes(t) for t in graph.tensors()))
+    header = graph_header(graph)
+    spoil(tmp_path, header)
+    with in_process_service(servicer) as client:
+        with pytest.raises(grpc.RpcError) as err:
+            client._stub.AttachGraph(pb.AttachGraphRequest(header=header), timeout=HANG_S)
+        assert err.value.code() == getattr(grpc.StatusCode, code) and message in err.value.details()
+        assert servicer.graphs_received == 0 and client.describe()
+
+
+def test_a_service_without_a_directory_names_none_and_takes_no_graph_file(service, graph):
+    from contract.wire import graph_header
+
+    _, client = service
+    assert client.described().shared_graph_dir == ""
+    with pytest.raises(grpc.RpcError) as err:
+        client._stub.AttachGraph(pb.AttachGraphRequest(header=graph_header(graph)), timeout=HANG_S)
+    assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
+
+
+def test_a_graph_file_is_admitted_like_an_upload_and_the_client_removes_it_whatever_the_answer(tmp_path, graph):
+    servicer = MethodServicer("test", [GCN], shared_graph_dir=str(tmp_path), max_upload_bytes=graph.nbytes // 2)
+    with in_process_service(servicer, str(tmp_path)) as client:
+        with pytest.raises(grpc.RpcError) as err:
+            client.ensure_graph(graph)
+        assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    "servicer_dir, describe_dir, client_dir, taken, calls",
+    [
+        ("", None, "mine", False, ["UploadGraph"]),  # the service offers no directory
+        ("theirs", None, "mine", False, ["UploadGraph"]),  # it reads another directory
+        (
+            "",
+            "mine",
+            "mine",
+            False,
+            ["AttachGraph", "UploadGraph"],
+        ),  # it names the client's, takes no file: UNIMPLEMENTED
+        ("theirs", "mine", "mine", False, ["AttachGraph", "UploadGraph"]),  # it does not find the file: NOT_FOUND
+        ("mine", None, "", False, ["UploadGraph"]),  # the client was given no directory
+        ("mine", None, "mine", True, ["UploadGraph"]),  # the file's name is taken
+    ],
+)
+def test_a_client_streams_where_the_service_cannot_take_its_file(
+    tmp_path, graph, servicer_dir, describe_dir, client_dir, taken, calls
+):
+    for name in ("mine", "theirs"):
+        (tmp_path / name).mkdir()
+    where = {name: str(tmp_path / name) for name in ("mine", "theirs")}
+    servicer = Spy("test", [GCN], shared_graph_dir=where.get(servicer_dir, ""), describe_dir=where.get(describe_dir))
+    if taken:
+        (tmp_path / "mine" / graph.graph_hash).write_bytes(b"someone else's")
+    with in_process_service(servicer, where.get(client_dir, "")) as client:
+        assert client.ensure_graph(graph).value
+    assert servicer.calls == calls and servicer.graphs_received == 1
+    assert [p.name for p in (tmp_path / "mine").iterdir()] == ([graph.graph_hash] if taken else [])

@@ -54,6 +54,7 @@ class _Replica:
         self.server.start()
         self.endpoint = f"127.0.0.1:{port}"
         self.start_seconds, self.started_at, self.pid = 0.0, "", None
+        self.graph_dir = ""  # graphs come as streams
         self.stopped = False
 
     def alive(self) -> bool:
