@@ -29,6 +29,11 @@ from contract.v1 import method_service_pb2 as pb
 
 CHUNK_BYTES = 2 << 20  # 2 MiB of payload per message: well under gRPC's 4 MiB default
 MAX_MESSAGE_BYTES = 4 << 20
+# Both ends of every NodeGround channel allow messages of that size (a chunk and its framing fit).
+CHANNEL_OPTIONS = [
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+]
 TENSOR_ORDER = (("features", "float32", 2), ("edge_index", "int64", 2), ("labels", "int64", 1))
 _DTYPES: dict[str, np.dtype[Any]] = {"float32": np.dtype("<f4"), "int64": np.dtype("<i8")}
 _GRAPH_HASH = re.compile(r"[0-9a-f]{64}")

@@ -72,7 +72,7 @@ from contract.v1 import method_service_pb2 as pb
 from contract.v1 import method_service_pb2_grpc as pb_grpc
 from contract.weights import WeightsError
 from contract.wire import (
-    MAX_MESSAGE_BYTES,
+    CHANNEL_OPTIONS,
     BundleError,
     BundleTooLarge,
     GraphBundle,
@@ -675,12 +675,10 @@ def build_server(
     ``security`` (default: plaintext, no token) sets TLS and the token check (contract.security).
     """
     security = security or Security()
-    options = [
-        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-    ]
     server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=max_workers), options=options, interceptors=security.interceptors()
+        futures.ThreadPoolExecutor(max_workers=max_workers),
+        options=CHANNEL_OPTIONS,
+        interceptors=security.interceptors(),
     )
     control = futures.ThreadPoolExecutor(max_workers=CONTROL_THREADS, thread_name_prefix="control")
     # Upload streams have threads of their own: the streaming ones and as many waiting for a slot; any

@@ -48,7 +48,7 @@ from contract.space import (
 )
 from contract.v1 import method_service_pb2 as pb
 from contract.v1 import method_service_pb2_grpc as pb_grpc
-from contract.wire import MAX_MESSAGE_BYTES, encode
+from contract.wire import CHANNEL_OPTIONS, encode
 from orchestrator.conformance.graphs import GraphCase, make_case, standard_cases
 from orchestrator.conformance.guard import GuardedClient, LabelLeak
 from orchestrator.sampling import config_sequence
@@ -99,10 +99,7 @@ class Conformance:
         self.client = GuardedClient(self.endpoint)
         self.channel = grpc.insecure_channel(
             self.endpoint,
-            options=[
-                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-            ],
+            options=CHANNEL_OPTIONS,
         )
         self.stub = pb_grpc.MethodServiceStub(self.channel)
         self.health = health_pb2_grpc.HealthStub(self.channel)

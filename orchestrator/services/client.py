@@ -33,7 +33,7 @@ from contract.v1 import method_service_pb2 as pb
 from contract.v1 import method_service_pb2_grpc as pb_grpc
 from contract.weights import weights_dir
 from contract.wire import (
-    MAX_MESSAGE_BYTES,
+    CHANNEL_OPTIONS,
     GraphBundle,
     decode_probabilities,
     encode,
@@ -125,10 +125,7 @@ class MethodClient:
         self.security = security or Security.from_env()
         self._channel = self.security.channel(
             endpoint,
-            options=[
-                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-            ],
+            options=CHANNEL_OPTIONS,
         )
         self._stub = pb_grpc.MethodServiceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)

@@ -100,20 +100,30 @@ def _clock() -> float:
     return CLOCK()
 
 
-def plain_epochs(name: str, x, ei, y, train, val, classes: int, device) -> list[float]:
+def plain_model(name: str, in_dim: int, classes: int, device="cpu") -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+    """The plain PyG model and its optimiser, seeded: what the service's fits are compared with."""
     torch.manual_seed(0)
-    model = PLAIN[name](x.shape[1], 64, classes).to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
+    model = PLAIN[name](in_dim, 64, classes).to(device)
+    return model, torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
+
+
+def plain_epoch(model: torch.nn.Module, opt: torch.optim.Optimizer, x, ei, y, train, val) -> None:
+    """One epoch of the plain loop: one training step and one validation pass."""
+    model.train()
+    opt.zero_grad()
+    F.cross_entropy(model(x, ei)[train], y[train]).backward()
+    opt.step()
+    model.eval()
+    with torch.no_grad():
+        float(F.cross_entropy(model(x, ei)[val], y[val]))
+
+
+def plain_epochs(name: str, x, ei, y, train, val, classes: int, device) -> list[float]:
+    model, opt = plain_model(name, x.shape[1], classes, device)
     times = []
     for _ in range(EPOCHS + 1):
         start = _clock()
-        model.train()
-        opt.zero_grad()
-        F.cross_entropy(model(x, ei)[train], y[train]).backward()
-        opt.step()
-        model.eval()
-        with torch.no_grad():
-            float(F.cross_entropy(model(x, ei)[val], y[val]))
+        plain_epoch(model, opt, x, ei, y, train, val)
         _sync(device)
         times.append(_clock() - start)
     return times[1:]  # the first epoch builds caches

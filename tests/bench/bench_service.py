@@ -39,7 +39,6 @@ import grpc
 import numpy as np
 import psutil
 import torch
-import torch.nn.functional as F
 
 from contract.handshake import READY_PREFIX
 from contract.wire import CHUNK_BYTES, MAX_MESSAGE_BYTES, GraphBundle, make_bundle, payload
@@ -53,7 +52,7 @@ from orchestrator.services.client import MethodClient
 from orchestrator.services.embedded import EmbeddedService
 from orchestrator.sweep import hidden_label_bundle
 from tests.bench import grpc_sink
-from tests.bench.bench_methods import CONFIGS, PLAIN
+from tests.bench.bench_methods import CONFIGS, plain_epoch, plain_model
 
 THREADS = int(os.environ.get("NODEGROUND_THREADS", "1"))
 
@@ -234,19 +233,11 @@ def _service_fit_cpu(client: MethodClient, pid: int, name: str, bundle, split, e
 def _plain_fit_cpu(name: str, graph, split, epochs: int) -> float:
     """This process's CPU seconds for the plain PyG loop of ``epochs`` epochs: one step and one validation pass each."""
     start = time.process_time()
-    torch.manual_seed(0)
     x, ei, y = (torch.from_numpy(a) for a in (graph.x, graph.edge_index, graph.y))
     train, val = torch.from_numpy(split.train), torch.from_numpy(split.val)
-    model = PLAIN[name](x.shape[1], 64, graph.num_classes)
-    opt = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
+    model, opt = plain_model(name, x.shape[1], graph.num_classes)
     for _ in range(epochs):
-        model.train()
-        opt.zero_grad()
-        F.cross_entropy(model(x, ei)[train], y[train]).backward()
-        opt.step()
-        model.eval()
-        with torch.no_grad():
-            float(F.cross_entropy(model(x, ei)[val], y[val]))
+        plain_epoch(model, opt, x, ei, y, train, val)
     return time.process_time() - start
 
 

@@ -17,33 +17,19 @@ from contract.v1 import method_service_pb2 as pb
 from contract.v1 import method_service_pb2_grpc as pb_grpc
 from contract.wire import GraphBundle, encode, make_bundle
 from methods.gnn import GCN, MLP
-from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, FloatParam, InputRefused, Method
+from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, FloatParam, InputRefused
 from methods.sdk.method import pick_device
 from methods.sdk.service import MethodServicer, nvidia_driver_version
 from tests.conftest import HANG_S, tiny_graph
-from tests.methods.helpers import in_process_service, tiny_bundle
+from tests.methods.helpers import Sleeper, in_process_service, tiny_bundle
 
 QUICK = {"max_epochs": 20, "patience": 20}
 
 
-class SleepMethod(Method):
-    """Works for ``seconds`` in small steps, checking its deadline between steps."""
-
+class SleepMethod(Sleeper):
     name = "sleep"
-    version = "test"
-    capabilities = Capabilities(uses_gpu=False)
     default_config: Config = {"seconds": 0.1}
     search_space = (FloatParam("seconds", 0.0, 60.0),)
-
-    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> Any:
-        end = time.monotonic() + float(config["seconds"])
-        while time.monotonic() < end:
-            ctx.check()
-            time.sleep(0.01)
-        return graph.num_classes
-
-    def predict(self, state: Any, graph: GraphBundle) -> np.ndarray:
-        return np.full((graph.num_nodes, state), 1.0 / state, dtype=np.float32)
 
 
 class Narrow(MLP):
