@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import selectors
 import shutil
 import signal
@@ -36,6 +37,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO
 
+import psutil
+
 from contract.families import family_env
 from contract.handshake import GRAPH_DIR_ENV, PARENT_PID_ENV, READY_PREFIX
 from contract.security import ENV_NAMES as SECURITY_ENV
@@ -46,6 +49,35 @@ START_TIMEOUT_ENV = "NODEGROUND_START_TIMEOUT_S"
 CLOSE_GRACE_S = 3.0  # when the sweep ends, services get this long to exit on SIGTERM, then SIGKILL (they hold nothing)
 THREADS_ENV = "NODEGROUND_THREADS"  # torch threads per service (methods.serve reads it)
 SHARED_MEMORY = Path("/dev/shm")  # where graph directories go when it exists: files there are memory, not disk
+# A graph directory's name: its family, then the pid and start time (whole seconds) of the orchestrator that made it,
+# so that one left behind by an orchestrator killed with -9 is told apart and removed by the next one.
+GRAPH_DIR_NAME = re.compile(r"nodeground-.+-(?P<pid>\d+)-(?P<started>\d+)-[a-z0-9_]{8}")
+
+
+def remove_orphaned_graph_dirs(base: Path) -> list[Path]:
+    """Remove this user's graph directories under ``base`` whose orchestrator is gone (killed before it could);
+    what it removed. A file left in one is a graph's memory, held until someone does."""
+    removed = []
+    for path in base.glob("nodeground-*"):
+        match = GRAPH_DIR_NAME.fullmatch(path.name)
+        try:
+            if match is None or path.is_symlink() or path.stat().st_uid != os.getuid():
+                continue
+            if _alive(int(match["pid"]), int(match["started"])):
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
+def _alive(pid: int, started: int) -> bool:
+    """Whether process ``pid`` runs and is the one that started at ``started`` (a reused pid is another)."""
+    try:
+        return int(psutil.Process(pid).create_time()) == started
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
+        return False
 
 
 def start_timeout() -> float:
@@ -102,7 +134,10 @@ class EmbeddedService:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             stderr = self.log_path.open("ab")
         base = SHARED_MEMORY if SHARED_MEMORY.is_dir() and os.access(SHARED_MEMORY, os.W_OK) else None
-        self.graph_dir = tempfile.mkdtemp(prefix=f"nodeground-{self.family}-", dir=base)  # mode 0700
+        remove_orphaned_graph_dirs(Path(base or tempfile.gettempdir()))
+        me = psutil.Process()
+        prefix = f"nodeground-{self.family}-{me.pid}-{int(me.create_time())}-"
+        self.graph_dir = tempfile.mkdtemp(prefix=prefix, dir=base)  # mode 0700
         try:
             self.process = self._spawn(stderr)
         except BaseException:

@@ -1,22 +1,27 @@
 """Embedded services: a start-up that runs out of time says so, and the time is configurable; graphs reach
-them as files in a directory of their own."""
+them as files in a directory of their own, which a later orchestrator removes if its own was killed."""
 
 from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
 from orchestrator.services.client import ServiceUnavailable
 from orchestrator.services.directory import ServiceDirectory, resolve_methods
 from orchestrator.services.embedded import (
+    GRAPH_DIR_NAME,
     SHARED_MEMORY,
     START_TIMEOUT_ENV,
     START_TIMEOUT_S,
     EmbeddedService,
     EmbeddedServices,
+    remove_orphaned_graph_dirs,
     start_timeout,
 )
 from tests.methods.helpers import tiny_bundle
@@ -67,3 +72,32 @@ def test_an_embedded_service_maps_graphs_from_its_own_directory_which_goes_when_
             directory.release(replica)
             directory.close()
     assert not graph_dir.exists()
+
+
+def test_graph_dirs_of_a_killed_orchestrator_are_removed_and_live_ones_kept(tmp_path):
+    """An orchestrator killed with -9 leaves its services' graph directories (and a graph file if it was mid-attach);
+    the next one removes those, never a directory of a live orchestrator or of a reused pid."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    me = psutil.Process()
+    started = int(me.create_time())
+    left = tmp_path / f"nodeground-gnn-{dead.pid}-{started}-abcd_123"
+    reused = tmp_path / f"nodeground-node4all-{me.pid}-{started - 1}-efgh_456"  # this pid, another start: not us
+    live = tmp_path / f"nodeground-gnn-{me.pid}-{started}-ijkl_789"
+    foreign = tmp_path / "nodeground-notes"  # not a graph directory's name
+    for path in (left, reused, live, foreign):
+        path.mkdir()
+    (left / ("0" * 64)).write_bytes(b"graph")
+    assert sorted(remove_orphaned_graph_dirs(tmp_path)) == sorted([left, reused])
+    assert live.is_dir() and foreign.is_dir() and not left.exists() and not reused.exists()
+
+
+def test_an_embedded_service_s_graph_dir_names_its_orchestrator():
+    service = EmbeddedService("gnn")
+    service.start()
+    try:
+        match = GRAPH_DIR_NAME.fullmatch(Path(service.graph_dir).name)
+        me = psutil.Process()
+        assert match and int(match["pid"]) == me.pid and int(match["started"]) == int(me.create_time())
+    finally:
+        service.stop()
