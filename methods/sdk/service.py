@@ -117,6 +117,7 @@ class GraphCache:
         self._max_graphs = max_graphs
         self._graphs: OrderedDict[str, GraphBundle] = OrderedDict()
         self._lock = threading.Lock()
+        self.received = 0  # graphs put that were not held already, since start (uploads run on several threads)
 
     def get(self, graph_hash: str) -> GraphBundle | None:
         with self._lock:
@@ -127,6 +128,7 @@ class GraphCache:
 
     def put(self, graph: GraphBundle) -> None:
         with self._lock:
+            self.received += graph.graph_hash not in self._graphs
             self._graphs[graph.graph_hash] = graph
             self._graphs.move_to_end(graph.graph_hash)
             total = sum(g.nbytes for g in self._graphs.values())
@@ -313,7 +315,6 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         self._readiness_lock = threading.Lock()
         self._checked_at = float("-inf")
         self._views_lock = threading.Lock()
-        self.graphs_received = 0  # uploads checked and held since start (Describe reports it)
         self.shared_graph_dir = shared_graph_dir
 
     # ---- readiness ---------------------------------------------------------
@@ -367,7 +368,7 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
             **device_fields(device),
             not_ready=self.refresh_readiness(),
             fit_labels=True,
-            graphs_received=self.graphs_received,
+            graphs_received=self.graphs.received,
             shared_graph_dir=self.shared_graph_dir,
         )
 
@@ -414,7 +415,6 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         except BundleError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad graph upload: {exc}")
         self.graphs.put(bundle)
-        self.graphs_received += 1
         return pb.UploadGraphResponse(graph_hash=bundle.graph_hash, service_seconds=time.perf_counter() - start)
 
     def Fit(self, request: pb.FitRequest, context: grpc.ServicerContext) -> pb.FitResponse:

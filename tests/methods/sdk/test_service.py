@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import grpc
@@ -19,7 +20,7 @@ from contract.wire import GraphBundle, encode, make_bundle
 from methods.gnn import GCN, MLP
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, FloatParam, InputRefused
 from methods.sdk.method import pick_device
-from methods.sdk.service import MethodServicer, nvidia_driver_version
+from methods.sdk.service import GraphCache, MethodServicer, nvidia_driver_version
 from tests.conftest import HANG_S, tiny_graph
 from tests.methods.helpers import Sleeper, in_process_service, tiny_bundle
 
@@ -169,7 +170,7 @@ def test_a_fit_with_its_own_labels_on_a_graph_with_every_label_hidden_equals_the
     hidden = make_bundle(x, e, np.full(90, -1), 3)
     client.ensure_graph(hidden)
     client.ensure_graph(graph)
-    assert servicer.graphs_received == 2 == client.graphs_received() and client.takes_fit_labels()
+    assert servicer.graphs.received == 2 == client.graphs_received() and client.takes_fit_labels()
     train, val = np.arange(0, 30), np.arange(30, 60)
     runs = []
     for bundle, labels in ((graph, None), (hidden, y), (graph, y)):  # the last: the request's labels win
@@ -370,7 +371,7 @@ def test_a_graph_file_the_service_cannot_trust_is_refused_with_the_proto_s_codes
         with pytest.raises(grpc.RpcError) as err:
             client._stub.AttachGraph(pb.AttachGraphRequest(header=header), timeout=HANG_S)
         assert err.value.code() == getattr(grpc.StatusCode, code) and message in err.value.details()
-        assert servicer.graphs_received == 0 and client.describe()
+        assert servicer.graphs.received == 0 and client.describe()
 
 
 def test_a_service_without_a_directory_names_none_and_takes_no_graph_file(service, graph):
@@ -419,5 +420,14 @@ def test_a_client_streams_where_the_service_cannot_take_its_file(
         (tmp_path / "mine" / graph.graph_hash).write_bytes(b"someone else's")
     with in_process_service(servicer, where.get(client_dir, "")) as client:
         assert client.ensure_graph(graph).value
-    assert servicer.calls == calls and servicer.graphs_received == 1
+    assert servicer.calls == calls and servicer.graphs.received == 1
     assert [p.name for p in (tmp_path / "mine").iterdir()] == ([graph.graph_hash] if taken else [])
+
+
+def test_the_graph_count_counts_each_new_graph_once_whatever_the_threads():
+    """Uploads are served on a pool of threads: the count Describe reports is taken under the cache's lock."""
+    bundles = [tiny_bundle(seed=seed)[0] for seed in range(8)]
+    cache = GraphCache(1 << 30)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(cache.put, bundles * 50))  # every graph put 50 times, from 8 threads at once
+    assert cache.received == len({b.graph_hash for b in bundles}) == 8
