@@ -264,7 +264,7 @@ def _graphpfn_states(work: Path) -> dict[str, str]:
 def _graphpfn_inputs(g, train: np.ndarray) -> dict[str, np.ndarray]:
     """Our fit's prepared features (default config, seed 0) with the default number of random columns
     appended, the edges without self-loops, and the context labels in node order."""
-    from methods.graphpfn import GraphPFN, _prepare_features
+    from methods.graphpfn.method import GraphPFN, _prepare_features
     from methods.sdk.pfn import edge_array_without_self_loops
 
     config = GraphPFN.default_config
@@ -282,7 +282,7 @@ def _table_inputs(g, train: np.ndarray) -> dict[str, np.ndarray]:
     TABLE_CONTEXT training nodes (context) and the first TABLE_QUERIES nodes (queries, context included)."""
     import torch
 
-    from methods.g2tfm import G2TFM, _graph_table, _zscore
+    from methods.g2tfm.method import G2TFM, _graph_table, _zscore
     from methods.sdk.pfn import edge_array_without_self_loops
 
     n = g.num_nodes

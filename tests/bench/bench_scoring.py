@@ -94,7 +94,7 @@ def bench_store() -> None:
     import sqlite3
 
     from orchestrator.store import Store
-    from tests.orchestrator.test_metrics_and_store import record
+    from tests.orchestrator.conftest import trial_record
 
     writes = 200
 
@@ -104,7 +104,7 @@ def bench_store() -> None:
             db.execute(f"PRAGMA synchronous={synchronous}")
             start = time.perf_counter()
             for i in range(writes):
-                store.write(record(f"k{i}"))
+                store.write(trial_record(f"k{i}"))
             return (time.perf_counter() - start) / writes
 
     wall: dict[str, list[float]] = {"NORMAL": [], "FULL": []}

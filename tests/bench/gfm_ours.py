@@ -71,7 +71,7 @@ def nodepfn_network(arrays: dict, job: dict, out: Path) -> None:
 
 def g2tfm_network(arrays: dict, job: dict, out: Path) -> None:
     """G2T-FM's in-context inference alone (random parameters, official structure): ``G2TFM.predict`` on the table."""
-    from methods.g2tfm import G2TFM, MAX_QUERY_BATCH, G2TState
+    from methods.g2tfm.method import G2TFM, MAX_QUERY_BATCH, G2TState
     from methods.g2tfm.model import G2TNet
     from methods.sdk.pfn import attention_chunk
 
