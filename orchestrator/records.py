@@ -116,7 +116,8 @@ class TrialRecord:
     origin: str = "builtin"  # "builtin", or "user:<bundle id>" for a submitted image (never imputed)
 
     def as_row(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """Column -> value. Every field is a scalar, so no deep copy (``dataclasses.asdict``'s) is needed."""
+        return {name: getattr(self, name) for name in COLUMNS}
 
 
 COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(TrialRecord))
