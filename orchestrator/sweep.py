@@ -569,6 +569,7 @@ class Sweep:
         except grpc.RpcError as exc:
             if exc.code() != grpc.StatusCode.NOT_FOUND:
                 raise
+        client.forget_graph(bundle.graph_hash)
         client.ensure_graph(bundle)
         try:
             return fit()

@@ -1,10 +1,12 @@
 """A typed client for one method service endpoint, timing every call end to end.
 
-Every call but Describe runs under a health watchdog: while the call is in flight
+Every call that computes or carries a graph (Fit, Predict, uploads) runs under a health watchdog (the short
+ones, HasGraph and Release, under a deadline of ``SHORT_CALL_S``): while any call is in flight
 the service's health is probed every ``WATCHDOG_INTERVAL_S``; after ``WATCHDOG_MISSES``
 probes in a row go unanswered (a stopped, hung or partitioned process) the call is
 cancelled and ``ServiceHung`` raised, so no call waits on a silent service forever,
-whatever its time limit.
+whatever its time limit. One watchdog thread serves all of a client's calls (a thread
+per call cost a trivial trial a quarter of its orchestrator CPU).
 
 A client given a directory of its own on this host (``graph_dir``; ``embedded`` makes one per service
 it starts) hands a graph to a service that reads that same directory as a file there (AttachGraph)
@@ -17,12 +19,13 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import grpc
+import grpc.experimental
 import numpy as np
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
@@ -45,7 +48,10 @@ from contract.wire import (
 WATCHDOG_INTERVAL_S = 5.0  # seconds between health probes while a call is in flight
 WATCHDOG_PROBE_TIMEOUT_S = 5.0  # one probe's own deadline
 WATCHDOG_MISSES = 3  # unanswered probes in a row that declare the service hung
-SHORT_CALL_S = 30.0  # deadline of the calls that do no compute (HasGraph, Release)
+# The calls that do no compute (HasGraph, Release) are bounded by this deadline alone, not watched: a blocking call
+# needs no thread, where a watched one needs gRPC's for its future, and one such thread a trial was CPU to spare.
+SHORT_CALL_S = 30.0
+SINGLE_THREADED_STREAMS = grpc.experimental.ChannelOptions.SingleThreadedUnaryStream
 FIT_DEADLINE_GRACE_S = 10.0  # the gRPC deadline of a fit exceeds its time limit by this, so the service answers first
 # What AttachGraph answers when the file cannot be taken on this path and the stream will do: the service offers no
 # file path (or predates it), or the file is not where it looks (another filesystem under the same name).
@@ -114,6 +120,69 @@ class CallResult:
     stats: pb.CallStats | None = None
 
 
+@dataclass(eq=False)
+class _Watched:
+    """One call in flight, as the watchdog sees it."""
+
+    call: grpc.Future
+    silent_since: float  # when the service last answered a probe (or the call started)
+    misses: int = 0
+    silence: float | None = None  # seconds without an answer when the watchdog cancelled the call
+
+
+class _Watchdog:
+    """Probes a service's health while any of its client's calls is in flight; cancels a call that saw
+    ``WATCHDOG_MISSES`` unanswered probes in a row. One thread per client, started with its first call."""
+
+    def __init__(self, responsive: Callable[[], bool], name: str) -> None:
+        self._responsive, self._name = responsive, name
+        self._calls: set[_Watched] = set()
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    @contextmanager
+    def watching(self, call: grpc.Future) -> Iterator[_Watched]:
+        entry = _Watched(call, time.monotonic())
+        with self._cond:
+            self._calls.add(entry)
+            if self._thread is None and not self._closed:
+                self._thread = threading.Thread(target=self._run, name=f"watchdog-{self._name}", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+        try:
+            yield entry
+        finally:
+            with self._cond:
+                self._calls.discard(entry)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._calls or self._closed)  # idle: no probes
+                if self._cond.wait_for(lambda: self._closed, timeout=WATCHDOG_INTERVAL_S):
+                    return
+                watched = list(self._calls)
+            if watched:
+                self._probe(watched)
+
+    def _probe(self, watched: list[_Watched]) -> None:
+        answered, now = self._responsive(), time.monotonic()
+        for entry in watched:
+            if answered:
+                entry.misses, entry.silent_since = 0, now
+                continue
+            entry.misses += 1
+            if entry.misses >= WATCHDOG_MISSES and entry.silence is None:
+                entry.silence = now - entry.silent_since
+                entry.call.cancel()
+
+
 class MethodClient:
     def __init__(self, endpoint: str, security: Security | None = None, graph_dir: str = "") -> None:
         """``security``: TLS and token to dial with; by default as the environment says (contract.security).
@@ -123,15 +192,19 @@ class MethodClient:
         self.endpoint = endpoint
         self.graph_dir = graph_dir
         self.security = security or Security.from_env()
-        self._channel = self.security.channel(
-            endpoint,
-            options=CHANNEL_OPTIONS,
-        )
+        # Predict's reply stream is read on the calling thread, not on a thread gRPC starts for each call
+        self._channel = self.security.channel(endpoint, options=[*CHANNEL_OPTIONS, (SINGLE_THREADED_STREAMS, 1)])
         self._stub = pb_grpc.MethodServiceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
         self._first_description: pb.DescribeResponse | None = None
+        self._watchdog = _Watchdog(self.responsive, endpoint)
+        # Graphs this client delivered, or the service said it held: a trial skips HasGraph for them. A graph
+        # evicted since is answered NOT_FOUND by its fit, and the sweep then forgets and delivers it again.
+        self.remembers_graphs = True
+        self._held: set[str] = set()
 
     def close(self) -> None:
+        self._watchdog.close()
         self._channel.close()
 
     def wait_healthy(self, timeout: float) -> None:
@@ -166,36 +239,18 @@ class MethodClient:
             return False
 
     @contextmanager
-    def _watched(self, call: grpc.Call, what: str) -> Iterator[None]:
-        """Run the body while a watchdog cancels ``call`` once the service stops answering health checks."""
-        done = threading.Event()
-        fired: list[float] = []
-
-        def watch() -> None:
-            misses, silent_since = 0, time.monotonic()
-            while not done.wait(WATCHDOG_INTERVAL_S):
-                if self.responsive():
-                    misses, silent_since = 0, time.monotonic()
-                    continue
-                misses += 1
-                if misses >= WATCHDOG_MISSES and not done.is_set():
-                    fired.append(time.monotonic() - silent_since)
-                    call.cancel()
-                    return
-
-        thread = threading.Thread(target=watch, name=f"watchdog-{what}", daemon=True)
-        thread.start()
-        try:
-            yield
-        except (grpc.RpcError, grpc.FutureCancelledError):  # a cancelled future raises the latter
-            if fired:
-                raise ServiceHung(
-                    f"the service at {self.endpoint} stopped answering health checks for {fired[0]:.0f} s during "
-                    f"{what}; the call was cancelled"
-                ) from None
-            raise
-        finally:
-            done.set()
+    def _watched(self, call: grpc.Future, what: str) -> Iterator[None]:
+        """Run the body while the watchdog cancels ``call`` once the service stops answering health checks."""
+        with self._watchdog.watching(call) as entry:
+            try:
+                yield
+            except (grpc.RpcError, grpc.FutureCancelledError):  # a cancelled future raises the latter
+                if entry.silence is not None:
+                    raise ServiceHung(
+                        f"the service at {self.endpoint} stopped answering health checks for {entry.silence:.0f} s "
+                        f"during {what}; the call was cancelled"
+                    ) from None
+                raise
 
     def described(self, timeout: float = 30.0) -> pb.DescribeResponse:
         """The service's whole Describe reply (a submission bundle records it as given).
@@ -242,14 +297,20 @@ class MethodClient:
         return int(self._stub.Describe(pb.DescribeRequest(), timeout=timeout).graphs_received)
 
     def ensure_graph(self, bundle: GraphBundle, timeout: float | None = None) -> CallResult:
-        """Upload the bundle unless the service already holds it; the value says whether it uploaded."""
+        """Upload the bundle unless the service holds it (or this client delivered it: ``remembers_graphs``); the
+        value says whether it uploaded."""
         start = time.perf_counter()
-        held = self._unary(
-            self._stub.HasGraph, pb.HasGraphRequest(graph_hash=bundle.graph_hash), SHORT_CALL_S, "HasGraph"
-        ).held
+        if self.remembers_graphs and bundle.graph_hash in self._held:
+            return CallResult(False, time.perf_counter() - start)
+        held = self._stub.HasGraph(pb.HasGraphRequest(graph_hash=bundle.graph_hash), timeout=SHORT_CALL_S).held
         if not held and not self._attached(bundle, timeout):
             self._unary(self._stub.UploadGraph, encode(bundle), timeout, "UploadGraph")
+        self._held.add(bundle.graph_hash)
         return CallResult(not held, time.perf_counter() - start)
+
+    def forget_graph(self, graph_hash: str) -> None:
+        """The service answered that it does not hold this graph (evicted, restarted): ask it again next time."""
+        self._held.discard(graph_hash)
 
     def _attached(self, bundle: GraphBundle, timeout: float | None) -> bool:
         """Hand the graph over as a file in ``graph_dir`` where the service reads that very directory.
@@ -343,4 +404,4 @@ class MethodClient:
         return CallResult(probs, time.perf_counter() - start, stats)
 
     def release(self, handle: str) -> bool:
-        return self._unary(self._stub.Release, pb.ReleaseRequest(model_handle=handle), SHORT_CALL_S, "Release").released
+        return self._stub.Release(pb.ReleaseRequest(model_handle=handle), timeout=SHORT_CALL_S).released

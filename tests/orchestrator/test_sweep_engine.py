@@ -499,6 +499,34 @@ def test_a_graph_not_held_even_after_the_upload_is_unavailable_and_restarts_noth
     assert servicer.upload_count == 2 and not recovered  # one re-upload, no loop, no restart
 
 
+class Asked(Uploads):
+    """Counts the HasGraph questions it is asked; loses every graph it holds before its fourth fit (an eviction)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.asked = self.fits = 0
+
+    def HasGraph(self, request, context):
+        self.asked += 1
+        return super().HasGraph(request, context)
+
+    def Fit(self, request, context):
+        self.fits += 1
+        if self.fits == 4:
+            self.graphs = GraphCache(1 << 30)
+        return super().Fit(request, context)
+
+
+def test_a_sweep_asks_a_service_for_a_graph_it_delivered_once_not_every_trial(tmp_path, servers):
+    """HasGraph was a fifth of a trivial trial's calls: the client remembers what it delivered; a graph evicted
+    since is answered NOT_FOUND by its fit, forgotten, asked for and delivered again, and the trial goes on."""
+    endpoint, _, servicer = servers(methods=(QuickMLP,), servicer_cls=Asked)
+    plan = SweepPlan(("qmlp",), ("synthetic-tiny",), ("10/10/80",), (0,), budget=6)
+    records, _ = run(plan, tmp_path / "r.sqlite", {"test": endpoint}, warmup="none")
+    assert [r.status for r in records] == ["ok"] * 6
+    assert servicer.fits == 7 and servicer.asked == 2 and servicer.upload_count == 2
+
+
 def test_a_service_that_is_not_ready_is_unavailable_and_nothing_is_uploaded_again_or_restarted(tmp_path, servers):
     endpoint, _, servicer = servers(methods=(Modes,), servicer_cls=NotReady)
     record, recovered = one_trial(tmp_path, endpoint)
