@@ -50,4 +50,4 @@ def test_the_watchdog_still_cancels_a_call_to_a_service_that_stopped_answering(m
     with in_process_service(MethodServicer("test", [Nap])) as client:
         client.ensure_graph(bundle)
         with pytest.raises(ServiceHung, match="stopped answering health checks .* during Fit; the call was cancelled"):
-            client.fit("nap", bundle.graph_hash, train, val, {"seconds": 5.0}, seed=0, time_limit=None)
+            client.fit("nap", bundle.graph_hash, train, val, {"seconds": 60.0}, seed=0, time_limit=None)
