@@ -20,6 +20,7 @@ from pathlib import Path
 
 from contract.descriptions import MethodSpec, read_description
 from contract.families import Family
+from contract.space import capped_epochs
 from orchestrator.analysis.overlap import excluded_by_pretraining, may_exclude
 from orchestrator.data.registry import dataset_identity, is_catalog_task, known_content_hash
 from orchestrator.records import config_hash, trial_key
@@ -39,6 +40,12 @@ class SweepPlan:
     budget: int
     time_limit: float = DEFAULT_TIME_LIMIT_S  # seconds, per fit and per predict (see README, "Time limits")
     shard: tuple[int, int] = (0, 1)  # (index, count): run only this slice of the plan's cells (shard_of)
+    # The named protocol the trials belong to (``orchestrator.protocols``), recorded in each trial; None: a sweep of
+    # the user's own choosing.
+    protocol: str | None = None
+    # Every configuration trains at most this many epochs (``contract.space.capped_epochs``): the cost probe's
+    # trials, which measure an epoch's cost, not a method's result. Part of each configuration, so of its key.
+    epochs_cap: int | None = None
 
 
 @dataclass(frozen=True)
@@ -119,7 +126,10 @@ class Plan:
                 self.sweep.budget,
             )
             identity = self.identities[cell.dataset]
+            cap = self.sweep.epochs_cap
             for index, config in enumerate(configs):
+                if cap is not None:
+                    config = {**config, **capped_epochs(config, cap)}
                 if excluded_by_pretraining(cell.method, config, cell.dataset):
                     continue  # a checkpoint on its own pretraining graph is never run, so never selected
                 key = trial_key(

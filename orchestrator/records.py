@@ -114,6 +114,8 @@ class TrialRecord:
     finished_at: str = ""
     extra_json: str | None = field(default=None)  # method-specific provenance (e.g. weights sha256)
     origin: str = "builtin"  # "builtin", or "user:<bundle id>" for a submitted image (never imputed)
+    # the named protocol the trial was run under (orchestrator.protocols: "paper", "lite", "calibration"), or None
+    protocol: str | None = None
 
     def as_row(self) -> dict[str, Any]:
         """Column -> value. Every field is a scalar, so no deep copy (``dataclasses.asdict``'s) is needed."""

@@ -412,8 +412,13 @@ def _read(path: Path, query: str) -> pd.DataFrame:
 
 
 def read_trials(path: Path) -> pd.DataFrame:
-    """The long table of trials from a store, refusing a path that is not one."""
-    return _read(path, f"SELECT * FROM trials {_ORDER}")
+    """The long table of trials from a store, refusing a path that is not one; a column added since an older store
+    was written reads as missing values (readers never upgrade a store)."""
+    frame = _read(path, f"SELECT * FROM trials {_ORDER}")
+    for name in COLUMNS:
+        if name not in frame.columns:
+            frame[name] = None
+    return frame
 
 
 def done_by_slot(db: sqlite3.Connection) -> dict[tuple[int, int], int]:
@@ -476,7 +481,13 @@ def read_trial_columns(path: Path, columns: Sequence[str]) -> pd.DataFrame:
     unknown = sorted(set(columns) - set(COLUMNS))
     if unknown:
         raise ValueError(f"unknown trial columns {', '.join(unknown)}")
-    return _read(path, f"SELECT {', '.join(columns)} FROM trials")
+    db = open_existing(Path(path))
+    try:
+        present = {row[1] for row in db.execute("PRAGMA table_info(trials)")}
+    finally:
+        db.close()
+    selected = [c if c in present or not present else f"NULL AS {c}" for c in columns]  # a column added since
+    return _read(path, f"SELECT {', '.join(selected)} FROM trials")
 
 
 def read_services(path: Path) -> pd.DataFrame:

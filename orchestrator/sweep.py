@@ -218,7 +218,7 @@ class Sweep:
     _deferred: list[Replica] | None = None  # replicas that came up while describing: warmed once all are ready
     _prepared: bool = False
     _host: dict[str, Any] = field(default_factory=dict)  # host_facts(), taken when run() starts
-    _devices: dict[str, dict[str, str]] = field(default_factory=dict)  # endpoint -> the device its service describes
+    _devices: dict[str, dict[str, str | int]] = field(default_factory=dict)  # endpoint -> its service's device
     timing: SweepTiming = field(default_factory=SweepTiming)
     _timing_lock: threading.Lock = field(default_factory=threading.Lock)
     _stopping: threading.Event = field(default_factory=threading.Event)  # run() is ending early: no trial is retried
@@ -546,6 +546,7 @@ class Sweep:
             time_limit_s=self.plan.time_limit,
             host_json=host_json(self._host),
             started_at=timestamp(),
+            protocol=self.plan.protocol,
         )
 
     def _fit(self, client: MethodClient, job: _Job, bundle: GraphBundle, labels: np.ndarray | None) -> CallResult:

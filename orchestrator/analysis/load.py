@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from orchestrator.protocols import without_calibration
 from orchestrator.records import COLUMNS
 from orchestrator.store import connect_read_only
 
@@ -48,6 +49,7 @@ OPTIONAL_COLUMNS: tuple[str, ...] = (
     "test_precision",
     "dataset_hash",
     "config_json",  # kept for GFM rows only (the overlap audit reads their checkpoint); others are blank
+    "protocol",  # the named protocol of the trial; the cost probe's rows are dropped on reading
 )
 CATEGORICAL = (
     "method",
@@ -61,6 +63,7 @@ CATEGORICAL = (
     "primary_metric",
     "dataset_hash",
     "config_json",
+    "protocol",
 )
 INTEGER = ("split", "trial_index")
 METRIC_COLUMNS = (
@@ -174,8 +177,9 @@ def load_trials(path: str | Path) -> pd.DataFrame:
         df = _typed(pd.read_csv(path, usecols=wanted))
     else:
         df = _read_sqlite(path)
+    df = without_calibration(df)
     if len(df) == 0:
-        raise AnalysisInputError(f"the trials table in {path} is empty")
+        raise AnalysisInputError(f"the trials table in {path} is empty (of trials other than the cost probe's)")
     return complete_columns(df)
 
 
@@ -189,7 +193,14 @@ def complete_columns(df: pd.DataFrame) -> pd.DataFrame:
     for col in REQUIRED_COLUMNS:
         if col not in df.columns:
             raise AnalysisInputError(f"the trials table lacks required column: {col}")
-    defaults = {"method_version": "", "origin": "builtin", "primary_metric": "", "dataset_hash": "", "config_json": ""}
+    defaults = {
+        "method_version": "",
+        "origin": "builtin",
+        "primary_metric": "",
+        "dataset_hash": "",
+        "config_json": "",
+        "protocol": "",
+    }
     for col in OPTIONAL_COLUMNS:
         if col not in df.columns:
             df[col] = defaults.get(col, np.nan)

@@ -10,6 +10,7 @@ import typer
 
 from orchestrator.analysis.workflow import workflow_costs
 from orchestrator.cli.errors import UserError, user_errors
+from orchestrator.protocols import without_calibration
 from orchestrator.results import selected_with_workflow
 from orchestrator.store import read_services, read_trials
 
@@ -62,8 +63,8 @@ def export(
         raise UserError(f"--format must be parquet or csv, got {format!r}")
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} exists and is not a directory")
-    trials = read_trials(store)
+    trials = without_calibration(read_trials(store))
     if trials.empty:
-        raise UserError(f"{store} holds no trials yet")
+        raise UserError(f"{store} holds no trials yet (other than the cost probe's)")
     for path in write_tables(export_tables(trials, read_services(store)), out, format):
         print(path)

@@ -23,7 +23,13 @@ from orchestrator.data.cache import (
 from orchestrator.data.fetch import is_local
 from orchestrator.data.graph import Graph
 from orchestrator.data.loaders import LOADERS, run_loader
-from orchestrator.data.synthetic import SYNTHETIC, load_synthetic
+from orchestrator.data.synthetic import (
+    CALIBRATION_PREFIX,
+    SYNTHETIC,
+    CalibrationGraph,
+    CalibrationNameError,
+    load_synthetic,
+)
 from orchestrator.data.user import UserDatasetError, load_user_dataset, store_user_dataset, user_registry
 from orchestrator.records import TASK_TYPES
 
@@ -109,11 +115,22 @@ def known_names() -> list[str]:
     return sorted(set(SYNTHETIC) | {t["name"] for t in tasks()} | set(user_registry()))
 
 
+def calibration_graph(name: str) -> CalibrationGraph | None:
+    """The calibration graph a name stands for (``orchestrator.data.synthetic``), else None; DatasetError for a
+    calibration name beyond the limits."""
+    try:
+        return CalibrationGraph.parse(name)
+    except CalibrationNameError as exc:
+        raise DatasetError(str(exc)) from None
+
+
 def resolve_name(name: str) -> str:
     """The canonical task name for a name or alias; DatasetError with suggestions otherwise."""
     key = name.strip().lower()
     if key in SYNTHETIC:
         return key
+    if (calibration := calibration_graph(key)) is not None:
+        return calibration.name
     if key in catalog():
         return catalog()[key]["name"]
     users = {n.lower(): n for n in user_registry()}
@@ -127,7 +144,7 @@ def resolve_name(name: str) -> str:
 def is_builtin_name(name: str) -> bool:
     """A synthetic task, a catalog task or one of its aliases: never a user dataset's name."""
     key = name.strip().lower()
-    return key in SYNTHETIC or key in catalog()
+    return key in SYNTHETIC or key in catalog() or key.startswith(CALIBRATION_PREFIX)
 
 
 def add_user_dataset(path: Path | str, name: str, replace: bool = False) -> Graph:
@@ -199,6 +216,8 @@ def load_dataset(name: str) -> Graph:
     canonical = resolve_name(name)
     if canonical in SYNTHETIC:
         return load_synthetic(canonical)
+    if (calibration := calibration_graph(canonical)) is not None:
+        return calibration.generate()
     if canonical.lower() in catalog():
         return load_entry(catalog()[canonical.lower()])
     return load_user_dataset(canonical)
@@ -223,8 +242,8 @@ def known_content_hash(name: str) -> str | None:
     """A dataset's content hash where it is known without loading: the cache (catalog), the registry (user
     datasets), or generation (synthetic); None for a catalog task not processed on this machine yet."""
     canonical = resolve_name(name)
-    if canonical in SYNTHETIC:
-        return load_synthetic(canonical).content_hash
+    if canonical in SYNTHETIC or calibration_graph(canonical) is not None:
+        return load_dataset(canonical).content_hash
     if canonical.lower() in catalog():
         key = entry_key(catalog()[canonical.lower()])
         return read_content_hash(cache_path(key)) if key is not None else None
@@ -267,6 +286,8 @@ def dataset_size(name: str) -> DatasetSize:
     """A dataset's size, loading nothing that is not on disk: a catalog task's published figures, completed from
     the processed cache when it holds the task; a user or synthetic graph's own (it is on disk, or generated)."""
     canonical = resolve_name(name)
+    if (calibration := calibration_graph(canonical)) is not None:  # its name is its size: nothing is generated
+        return DatasetSize(calibration.nodes, calibration.edges, calibration.features, calibration.classes)
     if canonical.lower() not in catalog():
         return _size_of(load_dataset(canonical))
     entry = catalog()[canonical.lower()]

@@ -7,6 +7,9 @@ expected fraction of edges that join nodes of the same class.
 
 from __future__ import annotations
 
+import hashlib
+import re
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -57,3 +60,71 @@ SYNTHETIC: dict[str, dict[str, Any]] = {
 
 def load_synthetic(name: str) -> Graph:
     return sbm_graph(name, **SYNTHETIC[name])
+
+
+# ---- calibration graphs ------------------------------------------------------------
+# The cost probe (orchestrator/calibrate.py) times methods on graphs of chosen sizes; each is named by its
+# size, so a record's dataset says what the graph was, and the estimate reads the size from the name alone.
+CALIBRATION_PREFIX = "calibration-"
+_CALIBRATION_NAME = re.compile(r"calibration-n([1-9][0-9]*)-d([1-9][0-9]*)-f([1-9][0-9]*)-c([1-9][0-9]*)")
+# what a name may ask for: the probe's own design stays far inside, and a mistyped name cannot ask for terabytes
+CALIBRATION_LIMITS = {"nodes": 2_000_000, "degree": 200, "features": 10_000, "classes": 100}
+CALIBRATION_MAX_FLOATS = 2**28  # nodes x features: 1 GiB of float32 features
+CALIBRATION_HOMOPHILY = 0.5
+
+
+class CalibrationNameError(ValueError):
+    """A name that starts like a calibration graph's but asks for no graph the probe can make."""
+
+
+@dataclass(frozen=True)
+class CalibrationGraph:
+    """A synthetic graph of a given size (a stochastic block model), made on demand from its name alone."""
+
+    nodes: int
+    degree: int  # mean degree: about nodes * degree / 2 undirected edges
+    features: int
+    classes: int
+
+    @property
+    def name(self) -> str:
+        return f"{CALIBRATION_PREFIX}n{self.nodes}-d{self.degree}-f{self.features}-c{self.classes}"
+
+    @property
+    def edges(self) -> int:
+        """Undirected edges without self-loops, as drawn (repeats, rare at these degrees, are not subtracted)."""
+        return self.nodes * self.degree // 2
+
+    @classmethod
+    def parse(cls, name: str) -> CalibrationGraph | None:
+        """The graph a name stands for; None for a name that is not a calibration graph's; CalibrationNameError for
+        one that is, beyond the limits."""
+        match = _CALIBRATION_NAME.fullmatch(name.strip().lower())
+        if match is None:
+            if name.strip().lower().startswith(CALIBRATION_PREFIX):
+                raise CalibrationNameError(
+                    f"{name!r}: a calibration graph is named calibration-n<nodes>-d<degree>-f<features>-c<classes>"
+                )
+            return None
+        graph = cls(*(int(v) for v in match.groups()))
+        values = {"nodes": graph.nodes, "degree": graph.degree, "features": graph.features, "classes": graph.classes}
+        over = [f"{k} {v:,} > {CALIBRATION_LIMITS[k]:,}" for k, v in values.items() if v > CALIBRATION_LIMITS[k]]
+        if graph.classes < 2 or graph.degree >= graph.nodes:
+            over.append("at least 2 classes and fewer neighbours than nodes")
+        if graph.nodes * graph.features > CALIBRATION_MAX_FLOATS:
+            over.append(f"nodes x features {graph.nodes * graph.features:,} > {CALIBRATION_MAX_FLOATS:,}")
+        if over:
+            raise CalibrationNameError(f"{name!r}: beyond what a calibration graph may be ({'; '.join(over)})")
+        return graph
+
+    def generate(self) -> Graph:
+        seed = int.from_bytes(hashlib.sha256(self.name.encode()).digest()[:4], "little")
+        return sbm_graph(
+            self.name,
+            num_nodes=self.nodes,
+            num_classes=self.classes,
+            num_features=self.features,
+            avg_degree=float(self.degree),
+            homophily=CALIBRATION_HOMOPHILY,
+            seed=seed,
+        )
