@@ -14,9 +14,9 @@ import platform
 import socket
 import subprocess
 from importlib import metadata
-from pathlib import Path
 from typing import Any
 
+from contract.hardware import cpu_model
 from orchestrator import __version__
 
 
@@ -32,7 +32,7 @@ def host_facts() -> dict[str, Any]:
     }
 
 
-def host_json(facts: dict[str, Any], device: dict[str, str] | None = None) -> str:
+def host_json(facts: dict[str, Any], device: dict[str, str | int] | None = None) -> str:
     """A record's ``host_json``: the host's facts with the device of the service that ran the trial, if known."""
     return json.dumps({**facts, **(device or {})}, sort_keys=True)
 
@@ -46,13 +46,8 @@ def hardware() -> dict[str, Any]:
         info["memory_bytes"] = psutil.virtual_memory().total
     except Exception:
         pass
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                info["cpu_model"] = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    if model := cpu_model():
+        info["cpu_model"] = model
     info["machine"] = platform.machine()
     try:
         gpus = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10)
@@ -63,13 +58,26 @@ def hardware() -> dict[str, Any]:
 
 
 def hardware_of(record_host_json: str | None) -> str:
-    """The hardware a record ran on: its service's GPU by name, else ``cpu``."""
+    """The hardware a record ran on, as the estimate prices it: a GPU by name and memory; else the CPU model and the
+    threads the service computed with (a CPU trial's time depends on both); ``cpu`` where the record does not say.
+
+    Records of one hardware share this line exactly, so a price never mixes two machines' records.
+    """
     try:
         host = json.loads(record_host_json) if record_host_json else {}
     except (TypeError, ValueError):
         host = {}
+    if not isinstance(host, dict):
+        host = {}
     device = str(host.get("device", "cpu"))
-    return str(host.get("device_name") or device) if device.startswith("cuda") else "cpu"
+    if device.startswith("cuda"):
+        name = str(host.get("device_name") or device)
+        memory = host.get("device_memory_bytes")
+        return f"{name} ({int(memory) / 2**30:.0f} GiB)" if isinstance(memory, int) and memory > 0 else name
+    model, threads = host.get("cpu_model"), host.get("compute_threads")
+    if not model:
+        return "cpu"
+    return f"{model}, {threads} thread{'s' if threads != 1 else ''}" if isinstance(threads, int) else str(model)
 
 
 def _installed_version(distribution: str) -> str | None:

@@ -125,7 +125,7 @@ class DescribeRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class DescribeResponse(_message.Message):
-    __slots__ = ("methods", "family", "device", "device_name", "driver_version", "cuda_version", "not_ready", "fit_labels", "graphs_received", "shared_graph_dir")
+    __slots__ = ("methods", "family", "device", "device_name", "driver_version", "cuda_version", "not_ready", "fit_labels", "graphs_received", "shared_graph_dir", "cpu_model", "compute_threads", "device_memory_bytes")
     METHODS_FIELD_NUMBER: _ClassVar[int]
     FAMILY_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
@@ -136,6 +136,9 @@ class DescribeResponse(_message.Message):
     FIT_LABELS_FIELD_NUMBER: _ClassVar[int]
     GRAPHS_RECEIVED_FIELD_NUMBER: _ClassVar[int]
     SHARED_GRAPH_DIR_FIELD_NUMBER: _ClassVar[int]
+    CPU_MODEL_FIELD_NUMBER: _ClassVar[int]
+    COMPUTE_THREADS_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
     methods: _containers.RepeatedCompositeFieldContainer[MethodInfo]
     family: str
     device: str
@@ -146,7 +149,10 @@ class DescribeResponse(_message.Message):
     fit_labels: bool
     graphs_received: int
     shared_graph_dir: str
-    def __init__(self, methods: _Optional[_Iterable[_Union[MethodInfo, _Mapping]]] = ..., family: _Optional[str] = ..., device: _Optional[str] = ..., device_name: _Optional[str] = ..., driver_version: _Optional[str] = ..., cuda_version: _Optional[str] = ..., not_ready: _Optional[_Iterable[_Union[NotReady, _Mapping]]] = ..., fit_labels: _Optional[bool] = ..., graphs_received: _Optional[int] = ..., shared_graph_dir: _Optional[str] = ...) -> None: ...
+    cpu_model: str
+    compute_threads: int
+    device_memory_bytes: int
+    def __init__(self, methods: _Optional[_Iterable[_Union[MethodInfo, _Mapping]]] = ..., family: _Optional[str] = ..., device: _Optional[str] = ..., device_name: _Optional[str] = ..., driver_version: _Optional[str] = ..., cuda_version: _Optional[str] = ..., not_ready: _Optional[_Iterable[_Union[NotReady, _Mapping]]] = ..., fit_labels: _Optional[bool] = ..., graphs_received: _Optional[int] = ..., shared_graph_dir: _Optional[str] = ..., cpu_model: _Optional[str] = ..., compute_threads: _Optional[int] = ..., device_memory_bytes: _Optional[int] = ...) -> None: ...
 
 class NotReady(_message.Message):
     __slots__ = ("method", "weights_id", "reason")

@@ -66,6 +66,7 @@ import torch
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from contract.handshake import HEALTH_SERVICES
+from contract.hardware import cpu_model
 from contract.security import Security
 from contract.space import ConfigError, config_from_proto, config_to_proto, param_to_proto, value_to_proto
 from contract.v1 import method_service_pb2 as pb
@@ -256,12 +257,22 @@ def nvidia_driver_version(
 
 
 @functools.lru_cache(maxsize=8)  # the driver is asked once per device, not on every Describe
-def device_fields(device: torch.device) -> dict[str, str]:
-    """DescribeResponse's device fields: what the records name as the hardware and CUDA stack of a trial."""
-    fields = {"device": str(device), "cuda_version": torch.version.cuda or ""}
+def device_fields(device: torch.device) -> dict[str, Any]:
+    """DescribeResponse's device fields: what the records name as the hardware and CUDA stack of a trial.
+
+    The CPU model and the threads torch computes with are what a CPU trial's cost depends on (the estimate
+    prices per hardware); a GPU's name and memory, a GPU trial's.
+    """
+    fields: dict[str, Any] = {
+        "device": str(device),
+        "cuda_version": torch.version.cuda or "",
+        "cpu_model": cpu_model(),
+        "compute_threads": torch.get_num_threads(),
+    }
     if device.type == "cuda":
         fields["device_name"] = torch.cuda.get_device_name(device)
         fields["driver_version"] = nvidia_driver_version()
+        fields["device_memory_bytes"] = int(torch.cuda.get_device_properties(device).total_memory)
     return fields
 
 

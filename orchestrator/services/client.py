@@ -268,14 +268,18 @@ class MethodClient:
         """The methods the service hosts (ServiceUnavailable when it will not say)."""
         return [spec_from_proto(m) for m in self.described(timeout).methods]
 
-    def device(self, timeout: float = 30.0) -> dict[str, str]:
-        """The device the service computes on and what it is (name, driver and CUDA versions), as it describes it."""
+    def device(self, timeout: float = 30.0) -> dict[str, str | int]:
+        """The device the service computes on and what it is (name and memory, driver and CUDA versions, the CPU
+        model and the threads it computes with), as it describes it; what it leaves unsaid is left out."""
         reply = self.described(timeout)
-        fields = {
+        fields: dict[str, str | int] = {
             "device": reply.device,
             "device_name": reply.device_name,
             "driver_version": reply.driver_version,
             "cuda_version": reply.cuda_version,
+            "cpu_model": reply.cpu_model,
+            "compute_threads": int(reply.compute_threads),
+            "device_memory_bytes": int(reply.device_memory_bytes),
         }
         return {k: v for k, v in fields.items() if v}
 
