@@ -19,6 +19,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import tomllib
 
@@ -44,6 +45,9 @@ class Family:
     # Pretraining graphs per checkpoint: configuration key -> its value -> that checkpoint's graphs
     # (manifest [pretraining_by.<key>]); a family whose search chooses among checkpoints declares them so.
     pretraining_by: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
+    # What a trial's cost grows with (manifest [cost], per method [cost.<method>]): the cost estimate's prior,
+    # read and checked by orchestrator/estimate.py (``cost_prior``); empty: the estimate's generic prior.
+    cost: dict[str, Any] = field(default_factory=dict)
 
     def pretrained_on(self, config: dict | None) -> tuple[str, ...]:
         """The pretraining graphs of the checkpoint ``config`` selects; all the family's if it cannot tell."""
@@ -76,6 +80,7 @@ def load_families(root: Path = ROOT) -> dict[str, Family]:
             data.get("kind", "supervised"),
             dict(data.get("dependencies", {}).get("differs", {})),
             {k: {v: tuple(g) for v, g in by.items()} for k, by in data.get("pretraining_by", {}).items()},
+            dict(data.get("cost", {})),
         )
         undeclared = {g for by in family.pretraining_by.values() for gs in by.values() for g in gs} - set(graphs or ())
         if undeclared:
