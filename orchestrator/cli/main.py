@@ -40,6 +40,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Check `plan --estimate` on records: fit on part of the stores, predict held-out whole datasets, print the "
         "error.",
     ),
+    "calibrate": (
+        "orchestrator.cli.calibrate",
+        "calibrate_command",
+        "Time each method on synthetic graphs of growing size (the cost probe), for `plan --estimate` on this "
+        "hardware.",
+    ),
     "export": (
         "orchestrator.cli.export",
         "export",

@@ -11,12 +11,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from contract.descriptions import GENERATOR, MethodSpec, description_path
+from orchestrator.cli.calibrate import calibration_store, run_probe
 from orchestrator.cli.errors import UserError, user_errors
-from orchestrator.cli.run import ENDPOINT_HELP, TIME_LIMIT_HELP, build_plan, named_by_endpoint, parse_endpoints
+from orchestrator.cli.run import ENDPOINT_HELP, SERVICES_HELP, TIME_LIMIT_HELP, build_plan, parse_endpoints
+from orchestrator.cli.specs import plan_specs
 from orchestrator.data.registry import resolve_name
 from orchestrator.estimate import (
-    EXTRAPOLATION,
+    MIN_DATASETS,
+    BacktestRow,
     CellCost,
     CostModel,
     ShardCost,
@@ -27,44 +29,11 @@ from orchestrator.estimate import (
     shard_costs,
     summarise,
 )
-from orchestrator.plan import DEFAULT_TIME_LIMIT_S, Plan, described_specs, make_plan, stored_done
-from orchestrator.services.client import MethodClient, ServiceUnavailable
-from orchestrator.services.directory import resolve_methods
-
-
-def plan_specs(methods: tuple[str, ...], endpoints: dict[str, list[str]]) -> dict[str, MethodSpec]:
-    """Every method's spec, starting nothing: a running ``--endpoint``'s Describe where one names the method (as
-    ``run`` does), else its family's committed description. UserError (one line) for a method with neither."""
-    families = resolve_methods(list(methods))
-    named = [m for m in methods if named_by_endpoint(m, families, endpoints)]
-    specs = described_specs([m for m in methods if m not in named], families)
-    for method in methods:
-        if method in specs:
-            continue
-        family = families[method]
-        if method not in named:
-            raise UserError(
-                f"family {family.name} (method {method}) has no description ({description_path(family.name)}); "
-                f"write it with `{GENERATOR} {family.name}` (make describe), or name its running service with "
-                f"--endpoint {family.name}=HOST:PORT"
-            )
-        address = (endpoints.get(method) or endpoints[family.name])[0]
-        client = MethodClient(address)
-        try:
-            hosted = {s.name: s for s in client.describe(timeout=10.0)}
-        except ServiceUnavailable as exc:
-            raise UserError(f"--endpoint {address}: {exc}") from None
-        finally:
-            client.close()
-        if method not in hosted:
-            raise UserError(f"the service at {address} does not host {method!r} (it hosts {', '.join(hosted)})")
-        specs[method] = hosted[method]
-    return specs
-
+from orchestrator.plan import DEFAULT_TIME_LIMIT_S, Plan, make_plan, stored_done
 
 HARDWARE_HELP = (
-    "The hardware whose records price the plan: cpu, or a GPU's name as the records' host_json names it "
-    "(default: the hardware most records ran on)."
+    "The hardware whose records price the plan, as the estimate names it (a CPU model and threads, or a GPU), or a "
+    "part of that name only one hardware has (default: the hardware most records ran on)."
 )
 
 
@@ -128,24 +97,21 @@ def plan(
     endpoint: Annotated[
         list[str], typer.Option(help=f"{ENDPOINT_HELP} Its Describe plans the methods it names (as in `run`).")
     ] = [],  # noqa: B006
-    estimate: Annotated[
-        bool, typer.Option("--estimate", help="Also price the plan: hours and peak memory fitted on --from stores.")
-    ] = False,
-    from_stores: Annotated[
-        list[Path], typer.Option("--from", help="A run store whose records the estimate learns from (repeatable).")
-    ] = [],  # noqa: B006
+    estimate: Annotated[bool, typer.Option("--estimate", help=ESTIMATE_HELP)] = False,
+    from_stores: Annotated[list[Path], typer.Option("--from", help=FROM_HELP)] = [],  # noqa: B006
     hardware: Annotated[str | None, typer.Option(help=HARDWARE_HELP)] = None,
+    services: Annotated[str, typer.Option(help=f"For the probe: {SERVICES_HELP}")] = "auto",
 ) -> None:
     """Print the cells and trials of a sweep per shard: from the families' descriptions and the catalog alone.
 
     No service starts and no dataset or weights file is read or downloaded; a family without a
     committed description is refused (exit 2) unless --endpoint names its running service. With
-    --estimate --from STORE, also the estimated fit+predict hours and peak memory per method, regime and shard.
+    --estimate, also the estimated fit+predict hours and peak memory per method, regime and shard, from the
+    --from stores and this machine's cost probe; with no --from, the probe runs first where it has not
+    (`orchestrator calibrate`: services start for it).
     """
     if shards < 1:
         raise UserError(f"--shards must be at least 1, got {shards}")
-    if estimate and not from_stores:
-        raise UserError("--estimate needs --from STORE: the records (of the hardware to price) it learns from")
     if from_stores and not estimate:
         raise UserError("--from is read by --estimate; add --estimate")
     sweep_plan = build_plan(methods, datasets, regimes, splits, budget, time_limit)
@@ -164,12 +130,37 @@ def plan(
     if not estimate:
         console.print(shard_table(computed, shards, done))
         return
-    model = fit_cost_model(read_records(from_stores), hardware)
+    stores = pricing_stores(sweep_plan.methods, from_stores, endpoint, services)
+    model = fit_cost_model(read_records(stores), hardware)
     cell_costs = estimate_cells(computed, model)
     console.print(shard_table(computed, shards, done, shard_costs(computed, model, shards, cell_costs)))
     console.print(estimate_table(computed, model, cell_costs))
-    for line in estimate_notes(computed, model, cell_costs, from_stores):
+    for line in estimate_notes(computed, model, cell_costs, stores):
         typer.echo(line)
+
+
+ESTIMATE_HELP = (
+    "Also price the plan: hours and peak memory, from the --from stores and this machine's cost probe (run first "
+    "when no --from is given)."
+)
+FROM_HELP = "A run store whose records the estimate learns from (repeatable)."
+
+
+def pricing_stores(methods: tuple[str, ...], given: list[Path], endpoint: list[str], services: str) -> list[Path]:
+    """The stores a price learns from: the given ones and this machine's probe store. With none given the probe
+    runs first (it resumes: a method probed before costs nothing), so a fresh machine can price a sweep."""
+    for path in given:
+        if not path.exists():
+            raise UserError(f"no run store at {path}")
+    probe = calibration_store()
+    if not given:
+        typer.echo(
+            f"pricing from this machine's cost probe ({probe}); probing what it lacks of {', '.join(methods)} "
+            "(about 36 s of service time per supervised method, 120 s per GFM; `orchestrator calibrate`)",
+            err=True,
+        )
+        run_probe(methods, probe, endpoint, services)
+    return [*given, probe] if probe.exists() and probe not in given else list(given)
 
 
 def _hours(value: float | None) -> str:
@@ -185,9 +176,10 @@ def _interval(low: float | None, high: float | None, show) -> str:
 
 
 def estimate_table(computed: Plan, model: CostModel, costs: list[CellCost]) -> Table:
-    """Per method and regime, per regime, and in total: trials, estimated hours and peak memory with intervals."""
-    table = Table(title=f"estimated cost on {model.hardware} (fit + predict, service-side; 80% interval)")
-    for column in ("method", "regime", "trials", "hours", "hours interval", "peak", "peak interval", "notes"):
+    """Per method and regime, per regime, and in total: priced trials, hours and peak memory with intervals, and the
+    trials left unpriced (never summed into the hours)."""
+    table = Table(title=f"estimated cost on {model.hardware} (fit + predict, service-side; 80% intervals)")
+    for column in ("method", "regime", "priced", "hours", "hours 80%", "peak", "peak 80%", "unpriced", "notes"):
         table.add_column(column, justify="left" if column in ("method", "regime", "notes") else "right")
     groups: dict[tuple[str, str], list[int]] = {}
     for position, cell in enumerate(computed.cells):
@@ -214,45 +206,58 @@ def _add_row(
 ) -> None:
     row = summarise([computed.cells[p] for p in positions], [costs[p] for p in positions])
     notes = []
-    if row.estimated_trials < row.trials:
-        notes.append(f"no records: {row.trials - row.estimated_trials:,} trials unpriced")
-    if method != "all" and method in model.methods and model.methods[method].time.interval is None:
-        notes.append(f"no interval (records on {len(model.methods[method].datasets)} dataset(s))")
+    fitted = model.methods.get(method)
+    if fitted is not None and len(fitted.datasets) < MIN_DATASETS:
+        notes.append(f"records on {len(fitted.datasets)} graph(s): a wide interval")
     if row.extrapolated:
-        notes.append(f"{row.extrapolated:,} cells beyond {EXTRAPOLATION:g}x the records' largest graph")
+        notes.append(f"{row.extrapolated:,} cells beyond the recorded sizes (interval widened)")
     if row.imputed:
         notes.append(f"{row.imputed:,} cells with imputed graph sizes")
     table.add_row(
         method,
         regime,
-        f"{row.trials:,}",
+        f"{row.estimated_trials:,}",
         _hours(row.hours) if row.estimated_trials else "-",
         _interval(row.hours_low, row.hours_high, _hours),
         _bytes(row.peak),
         _interval(row.peak_low, row.peak_high, _bytes),
+        f"{row.unpriced_trials:,}" if row.unpriced_trials else "-",
         "; ".join(notes),
         end_section=end_section,
     )
 
 
 def estimate_notes(computed: Plan, model: CostModel, costs: list[CellCost], stores: list[Path]) -> list[str]:
-    """What the estimate rests on and what it could not price, one line each."""
+    """What the price is for and rests on, its priced and unpriced totals (apart), one line each."""
     fitted = [m for m in computed.sweep.methods if m in model.methods]
+    records = sum(model.methods[m].records for m in fitted)
+    probe = sum(model.methods[m].calibration_records for m in fitted)
+    cores = f", on a host of {model.cores} cores" if model.cores else ""
     lines = [
-        f"hardware: {model.hardware} ({model.hardware_seen[model.hardware]:,} records in {len(stores)} store(s); "
-        f"{', '.join(f'{m}: {len(model.methods[m].datasets)} datasets' for m in fitted) or 'no method of the plan'})"
+        f"hardware: {model.hardware}{cores} ({model.hardware_seen[model.hardware]:,} records in {len(stores)} "
+        f"store(s); the plan's methods: {records:,} records, {probe:,} of them from the cost probe)"
     ]
     others = {h: n for h, n in model.hardware_seen.items() if h != model.hardware}
     if others:
         lines.append(
             f"also in the stores (choose with --hardware): {', '.join(f'{h} ({n:,})' for h, n in others.items())}"
         )
-    missing = [m for m in computed.sweep.methods if m not in model.methods]
-    if missing:
-        cells = [c for c in computed.cells if c.method in missing]
+    total = summarise(list(computed.cells), costs)
+    lines.append(
+        f"priced: {total.estimated_trials:,} trials, {_hours(total.hours)} h "
+        f"(80% interval {_interval(total.hours_low, total.hours_high, _hours)} h), largest peak {_bytes(total.peak)}"
+    )
+    unpriced = [(c, k) for c, k in zip(computed.cells, costs, strict=True) if k.seconds is None]
+    if unpriced:
+        missing = [m for m in computed.sweep.methods if m not in model.methods]
+        unsized = sorted({c.dataset for c, _ in unpriced if c.method in model.methods})
+        why = [f"no records of {', '.join(missing)} on this hardware (`orchestrator calibrate --methods ...`)"] * bool(
+            missing
+        )
+        why += [f"graph sizes unknown: {', '.join(unsized)}"] * bool(unsized)
         lines.append(
-            f"no data for {', '.join(missing)} on {model.hardware}: {len(cells):,} cells, "
-            f"{sum(c.trials for c in cells):,} trials not priced"
+            f"unpriced: {sum(c.trials for c, _ in unpriced):,} trials in {len(unpriced):,} cells, not in the hours "
+            f"above ({'; '.join(why)})"
         )
     imputed = sorted({c.dataset for c, k in zip(computed.cells, costs, strict=True) if k.imputed})
     if imputed:
@@ -272,37 +277,59 @@ def backtest_command(
         str,
         typer.Option(help="Comma-separated datasets to hold out together (default: each dataset in turn)."),
     ] = "",
+    by_size: Annotated[
+        float | None,
+        typer.Option(
+            "--by-size",
+            help="Size mode: fit on the smallest real graphs (and the cost probe's), predict the real graphs at least "
+            "this many times larger in nodes, e.g. 5.",
+        ),
+    ] = None,
     hardware: Annotated[str | None, typer.Option(help=HARDWARE_HELP)] = None,
 ) -> None:
     """Check `plan --estimate` on records: fit on part of the stores, predict held-out whole datasets, print the error.
 
     Each method is fitted without the held-out datasets' records and predicts their trials (with their
-    own configurations); the table compares the predicted and measured hours and peaks.
+    own configurations and the epochs it expects); the table compares the predicted and measured hours and peaks.
+    --by-size asks what matters most: graphs far larger than those the model saw.
     """
     if not from_stores:
         raise UserError("--from STORE is required: the records to fit on and predict")
+    if holdout and by_size is not None:
+        raise UserError("give --holdout or --by-size, not both")
+    if by_size is not None and not by_size > 1:
+        raise UserError(f"--by-size must be a factor above 1, got {by_size:g}")
     held = [resolve_name(d) for d in holdout.split(",") if d.strip()]
-    rows = backtest(read_records(from_stores), held or None, hardware)
+    rows = backtest(read_records(from_stores), held or None, hardware, by_size)
     if not rows:
-        raise UserError("nothing to back-test: no method has records both on and off the held-out datasets")
-    table = Table(title="back-test: trials of held-out datasets, predicted by a model fitted without them")
-    for column in (
-        "method",
-        "held out",
-        "trials",
-        "measured h",
-        "predicted h",
-        "predicted / measured",
-        "in 80% interval",
-        "peak measured",
-        "peak predicted",
-        "peak ratio",
-    ):
-        table.add_column(column, justify="left" if column in ("method", "held out") else "right")
+        raise UserError(
+            "nothing to back-test: no method has records both on and off the held-out datasets"
+            + (f" (no real graph is {by_size:g}x larger than the smallest ones)" if by_size else "")
+        )
+    Console(width=220).print(backtest_table(rows, bool(held), by_size))
+    ratios = [row.ratio for row in rows]
+    peaks = [row.peak_ratio for row in rows]
+    typer.echo(
+        f"median predicted / measured over {len(rows)} methods: time {float(np.median(ratios)):.2f} "
+        f"(range {min(ratios):.2f}-{max(ratios):.2f}), peak memory {float(np.median(peaks)):.2f} "
+        f"(range {min(peaks):.2f}-{max(peaks):.2f})"
+    )
+
+
+def backtest_table(rows: list[BacktestRow], named: bool, by_size: float | None) -> Table:
+    mode = f"graphs at least {by_size:g}x larger than those fitted on" if by_size else "held-out datasets"
+    table = Table(title=f"back-test: trials of {mode}, predicted by a model fitted without them")
+    columns = ["method", "fitted on", "held out", "size factor", "trials", "measured h", "predicted h",
+               "predicted / measured", "in 80% interval", "peak measured", "peak predicted", "peak ratio"]  # fmt: skip
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("method", "fitted on", "held out") else "right")
     for row in rows:
+        low, high = row.size_factor
         table.add_row(
             row.method,
-            ", ".join(row.datasets) if held else f"each of {len(row.datasets)} in turn",
+            ", ".join(row.fitted_on) if by_size or named else f"{len(row.fitted_on)} graphs",
+            ", ".join(row.datasets) if by_size or named else f"each of {len(row.datasets)} in turn",
+            f"{low:.1f}-{high:.1f}x" if by_size else "-",
             f"{row.trials:,}",
             _hours(row.measured_hours),
             _hours(row.predicted_hours),
@@ -312,11 +339,4 @@ def backtest_command(
             _bytes(row.predicted_peak),
             f"{row.peak_ratio:.2f}",
         )
-    Console(width=200).print(table)
-    ratios = [row.ratio for row in rows]
-    peaks = [row.peak_ratio for row in rows]
-    typer.echo(
-        f"median predicted / measured over {len(rows)} methods: time {float(np.median(ratios)):.2f} "
-        f"(range {min(ratios):.2f}-{max(ratios):.2f}), peak memory {float(np.median(peaks)):.2f} "
-        f"(range {min(peaks):.2f}-{max(peaks):.2f})"
-    )
+    return table

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -12,11 +13,13 @@ import pandas as pd
 import typer
 from rich.console import Console
 
+from contract.descriptions import MethodSpec
 from orchestrator.cli.errors import UserError, user_errors
 from orchestrator.cli.progress import run_with_progress
 from orchestrator.data.registry import resolve_name, tasks
 from orchestrator.data.splits import ALL_REGIMES, SPLIT_INDICES
 from orchestrator.plan import DEFAULT_TIME_LIMIT_S, MAX_TIME_LIMIT_S, SweepPlan, described_specs
+from orchestrator.protocols import without_calibration
 from orchestrator.records import TrialRecord
 from orchestrator.results import (
     failures,
@@ -170,22 +173,45 @@ def _addresses(endpoint: str) -> int:
         return 1  # not resolvable yet: the directory will say so, or find them later
 
 
+@dataclass
+class Services:
+    """The services a sweep runs against (given endpoints, running containers, else embedded processes) and its
+    claimed store; several sweeps may run on one (the cost probe runs one per graph)."""
+
+    directory: ServiceDirectory
+    store: Store
+    parallel: int
+    described: dict[str, MethodSpec]
+    _checked: bool = False  # the given endpoints were dialled (by the first sweep, which warms them up)
+
+    def sweep(self, plan: SweepPlan, warmup: bool, record_plan: bool = False) -> Sweep:
+        """A sweep of ``plan`` on these services, prepared: refusals (plan, services not ready) come now."""
+        sweep = Sweep(
+            plan,
+            self.store,
+            self.directory,
+            parallel=self.parallel,
+            warmup="all" if warmup else "none",
+            record_plan=record_plan,
+            described={m: s for m, s in self.described.items() if m in plan.methods},
+        )
+        if not self._checked:
+            self.directory.check_remote()
+            self._checked = True
+        sweep.prepare()
+        return sweep
+
+
 @contextlib.contextmanager
-def open_sweep(
-    plan: SweepPlan,
-    store: Path,
-    endpoint: list[str],
-    services: str,
-    parallel: int,
-    warmup: bool,
-    record_plan: bool = False,
-) -> Iterator[Sweep]:
-    """A sweep wired to its services (given endpoints, running containers, else embedded processes) and store."""
+def open_services(
+    methods: tuple[str, ...], store: Path, endpoint: list[str], services: str, parallel: int
+) -> Iterator[Services]:
+    """The services for ``methods`` (given endpoints, running containers, else embedded processes) and the store."""
     if not 0 <= parallel <= MAX_PARALLEL:
         raise UserError(f"--parallel must be between 0 (one per replica found) and {MAX_PARALLEL}, got {parallel}")
     if services not in ("auto", "embedded", "docker"):
         raise UserError(f"--services must be auto, embedded or docker, got {services!r}")
-    families = resolve_methods(list(plan.methods))
+    families = resolve_methods(list(methods))
     endpoints = parse_endpoints(endpoint)
     containers: dict[str, list[str]] = {}
     if services in ("auto", "docker"):
@@ -203,7 +229,7 @@ def open_sweep(
                 "with `make up`"
             )
     if parallel == 0:
-        parallel = replicas_found(set(plan.methods) | {f.name for f in families.values()}, containers | endpoints)
+        parallel = replicas_found(set(methods) | {f.name for f in families.values()}, containers | endpoints)
     threads = service_threads(parallel)
     with EmbeddedServices(log_dir=log_dir(store), threads=threads) as embedded, Store(store) as run_store:
         run_store.claim()  # before any service starts: a second orchestrator is refused at once
@@ -215,22 +241,25 @@ def open_sweep(
             replicas=parallel,
         )
         try:
-            sweep = Sweep(
-                plan,
-                run_store,
-                directory,
-                parallel=parallel,
-                warmup="all" if warmup else "none",
-                record_plan=record_plan,
-                described=described_specs(
-                    [m for m in plan.methods if not named_by_endpoint(m, families, endpoints)], families
-                ),
-            )
-            directory.check_remote()
-            sweep.prepare()  # refusals (plan, services not ready) before any progress is drawn
-            yield sweep
+            described = described_specs([m for m in methods if not named_by_endpoint(m, families, endpoints)], families)
+            yield Services(directory, run_store, parallel, described)
         finally:
             directory.close()
+
+
+@contextlib.contextmanager
+def open_sweep(
+    plan: SweepPlan,
+    store: Path,
+    endpoint: list[str],
+    services: str,
+    parallel: int,
+    warmup: bool,
+    record_plan: bool = False,
+) -> Iterator[Sweep]:
+    """A sweep wired to its services (given endpoints, running containers, else embedded processes) and store."""
+    with open_services(plan.methods, store, endpoint, services, parallel) as found:
+        yield found.sweep(plan, warmup, record_plan)
 
 
 def named_by_endpoint(method: str, families: dict, endpoints: dict[str, list[str]]) -> bool:
@@ -383,9 +412,9 @@ def show(
     """Print the selected (lowest validation loss) trial per method, dataset, regime and split."""
     if workflow and summary:
         raise UserError("give --workflow or --summary, not both")
-    frame = read_trials(store)
+    frame = without_calibration(read_trials(store))
     if frame.empty:
-        raise UserError(f"{store} holds no trials yet")
+        raise UserError(f"{store} holds no trials yet (other than the cost probe's)")
     partial = partial_note(store)
     if partial:
         console.print(f"note: {partial}", markup=False)

@@ -30,7 +30,6 @@ CATALOG = ",".join(t["name"] for t in tasks())
         (["--methods", "mpl", "--datasets", "cora"], "unknown method 'mpl'"),
         (["--methods", "mlp", "--datasets", "corra"], "unknown dataset 'corra'"),
         (["--methods", "mlp", "--datasets", "cora", "--shards", "0"], "--shards must be at least 1"),
-        (["--methods", "mlp", "--datasets", "cora", "--estimate"], "--estimate needs --from STORE"),
         (["--methods", "mlp", "--datasets", "cora", "--from", "x.sqlite"], "--from is read by --estimate"),
         (
             ["--methods", "mlp", "--datasets", "cora", "--estimate", "--from", "none.sqlite"],
@@ -93,27 +92,33 @@ def test_the_paper_protocol_plans_without_services_data_or_weights(tmp_path):
 
 
 def _store(path: Path, datasets: dict[str, tuple[int, int, int]], seed: int = 0) -> None:
-    """Records of mlp and gcn on ``datasets`` (name: nodes, edges, features) whose seconds follow a power law."""
+    """Records of mlp and gcn on ``datasets`` (name: nodes, edges, features) whose seconds and peaks follow the
+    priors' form (``tests.orchestrator.test_estimate.gcn_law``), with 5% noise."""
+    from orchestrator.estimate import Size
     from orchestrator.records import TrialRecord
     from orchestrator.store import Store
+    from tests.orchestrator.test_estimate import gcn_law
 
     rng = np.random.default_rng(seed)
     host = json.dumps({"device": "cpu", "hostname": "test"})
     with Store(path) as store:
-        for method, scale in (("mlp", 1e-5), ("gcn", 4e-5)):
+        for method, scale in (("mlp", 0.3), ("gcn", 1.0)):
             for name, (nodes, edges, features) in datasets.items():
                 for regime in ("10/10/80", "50/25/25"):
                     for index, hidden in enumerate((16, 64, 256)):
-                        seconds = scale * nodes**0.8 * (edges + 1) ** 0.2 * hidden**0.5 * rng.lognormal(0, 0.05)
+                        config = {"hidden": hidden, "num_layers": 2, "lr": 0.01 * (index + 1), "max_epochs": 200,
+                                  "patience": 50}  # fmt: skip
+                        seconds, peak = gcn_law(Size(nodes, edges, features, 5, False), regime, config, 100)
+                        seconds *= scale * rng.lognormal(0, 0.05)
                         store.write(
                             TrialRecord(
                                 trial_key=f"{method}@v|{name}|{regime}|0|{hidden}|h", method=method, method_version="v",
                                 family="gnn", kind="supervised", dataset=name, dataset_hash="h", task_type="multiclass",
                                 num_classes=5, regime=regime, split=0, trial_index=index, is_default=index == 0,
-                                config_json=json.dumps({"hidden": hidden, "lr": 0.01 * (index + 1)}), config_hash="c",
-                                seed=0, status="ok", fit_service_s=seconds * 0.9, predict_service_s=seconds * 0.1,
-                                fit_peak_rss_bytes=int(2e8 + 50 * nodes * features), predict_peak_rss_bytes=int(2e8),
-                                host_json=host,
+                                config_json=json.dumps(config), config_hash="c", seed=0, status="ok",
+                                fit_service_s=seconds * 0.9, predict_service_s=seconds * 0.1,
+                                fit_peak_rss_bytes=int(peak), predict_peak_rss_bytes=int(2e8),
+                                fit_info_json=json.dumps({"epochs": 100, "best_epoch": 49}), host_json=host,
                             )
                         )  # fmt: skip
 
@@ -136,8 +141,10 @@ def test_plan_estimate_prices_each_method_regime_and_shard_and_names_what_it_can
     assert result.exit_code == 0, result.output
     out = result.output
     assert "estimated cost on cpu" in out and "hours (high)" in out and "memory (high)" in out
-    assert "no data for gat on cpu: 14 cells, 70 trials not priced" in out
-    assert "cells beyond 2x the records' largest graph" in out  # ogbn-arxiv is far larger than the records' graphs
+    assert "unpriced: 70 trials in 14 cells, not in the hours above (no records of gat" in out
+    priced = next(line for line in out.splitlines() if line.startswith("priced: "))
+    assert priced.startswith("priced: 140 trials, ")  # mlp and gcn: priced and unpriced are never summed
+    assert "cells beyond the recorded sizes (interval widened)" in out  # ogbn-arxiv is far larger than the records'
     assert "graph sizes imputed" in out and "ogbn-arxiv" in out.split("graph sizes imputed")[1]
 
 
@@ -156,14 +163,16 @@ def test_backtest_prints_predicted_against_measured_per_method_and_the_median(tm
 
 
 def test_predicted_hours_are_an_expectation_so_sums_of_noisy_trials_are_not_priced_low():
-    """Times vary log-normally around the model (load, early stopping): exp(log prediction) is their median, and a
-    sweep's hours are a sum, so the estimate carries the smearing factor (at sigma 1 the median is 40% low)."""
-    from orchestrator.estimate import _Ridge
+    """Times vary log-normally around the model (load, early stopping) and a sweep's hours are a sum: fitted on
+    relative errors, the model would price a sum low (at sigma 1, by 40%); the rescale makes the sum come out."""
+    import pandas as pd
+
+    from orchestrator.estimate import fit_cost_model
+    from tests.orchestrator.test_estimate import SMALL, probe, records
 
     rng = np.random.default_rng(0)
-    x = rng.uniform(0, 3, size=(4000, 1))
-    y = 0.5 * x[:, 0] + rng.normal(0, 1.0, size=len(x))
-    model = _Ridge.fit(x, y, 0.01, np.array([False]))
-    measured = np.exp(y).sum()
-    assert abs(model.expected(x).sum() / measured - 1) < 0.05
-    assert np.exp(model.predict(x)).sum() / measured < 0.7  # the median alone
+    frame = pd.concat([records(SMALL), probe()])
+    frame["fit_service_s"] *= rng.lognormal(0, 1.0, len(frame))
+    model = fit_cost_model(frame).methods["gcn"]
+    costs = model.fitted
+    assert costs.rescale > 1.2  # the mean of exp(N(0, 1)) is 1.65

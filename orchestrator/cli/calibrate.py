@@ -1,0 +1,117 @@
+"""`orchestrator calibrate`: the cost probe on this machine, so that `plan --estimate` can price graphs of any size."""
+
+from __future__ import annotations
+
+import resource
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from orchestrator.calibrate import PROBE_GRAPHS, Progress, calibrate
+from orchestrator.cli.errors import UserError, user_errors
+from orchestrator.cli.run import ENDPOINT_HELP, SERVICES_HELP, open_services, parse_endpoints
+from orchestrator.cli.specs import plan_specs
+from orchestrator.data.fetch import cache_dir
+from orchestrator.plan import SweepPlan
+from orchestrator.services.client import ServiceNotReady
+from orchestrator.services.directory import resolve_methods
+from orchestrator.store import read_trial_columns
+
+PROBE_COLUMNS = ("method", "dataset", "status", "fit_service_s", "predict_service_s")
+
+
+def calibration_store() -> Path:
+    """Where this machine keeps its probe's records (``$NODEGROUND_CACHE/calibration.sqlite``)."""
+    return cache_dir() / "calibration.sqlite"
+
+
+def run_probe(methods: Sequence[str], store: Path, endpoint: list[str], services: str) -> list[Progress]:
+    """Probe ``methods`` into ``store`` (resuming what it holds), one graph after another, saying each step."""
+    methods = tuple(dict.fromkeys(methods))
+    specs = plan_specs(methods, parse_endpoints(endpoint))
+    families = {m: f for m, f in resolve_methods(list(methods)).items()}
+    err = Console(stderr=True)
+    with open_services(methods, store, endpoint, services, 1) as found:
+
+        def run_step(plan: SweepPlan) -> dict[str, str]:
+            """Run one step; the methods whose service is not ready (weights) are left out and named."""
+            left_out: dict[str, str] = {}
+            methods = plan.methods
+            while methods:
+                try:
+                    sweep = found.sweep(SweepPlan(**{**vars(plan), "methods": methods}), warmup=True)
+                except ServiceNotReady as exc:
+                    refused = {m for m, _, _ in exc.not_ready}
+                    left_out |= {m: str(exc) for m in refused}
+                    methods = tuple(m for m in methods if m not in refused)
+                    if not refused:
+                        raise
+                    continue
+                sweep.run()
+                break
+            return left_out
+
+        def stored():
+            return read_trial_columns(store, PROBE_COLUMNS)
+
+        def on_step(graph, progress: list[Progress]) -> None:
+            done = [p for p in progress if graph.name in p.graphs]
+            line = ", ".join(f"{p.method} {p.spent:,.0f}/{p.budget:g} s" for p in done)
+            err.print(f"calibration: {graph.name} done ({line})", markup=False, highlight=False, soft_wrap=True)
+
+        return calibrate(specs, families, run_step, stored, on_step)
+
+
+def progress_table(progress: list[Progress]) -> Table:
+    table = Table(title=f"cost probe: {len(PROBE_GRAPHS)} graphs of 1,000 to 128,000 nodes, largest probed first")
+    for column in ("method", "graphs", "largest probed", "service s", "budget s", "stopped"):
+        table.add_column(column, justify="right" if column in ("graphs", "service s", "budget s") else "left")
+    for p in progress:
+        table.add_row(
+            p.method,
+            str(len(p.graphs)),
+            p.graphs[-1] if p.graphs else "-",
+            f"{p.spent:,.1f}",
+            f"{p.budget:g}",
+            p.stopped,
+        )
+    return table
+
+
+@user_errors
+def calibrate_command(
+    methods: Annotated[str, typer.Option(help="Comma-separated methods to probe (each needs its service).")],
+    store: Annotated[
+        Path | None,
+        typer.Option(help="The probe's store (default: this machine's, $NODEGROUND_CACHE/calibration.sqlite)."),
+    ] = None,
+    endpoint: Annotated[list[str], typer.Option(help=ENDPOINT_HELP)] = [],  # noqa: B006
+    services: Annotated[str, typer.Option(help=SERVICES_HELP)] = "auto",
+) -> None:
+    """Time each method on synthetic graphs of growing size (the cost probe), for `plan --estimate` on this hardware.
+
+    A supervised method's probe takes about 36 s of service time at most, a GFM's 120 s (orchestrator/calibrate.py);
+    a rerun resumes what the store holds. Its records are tagged calibration: never shown by show, export or report.
+    """
+    names = [m.strip() for m in methods.split(",") if m.strip()]
+    if not names:
+        raise UserError("--methods is empty")
+    path = store or calibration_store()
+    started, cpu = time.perf_counter(), _cpu_seconds()
+    progress = run_probe(names, path, endpoint, services)
+    Console(width=200).print(progress_table(progress))
+    typer.echo(
+        f"stored in {path}: {time.perf_counter() - started:,.0f} s wall, {_cpu_seconds() - cpu:,.0f} s CPU "
+        "(this process and the services it started); price a sweep with `orchestrator plan ... --estimate`"
+    )
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and its ended children (embedded services count once they have stopped)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
