@@ -130,11 +130,21 @@ TABLES = (TRIALS, SUPERSEDED, SERVICES, PLAN_SLOTS, PLAN_TRIALS, META)
 MERGE_META_KEY = "merge"  # meta row a merge writes: JSON with "state" (complete | partial) and what is missing
 
 
+# A plan id that digests the plan's definition (``orchestrator.plan.Plan.plan_id``) starts with this. One without it
+# was recorded by an older orchestrator, which digested every planned key: the two kinds never match each other.
+PLAN_ID_PREFIX = "def1-"
+
+
+def legacy_plan_id(plan_id: str) -> bool:
+    """Whether a recorded plan id is of the older kind (a digest of every key), which no plan id of today matches."""
+    return not plan_id.startswith(PLAN_ID_PREFIX)
+
+
 @dataclass(frozen=True)
 class ShardPlan:
     """What a shard task records before its first trial: the plan's shards and this shard's trial keys."""
 
-    plan_id: str  # digest of every planned key in plan order (orchestrator.sweep.plan_id)
+    plan_id: str  # digest of the plan's definition (orchestrator.plan.Plan.plan_id)
     shards: int
     shard: int
     counts: tuple[int, ...]  # trials of every shard of the plan
