@@ -49,7 +49,7 @@ import pandas as pd
 
 from orchestrator.records import COLUMNS, RETRIED_STATUSES, STATUS_TIMEOUT, TrialRecord, current_key
 
-_ORDER = "ORDER BY method, dataset, regime, split, trial_index"
+TRIAL_ORDER = "ORDER BY method, dataset, regime, split, trial_index"  # how the store hands out its trials
 
 
 @dataclass
@@ -347,7 +347,7 @@ class Store:
         self._db.execute(self._service_insert, [row[c] for c in SERVICE_COLUMNS])
 
     def frame(self) -> pd.DataFrame:
-        return pd.read_sql(f"SELECT * FROM trials {_ORDER}", self._db)
+        return pd.read_sql(f"SELECT * FROM trials {TRIAL_ORDER}", self._db)
 
     def services_frame(self) -> pd.DataFrame:
         return pd.read_sql("SELECT * FROM services ORDER BY id", self._db)
@@ -423,7 +423,7 @@ def _read(path: Path, query: str) -> pd.DataFrame:
 
 def read_trials(path: Path) -> pd.DataFrame:
     """The long table of trials from a store, refusing a path that is not one."""
-    return _read(path, f"SELECT * FROM trials {_ORDER}")
+    return _read(path, f"SELECT * FROM trials {TRIAL_ORDER}")
 
 
 def done_by_slot(db: sqlite3.Connection) -> dict[tuple[int, int], int]:
@@ -491,7 +491,7 @@ def read_trial_columns(path: Path, columns: Sequence[str]) -> pd.DataFrame:
 
 def read_services(path: Path) -> pd.DataFrame:
     """Service starts and warm-up of a store (empty for a store written before the table existed)."""
-    read_trials(path)  # the same refusals
+    _read(path, "SELECT 1 FROM trials LIMIT 1")  # the same refusals as read_trials, without reading every row
     try:
         return _read(path, "SELECT * FROM services ORDER BY id")
     except ValueError:

@@ -21,6 +21,7 @@ from orchestrator.records import TrialRecord
 from orchestrator.results import (
     failures,
     failures_table,
+    read_shown,
     results_table,
     selected_results,
     selected_with_workflow,
@@ -33,7 +34,7 @@ from orchestrator.services.containers import discover_containers
 from orchestrator.services.directory import ServiceDirectory, log_dir, resolve_methods
 from orchestrator.services.discovery import DiscoveryError, is_dns_target, resolve_replicas, split_target
 from orchestrator.services.embedded import EmbeddedServices, service_threads
-from orchestrator.store import Store, partial_note, read_services, read_trials
+from orchestrator.store import Store, partial_note, read_services
 from orchestrator.sweep import Progress as SweepProgress
 from orchestrator.sweep import Sweep
 
@@ -383,7 +384,7 @@ def show(
     """Print the selected (lowest validation loss) trial per method, dataset, regime and split."""
     if workflow and summary:
         raise UserError("give --workflow or --summary, not both")
-    frame = read_trials(store)
+    frame = read_shown(store, costs=workflow)
     if frame.empty:
         raise UserError(f"{store} holds no trials yet")
     partial = partial_note(store)
