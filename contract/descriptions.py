@@ -121,6 +121,12 @@ def spec_differences(described: MethodSpec, live: MethodSpec) -> list[str]:
     return differences
 
 
+def planning_identity(spec: MethodSpec) -> list[Any]:
+    """What of a method decides its trials and their keys, in the canonical form ``spec_differences`` compares:
+    its version, its default configuration and its search space, with their values' types."""
+    return [spec.version, _typed(spec.default_config), [_param(p) for p in spec.search_space]]
+
+
 def _typed(config: Config) -> str:
     return json.dumps({k: [type(v).__name__, v] for k, v in config.items()}, sort_keys=True)
 

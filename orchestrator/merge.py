@@ -22,7 +22,10 @@ every shard's trial count, their own keys), so the merged store knows which plan
 outcome (any status but ``unavailable``). A merge that leaves planned trials without one is refused,
 naming the shards and how many of their trials are missing, unless ``partial`` is asked for: the
 store then says so in its ``meta`` table (``read_merge_state``), and ``report`` and ``show`` say so
-too. Stores without a recorded plan (unsharded runs) are merged without that check.
+too. Stores without a recorded plan (unsharded runs) are merged without that check. A shard store an
+older orchestrator wrote holds a plan id of another kind (a digest of every key, ``legacy_plan_id``): such
+shards merge among themselves as before, and beside shards recorded today they are named, to be run again
+once (which skips their stored trials and records the plan anew), never taken for the same plan.
 
 Before anything is written each source is checked: it is a run store, its tables have the columns a
 row needs and every value has its column's type (a number where a number belongs, a known status,
@@ -63,6 +66,7 @@ from orchestrator.store import (
     claim_lock,
     connect_read_only,
     done_by_slot,
+    legacy_plan_id,
     open_existing,
 )
 
@@ -121,6 +125,9 @@ class Completeness:
     shard_counts: tuple[int, ...]
     planned: int
     gaps: tuple[ShardGap, ...]
+    # (shard, shards) of each shard whose store an older orchestrator recorded (``legacy_plan_id``) beside shards
+    # recorded today: its plan id cannot match theirs, whatever it ran
+    legacy: tuple[tuple[int, int], ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -132,7 +139,17 @@ class Completeness:
 
     def summary(self) -> str:
         parts = []
-        if len(self.plans) > 1 or len(self.shard_counts) > 1:
+        if self.legacy:
+            shown = ", ".join(f"{shard}/{shards}" for shard, shards in self.legacy[:SHOWN])
+            more = f" and {len(self.legacy) - SHOWN} more" if len(self.legacy) > SHOWN else ""
+            parts.append(
+                f"shard(s) {shown}{more} recorded their plan with an older orchestrator, whose plan ids cannot be "
+                "compared with today's: run each again on its store with this version (`orchestrator slurm resubmit "
+                "--only I,...`, or `orchestrator run` with the sweep's flags, --shard I/N and --store on it), which "
+                "skips its stored trials and records its plan anew"
+            )
+        current = [p for p in self.plans if not (self.legacy and legacy_plan_id(p))]
+        if len(current) > 1 or len(self.shard_counts) > 1:
             parts.append(
                 f"the stores hold shards of {len(self.plans)} different plans ({', '.join(self.plans)}) "
                 f"or shard counts ({', '.join(map(str, self.shard_counts))}): a shard ran other flags or "
@@ -153,6 +170,7 @@ class Completeness:
             "missing_trials": self.missing,
             "summary": self.summary(),
             "gaps": [g.__dict__ for g in self.gaps],
+            "legacy_shards": [list(shard) for shard in self.legacy],
             "merged_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
 
@@ -488,11 +506,14 @@ def completeness(db: sqlite3.Connection) -> Completeness | None:
         if missing > 0:
             gaps.append(ShardGap(shard, shards, missing, planned, bool(recorded)))
     counts = tuple(sorted({s[0] for s in slots}))
+    plans = tuple(sorted({s[2] for s in slots}))
+    mixed = len({legacy_plan_id(p) for p in plans}) > 1
     return Completeness(
-        plans=tuple(sorted({s[2] for s in slots})),
+        plans=plans,
         shard_counts=counts,
         planned=sum(s[3] for s in slots if s[0] == counts[-1]),
         gaps=tuple(gaps),
+        legacy=tuple((s[1], s[0]) for s in slots if mixed and s[4] and legacy_plan_id(s[2])),
     )
 
 

@@ -9,23 +9,27 @@ every shard of a SLURM array computes the same partition on its own.
 
 At that size the plan is kept per cell: a cell's length comes from ``sequence_length`` (one
 parameter's draws in most cells), and configurations and keys are built only for the cells that
-need them (a shard's own, or those a store already holds trials of).
+need them (a shard's own, or those a store already holds trials of). A shard's record of its plan
+(``Store.write_plan``) is made the same way: the plan id digests the plan's definition
+(``Plan.plan_id``), the shards' trial counts come from the cells, the keys are the shard's own.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from contract.descriptions import MethodSpec, read_description
+from contract.descriptions import MethodSpec, planning_identity, read_description
 from contract.families import Family
 from contract.space import capped_epochs
 from orchestrator.analysis.overlap import excluded_by_pretraining, may_exclude
 from orchestrator.data.registry import dataset_identity, is_catalog_task, known_content_hash
 from orchestrator.records import config_hash, trial_key
-from orchestrator.sampling import config_sequence, sequence_key, sequence_length
-from orchestrator.store import read_done
+from orchestrator.sampling import SAMPLER, config_sequence, sequence_key, sequence_length
+from orchestrator.store import PLAN_ID_PREFIX, ShardPlan, read_done
 
 DEFAULT_TIME_LIMIT_S = 3600.0  # per fit and per predict, unless the plan says otherwise
 MAX_TIME_LIMIT_S = 7 * 24 * 3600.0
@@ -39,7 +43,7 @@ class SweepPlan:
     splits: tuple[int, ...]
     budget: int
     time_limit: float = DEFAULT_TIME_LIMIT_S  # seconds, per fit and per predict (see README, "Time limits")
-    shard: tuple[int, int] = (0, 1)  # (index, count): run only this slice of the plan's cells (shard_of)
+    shard: tuple[int, int] = (0, 1)  # (index, count): run only this slice of the plan's cells (shard_index)
     # The named protocol the trials belong to (``orchestrator.protocols``), recorded in each trial; None: a sweep of
     # the user's own choosing.
     protocol: str | None = None
@@ -84,16 +88,6 @@ def shard_index(start: int, count: int, total: int) -> int:
     return start * count // max(1, total)
 
 
-def shard_of(trials: list[PlannedTrial], count: int) -> list[int]:
-    """The shard of every planned trial (the rule of ``shard_index``, for a plan spelled out trial by trial)."""
-    shards: list[int] = []
-    first_of_cell: dict[tuple[str, str, int, str], int] = {}
-    for position, trial in enumerate(trials):
-        start = first_of_cell.setdefault((trial.dataset, trial.regime, trial.split, trial.method), position)
-        shards.append(shard_index(start, count, len(trials)))
-    return shards
-
-
 @dataclass(frozen=True)
 class Plan:
     """A sweep's cells in execution order (dataset, regime, split, method), with what builds their trials."""
@@ -115,16 +109,62 @@ class Plan:
     def shard_cells(self, index: int, count: int) -> list[Cell]:
         return [cell for cell, shard in zip(self.cells, self.shards(count), strict=True) if shard == index]
 
+    def shard_trials(self, count: int) -> tuple[int, ...]:
+        """How many trials each of ``count`` shards holds."""
+        counts = [0] * count
+        for cell, shard in zip(self.cells, self.shards(count), strict=True):
+            counts[shard] += cell.trials
+        return tuple(counts)
+
+    def plan_id(self) -> str:
+        """A digest of the plan's definition, which determines every trial and key: equal in every shard of a
+        sweep, different when any planned trial would differ, and computed without spelling out a trial.
+
+        It digests the sampler's scheme, the budget, regimes and splits, each method's version, default and
+        search space (``planning_identity``), each dataset's identity, every cell with its trial count in plan
+        order, and, in the cells a checkpoint's pretraining may leave out (``may_exclude``), which configurations
+        it does. The key format itself is this code's (``orchestrator.records.trial_key``).
+        """
+        digest = hashlib.sha256()
+
+        def put(*parts: object) -> None:
+            digest.update(json.dumps(parts).encode())
+            digest.update(b"\n")
+
+        sweep = self.sweep
+        put(PLAN_ID_PREFIX, SAMPLER, sweep.budget, sweep.regimes, sweep.splits)
+        if sweep.epochs_cap is not None:  # capped configurations are other configurations
+            put("epochs_cap", sweep.epochs_cap)
+        for method in sweep.methods:
+            put("method", method, planning_identity(self.specs[method]))
+        for dataset in sweep.datasets:
+            put("dataset", dataset, self.identities[dataset])
+        for cell in self.cells:
+            put(cell.dataset, cell.regime, cell.split, cell.method, cell.trials)
+            if may_exclude(cell.method, cell.dataset):
+                configs = self._configs(cell)
+                put(
+                    "excluded",
+                    [i for i, c in enumerate(configs) if excluded_by_pretraining(cell.method, c, cell.dataset)],
+                )
+        return PLAN_ID_PREFIX + digest.hexdigest()[:16]
+
+    def shard_record(self, index: int, count: int, keys: Iterable[str]) -> ShardPlan:
+        """What shard ``index`` of ``count`` records in its store before its first trial (``Store.write_plan``),
+        given its trials' keys."""
+        return ShardPlan(self.plan_id(), count, index, self.shard_trials(count), tuple(keys))
+
+    def _configs(self, cell: Cell) -> list[dict]:
+        """The cell's configuration sequence, before any is left out for a checkpoint's pretraining."""
+        spec = self.specs[cell.method]
+        key = sequence_key(cell.method, cell.dataset, cell.regime, cell.split)
+        return config_sequence(spec.default_config, spec.search_space, key, self.sweep.budget)
+
     def trials(self, cells: Iterable[Cell] | None = None) -> Iterator[PlannedTrial]:
         """The trials of ``cells`` (default: all), configurations and keys built now, in plan order."""
         for cell in self.cells if cells is None else cells:
             spec = self.specs[cell.method]
-            configs = config_sequence(
-                spec.default_config,
-                spec.search_space,
-                sequence_key(cell.method, cell.dataset, cell.regime, cell.split),
-                self.sweep.budget,
-            )
+            configs = self._configs(cell)
             identity = self.identities[cell.dataset]
             cap = self.sweep.epochs_cap
             for index, config in enumerate(configs):

@@ -6,12 +6,15 @@ The rule (the lowest finite validation loss among ok trials, ties to the earlier
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 from rich.console import OverflowMethod
 from rich.table import Table
 
+from orchestrator.protocols import without_calibration
 from orchestrator.records import ACCEPTED_STATUSES, RETRIED_STATUSES, TrialRecord
 
 #: Columns of ``selected_results`` (what `show` prints), in order.
@@ -30,6 +33,30 @@ SHOW_COLUMNS = [
     "test_accuracy",
     "config_json",
 ]
+
+
+#: The trial columns `show` reads for its selection, results and summary; the rest of each row stays in the store.
+SHOWN_TRIAL_COLUMNS = (
+    "method", "method_version", "kind", "dataset", "regime", "split", "trial_index", "status", "val_loss",
+    "primary_metric", "test_primary", "protocol",
+)  # fmt: skip
+#: What `show --workflow` reads besides: the costs it prints (``orchestrator.analysis.workflow.workflow_costs``).
+SHOWN_COST_COLUMNS = (
+    "fit_service_s", "predict_service_s",
+    "fit_peak_rss_bytes", "fit_peak_gpu_bytes", "predict_peak_rss_bytes", "predict_peak_gpu_bytes",
+)  # fmt: skip
+
+
+def read_shown(path: Path, costs: bool = False) -> pd.DataFrame:
+    """The trials `show` prints from, in bounded memory: ``SHOWN_TRIAL_COLUMNS`` (and, with ``costs``,
+    ``SHOWN_COST_COLUMNS``) only, the repeated strings as categoricals.
+
+    At two million rows `show --summary` peaks at about 0.4 KB a row, where reading whole rows took 5.4 KB
+    (``make bench BENCH=show``).
+    """
+    from orchestrator.analysis.load import read_store_columns
+
+    return without_calibration(read_store_columns(path, SHOWN_TRIAL_COLUMNS + (SHOWN_COST_COLUMNS if costs else ())))
 
 
 def selected_results(trials: pd.DataFrame) -> pd.DataFrame:
@@ -158,7 +185,8 @@ def selected_with_workflow(trials: pd.DataFrame) -> pd.DataFrame:
     """One row per (method, version, dataset, regime, split): the selected trial and the cell's workflow figures.
 
     Selection and the cost figures both come from ``orchestrator.analysis.workflow.workflow_costs``
-    (full search), the one selection rule.
+    (full search), the one selection rule. A column the trial table lacks (`show` reads only
+    ``SHOWN_TRIAL_COLUMNS``) is left empty.
     """
     from orchestrator.analysis.workflow import FULL, workflow_costs
 
@@ -167,20 +195,24 @@ def selected_with_workflow(trials: pd.DataFrame) -> pd.DataFrame:
     costs = workflow_costs(trials, budgets=(), include_full=True)
     costs = costs[costs["budget"].astype(str) == FULL].drop(columns=["budget", "k"])
     keys = ["method", "method_version", "dataset", "regime", "split"]
-    first = trials.sort_values("trial_index", kind="stable").groupby(keys, sort=False).head(1)
-    ident = first[[*keys, "family", "kind", "origin", "dataset_hash", "task_type", "num_classes"]]
+    first = trials.sort_values("trial_index", kind="stable").groupby(keys, sort=False, observed=True).head(1)
+    ident = first[[*keys, *_present(trials, ("family", "kind", "origin", "dataset_hash", "task_type", "num_classes"))]]
     out = costs.merge(ident, on=keys, how="left")
     out["n_failed"] = out["n_trials"] - out["n_ok"]
-    chosen = trials[[*keys, "trial_index", *dict.fromkeys(_TRIAL_FIELDS.values())]].rename(
-        columns={"trial_index": "selected_trial_index"}
-    )
+    fields = _present(trials, dict.fromkeys(_TRIAL_FIELDS.values()))
+    chosen = trials[[*keys, "trial_index", *fields]].rename(columns={"trial_index": "selected_trial_index"})
     chosen = chosen.astype({"selected_trial_index": "Int64"})
     out = out.merge(chosen, on=[*keys, "selected_trial_index"], how="left")
     for name, source in _TRIAL_FIELDS.items():
-        if name != source:
+        if name != source and source in fields:
             out[name] = out[source]
     out["memory_kind"] = out["memory_kind"].astype(str)
-    return out[list(SELECTED_COLUMNS)].sort_values(["method", "dataset", "regime", "split"]).reset_index(drop=True)
+    out = out.reindex(columns=list(SELECTED_COLUMNS))
+    return out.sort_values(["method", "dataset", "regime", "split"]).reset_index(drop=True)
+
+
+def _present(trials: pd.DataFrame, columns: Iterable[str]) -> list[str]:
+    return [c for c in columns if c in trials.columns]
 
 
 def _seconds(value: Any) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 from contract.space import ChoiceParam, Config, FloatParam, IntParam, Param
 
 MAX_ATTEMPTS_PER_CONFIG = 200  # a small space runs out of unique configs; then the sequence ends
+SAMPLER = "nodeground-sample-v1"  # the draws' scheme: every draw hashes it, and a plan id digests it
 
 
 def sequence_key(method: str, dataset: str, regime: str, split: int) -> str:
@@ -28,9 +29,9 @@ def sequence_key(method: str, dataset: str, regime: str, split: int) -> str:
 
 def _stream(key: str) -> Callable[[int, bytes], float]:
     """Cell ``key``'s draws: draw ``d`` of parameter ``p`` (UTF-8) is the first 8 bytes, little-endian, of
-    sha256("nodeground-sample-v1|<key>|<d>|<p>"), as a number in [0, 1). The prefix is encoded once per
+    sha256("<SAMPLER>|<key>|<d>|<p>"), as a number in [0, 1). The prefix is encoded once per
     cell: planning the protocol draws a few million numbers."""
-    prefix, sha256, from_bytes = f"nodeground-sample-v1|{key}|".encode(), hashlib.sha256, int.from_bytes
+    prefix, sha256, from_bytes = f"{SAMPLER}|{key}|".encode(), hashlib.sha256, int.from_bytes
 
     def uniform(draw: int, param: bytes) -> float:
         return from_bytes(sha256(b"%s%d|%s" % (prefix, draw, param)).digest()[:8], "little") / 2.0**64

@@ -49,7 +49,7 @@ import pandas as pd
 
 from orchestrator.records import COLUMNS, RETRIED_STATUSES, STATUS_TIMEOUT, TrialRecord, current_key
 
-_ORDER = "ORDER BY method, dataset, regime, split, trial_index"
+TRIAL_ORDER = "ORDER BY method, dataset, regime, split, trial_index"  # how the store hands out its trials
 
 
 @dataclass
@@ -130,11 +130,21 @@ TABLES = (TRIALS, SUPERSEDED, SERVICES, PLAN_SLOTS, PLAN_TRIALS, META)
 MERGE_META_KEY = "merge"  # meta row a merge writes: JSON with "state" (complete | partial) and what is missing
 
 
+# A plan id that digests the plan's definition (``orchestrator.plan.Plan.plan_id``) starts with this. One without it
+# was recorded by an older orchestrator, which digested every planned key: the two kinds never match each other.
+PLAN_ID_PREFIX = "def1-"
+
+
+def legacy_plan_id(plan_id: str) -> bool:
+    """Whether a recorded plan id is of the older kind (a digest of every key), which no plan id of today matches."""
+    return not plan_id.startswith(PLAN_ID_PREFIX)
+
+
 @dataclass(frozen=True)
 class ShardPlan:
     """What a shard task records before its first trial: the plan's shards and this shard's trial keys."""
 
-    plan_id: str  # digest of every planned key in plan order (orchestrator.sweep.plan_id)
+    plan_id: str  # digest of the plan's definition (orchestrator.plan.Plan.plan_id)
     shards: int
     shard: int
     counts: tuple[int, ...]  # trials of every shard of the plan
@@ -337,7 +347,7 @@ class Store:
         self._db.execute(self._service_insert, [row[c] for c in SERVICE_COLUMNS])
 
     def frame(self) -> pd.DataFrame:
-        return pd.read_sql(f"SELECT * FROM trials {_ORDER}", self._db)
+        return pd.read_sql(f"SELECT * FROM trials {TRIAL_ORDER}", self._db)
 
     def services_frame(self) -> pd.DataFrame:
         return pd.read_sql("SELECT * FROM services ORDER BY id", self._db)
@@ -414,7 +424,7 @@ def _read(path: Path, query: str) -> pd.DataFrame:
 def read_trials(path: Path) -> pd.DataFrame:
     """The long table of trials from a store, refusing a path that is not one; a column added since an older store
     was written reads as missing values (readers never upgrade a store)."""
-    frame = _read(path, f"SELECT * FROM trials {_ORDER}")
+    frame = _read(path, f"SELECT * FROM trials {TRIAL_ORDER}")
     for name in COLUMNS:
         if name not in frame.columns:
             frame[name] = None
@@ -492,7 +502,7 @@ def read_trial_columns(path: Path, columns: Sequence[str]) -> pd.DataFrame:
 
 def read_services(path: Path) -> pd.DataFrame:
     """Service starts and warm-up of a store (empty for a store written before the table existed)."""
-    read_trials(path)  # the same refusals
+    _read(path, "SELECT 1 FROM trials LIMIT 1")  # the same refusals as read_trials, without reading every row
     try:
         return _read(path, "SELECT * FROM services ORDER BY id")
     except ValueError:

@@ -33,7 +33,6 @@ trial.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import queue
 import threading
@@ -55,7 +54,7 @@ from orchestrator.data.registry import dataset_hash, ensure_dataset, is_catalog_
 from orchestrator.data.splits import PUBLIC, Split, SplitError, graph_split
 from orchestrator.host import host_facts, host_json
 from orchestrator.metrics import evaluate, probabilities_ok
-from orchestrator.plan import Plan, PlannedTrial, SweepPlan, make_plan, shard_of
+from orchestrator.plan import Plan, PlannedTrial, SweepPlan, make_plan
 from orchestrator.records import (
     STATUS_FAILED,
     STATUS_NONFINITE,
@@ -162,24 +161,6 @@ class _Job:
     bundles: _Bundles
 
 
-def plan_id(trials: list[PlannedTrial]) -> str:
-    """A digest of a plan (every trial key, in plan order): shards of one sweep share it, any other plan differs."""
-    digest = hashlib.sha256()
-    for trial in trials:
-        digest.update(trial.key.encode())
-        digest.update(b"\n")
-    return digest.hexdigest()[:16]
-
-
-def shard_plan(trials: list[PlannedTrial], shards: list[int], index: int, count: int) -> ShardPlan:
-    """What shard ``index`` of ``count`` records in its store before its first trial (``Store.write_plan``)."""
-    counts = [0] * count
-    for shard in shards:
-        counts[shard] += 1
-    keys = tuple(t.key for t, s in zip(trials, shards, strict=True) if s == index)
-    return ShardPlan(plan_id(trials), count, index, tuple(counts), keys)
-
-
 def hidden_label_bundle(graph: Graph, split: Split) -> GraphBundle:
     """The bundle a service receives: only train and validation labels are visible."""
     labels = np.full(graph.num_nodes, -1, dtype=np.int64)
@@ -213,6 +194,7 @@ class Sweep:
     described: Mapping[str, MethodSpec] = field(default_factory=dict)
     _specs: dict[str, MethodSpec] = field(default_factory=dict)
     _plan: Plan | None = None
+    _shard_trials: list[PlannedTrial] | None = None
     _services: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)
     _warmup: tuple | None = None
     _deferred: list[Replica] | None = None  # replicas that came up while describing: warmed once all are ready
@@ -334,18 +316,20 @@ class Sweep:
         return self._plan
 
     def planned_trials(self) -> list[PlannedTrial]:
-        """This shard's trials in execution order: dataset, regime, split, method, then sequence position."""
-        return list(self.planned().trials(self.planned().shard_cells(*self.plan.shard)))
+        """This shard's trials in execution order: dataset, regime, split, method, then sequence position.
+
+        Spelled out once (only this shard's cells): the checks, the record of the plan, the run and its results
+        all read the same list.
+        """
+        if self._shard_trials is None:
+            self._shard_trials = list(self.planned().trials(self.planned().shard_cells(*self.plan.shard)))
+        return self._shard_trials
 
     def shard_record(self) -> ShardPlan:
-        """What this shard's store records of the plan before its first trial (a merge checks completeness by it)."""
-        every = self.all_planned_trials()
+        """What this shard's store records of the plan before its first trial (a merge checks completeness by it):
+        the plan's id and shard sizes from its cells, this shard's keys; no other shard's trial is spelled out."""
         index, count = self.plan.shard
-        return shard_plan(every, shard_of(every, count), index, count)
-
-    def all_planned_trials(self) -> list[PlannedTrial]:
-        """Every trial of the plan (all shards) in execution order."""
-        return list(self.planned().trials())
+        return self.planned().shard_record(index, count, (t.key for t in self.planned_trials()))
 
     def _todo(self) -> list[PlannedTrial]:
         """This shard's trials the store does not hold yet (its keys upgraded first, see ``_upgrade_keys``)."""

@@ -7,6 +7,7 @@ categoricals as each chunk arrives, so a two-million-row store fits in well unde
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,7 @@ import pandas as pd
 
 from orchestrator.protocols import without_calibration
 from orchestrator.records import COLUMNS
-from orchestrator.store import connect_read_only
+from orchestrator.store import TRIAL_ORDER, connect_read_only, open_existing
 
 # Identity and selection columns every analysis needs.
 REQUIRED_COLUMNS: tuple[str, ...] = (
@@ -110,6 +111,36 @@ def _concat_typed(chunks: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(chunks, ignore_index=True)
 
 
+def _typed_chunks(cursor: sqlite3.Cursor, names: list[str]) -> pd.DataFrame:
+    """A query's rows, ``_CHUNK_ROWS`` at a time, each typed as it arrives: one chunk at most is Python objects."""
+    chunks = []
+    while rows := cursor.fetchmany(_CHUNK_ROWS):
+        chunks.append(_typed(pd.DataFrame.from_records(rows, columns=names)))
+    return _concat_typed(chunks) if chunks else pd.DataFrame(columns=names)
+
+
+def read_store_columns(path: Path, columns: Sequence[str]) -> pd.DataFrame:
+    """``columns`` of a run store's trials, in the store's order, typed as the analysis types them (``_typed``).
+
+    For `show` on a store of millions of rows: the rest of each row (keys, configurations, JSON) never leaves
+    the database, and the repeated strings become categoricals chunk by chunk. A column an older store lacks
+    reads as NULL (as ``Store`` adds it). Refused as ``orchestrator.store.read_trials`` refuses:
+    FileNotFoundError for no file, ValueError for a file that is not a store.
+    """
+    path = Path(path)
+    db = open_existing(path)
+    try:
+        present = {row[1] for row in db.execute("PRAGMA table_info(trials)")}
+        if not present:
+            raise sqlite3.DatabaseError("no such table: trials")
+        select = ", ".join(c if c in present else f"NULL AS {c}" for c in columns)
+        return _typed_chunks(db.execute(f"SELECT {select} FROM trials {TRIAL_ORDER}"), list(columns))
+    except sqlite3.DatabaseError as exc:
+        raise ValueError(f"{path} is not a NodeGround run store: {exc}") from None
+    finally:
+        db.close()
+
+
 def _read_sqlite(path: Path) -> pd.DataFrame:
     try:
         con = connect_read_only(path)
@@ -126,16 +157,7 @@ def _read_sqlite(path: Path) -> pd.DataFrame:
         wanted = [c for c in (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS) if c in present]
         # config_json of GFM rows only, blanked in SQL so that 2 M supervised configs never leave the database
         select = [GFM_CONFIG_SQL if c == "config_json" and "kind" in present else c for c in wanted]
-        cur = con.execute(f"SELECT {', '.join(select)} FROM trials")
-        chunks = []
-        while True:
-            rows = cur.fetchmany(_CHUNK_ROWS)
-            if not rows:
-                break
-            chunks.append(_typed(pd.DataFrame.from_records(rows, columns=wanted)))
-        if not chunks:
-            return pd.DataFrame(columns=wanted)
-        return _concat_typed(chunks)
+        return _typed_chunks(con.execute(f"SELECT {', '.join(select)} FROM trials"), wanted)
     finally:
         con.close()
 

@@ -19,11 +19,11 @@ from orchestrator.cli.progress import run_with_progress
 from orchestrator.data.registry import resolve_name, tasks
 from orchestrator.data.splits import ALL_REGIMES, SPLIT_INDICES
 from orchestrator.plan import DEFAULT_TIME_LIMIT_S, MAX_TIME_LIMIT_S, SweepPlan, described_specs
-from orchestrator.protocols import without_calibration
 from orchestrator.records import TrialRecord
 from orchestrator.results import (
     failures,
     failures_table,
+    read_shown,
     results_table,
     selected_results,
     selected_with_workflow,
@@ -36,7 +36,7 @@ from orchestrator.services.containers import discover_containers
 from orchestrator.services.directory import ServiceDirectory, log_dir, resolve_methods
 from orchestrator.services.discovery import DiscoveryError, is_dns_target, resolve_replicas, split_target
 from orchestrator.services.embedded import EmbeddedServices, service_threads
-from orchestrator.store import Store, partial_note, read_services, read_trials
+from orchestrator.store import Store, partial_note, read_services
 from orchestrator.sweep import Progress as SweepProgress
 from orchestrator.sweep import Sweep
 
@@ -412,7 +412,7 @@ def show(
     """Print the selected (lowest validation loss) trial per method, dataset, regime and split."""
     if workflow and summary:
         raise UserError("give --workflow or --summary, not both")
-    frame = without_calibration(read_trials(store))
+    frame = read_shown(store, costs=workflow)
     if frame.empty:
         raise UserError(f"{store} holds no trials yet (other than the cost probe's)")
     partial = partial_note(store)

@@ -13,8 +13,9 @@ from typer.testing import CliRunner
 
 from orchestrator.cli.main import app
 from orchestrator.merge import MergeConflict, MergeIncomplete, merge_stores
-from orchestrator.plan import PlannedTrial, shard_of
+from orchestrator.plan import Plan, PlannedTrial, SweepPlan, described_specs
 from orchestrator.records import TrialRecord
+from orchestrator.services.directory import Directory, resolve_methods
 from orchestrator.store import (
     ServiceRecord,
     ShardPlan,
@@ -26,7 +27,9 @@ from orchestrator.store import (
     read_services,
     read_trials,
 )
+from orchestrator.sweep import Sweep
 from tests.orchestrator.conftest import trial_record
+from tests.orchestrator.whole_plan import shard_of, whole_plan_record
 
 
 def record(key: str, status: str = "ok", test_primary: float | None = 0.8, fit_s: float = 1.0) -> TrialRecord:
@@ -290,3 +293,84 @@ def test_stores_without_a_recorded_plan_merge_unchecked(tmp_path):
     a, b = store(tmp_path / "a.sqlite", record("k1")), store(tmp_path / "b.sqlite", record("k2"))
     assert merge_stores(tmp_path / "all.sqlite", [a, b]).completeness is None
     assert read_merge_state(tmp_path / "all.sqlite") is None
+
+
+# ---- a shard records its plan from its own cells ------------------------------------------
+
+SMALL = SweepPlan(("mlp", "graphany"), ("cora", "texas"), ("10/10/80",), (0, 1), budget=6)
+
+
+def _sweep(path, index: int, count: int, record_plan: bool = False) -> Sweep:
+    """A shard's sweep planned from the committed descriptions, with a directory that no test here asks."""
+    specs = described_specs(SMALL.methods, resolve_methods(list(SMALL.methods)))
+    plan = dataclasses.replace(SMALL, shard=(index, count))
+    return Sweep(plan, Store(path), Directory(), record_plan=record_plan, described=specs)
+
+
+def _ran(sweep: Sweep) -> list[TrialRecord]:
+    """Records of every trial of the sweep's shard, as its run stores them."""
+    return [
+        trial_record(t.key, method=t.method, dataset=t.dataset, regime=t.regime, split=t.split, trial_index=t.index)
+        for t in sweep.planned_trials()
+    ]
+
+
+def test_a_shard_records_its_plan_spelling_out_only_its_own_cells(tmp_path, monkeypatch):
+    """The record equals the one made from every trial of the plan, and no other shard's cell is spelled out."""
+    spelled: list[set] = []
+    whole_trials = Plan.trials
+
+    def trials(self, cells=None):
+        spelled.append({(c.dataset, c.split, c.method) for c in (self.cells if cells is None else cells)})
+        return whole_trials(self, cells)
+
+    ids = set()
+    for index in range(3):
+        sweep = _sweep(tmp_path / f"s{index}.sqlite", index, 3)
+        whole = whole_plan_record(sweep.planned(), index, 3)
+        spelled.clear()
+        monkeypatch.setattr(Plan, "trials", trials)
+        record = sweep.shard_record()
+        assert sweep.shard_record() == record and sweep.planned_trials() == sweep.planned_trials()
+        monkeypatch.setattr(Plan, "trials", whole_trials)
+        own = {(c.dataset, c.split, c.method) for c in sweep.planned().shard_cells(index, 3)}
+        assert spelled == [own]  # once, and only this shard's cells
+        assert (record.counts, record.keys) == (whole.counts, whole.keys) and record.keys
+        ids.add(record.plan_id)
+        sweep.store.close()
+    assert len(ids) == 1
+
+
+def test_a_shard_rerun_on_a_store_an_older_orchestrator_wrote_records_todays_plan(tmp_path):
+    """A requeued or resubmitted task on such a store skips what it holds and records the plan anew; until it has,
+    a merge with shards recorded today is refused naming it (its old plan id matches no plan id of today)."""
+    stores = []
+    for index in range(2):
+        sweep = _sweep(tmp_path / f"s{index}.sqlite", index, 2)
+        record = sweep.shard_record()
+        if index == 1:  # as an older orchestrator recorded it: a digest of every key, no prefix
+            record = dataclasses.replace(record, plan_id=whole_plan_record(sweep.planned(), 1, 2).plan_id)
+        sweep.store.write_plan(record)
+        sweep.store.write_many(_ran(sweep))
+        sweep.store.close()
+        stores.append(tmp_path / f"s{index}.sqlite")
+    with pytest.raises(MergeIncomplete, match=r"shard\(s\) 1/2 recorded their plan with an older orchestrator"):
+        merge_stores(tmp_path / "all.sqlite", stores)
+    result = CliRunner().invoke(app, ["merge", "--into", str(tmp_path / "all.sqlite"), *map(str, stores)])
+    assert result.exit_code == 2 and "slurm resubmit --only" in result.output and result.output.count("\n") == 1
+    rerun = _sweep(stores[1], 1, 2, record_plan=True)
+    assert rerun.run() == []  # every trial was stored: nothing runs, no service is asked for
+    rerun.store.close()
+    report = merge_stores(tmp_path / "all.sqlite", stores)
+    assert report.completeness.complete and report.completeness.legacy == ()
+
+
+def test_shards_recorded_by_an_older_orchestrator_still_merge_among_themselves(tmp_path):
+    plan = [["a1"], ["b1"]]
+    old_id = "0123456789abcdef"
+    for index in range(2):
+        with Store(tmp_path / f"s{index}.sqlite") as s:
+            s.write_plan(ShardPlan(old_id, 2, index, (1, 1), tuple(plan[index])))
+        store(tmp_path / f"s{index}.sqlite", record(plan[index][0]))
+    report = merge_stores(tmp_path / "all.sqlite", [tmp_path / "s0.sqlite", tmp_path / "s1.sqlite"])
+    assert report.completeness.complete and report.completeness.plans == (old_id,)

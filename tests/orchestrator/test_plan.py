@@ -4,6 +4,7 @@ no dataset, no download; a store's done trials counted without its datasets."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import sqlite3
 
 import pytest
@@ -11,10 +12,11 @@ import pytest
 from contract.families import load_families
 from orchestrator.data import registry
 from orchestrator.data.cache import catalog_identity, entry_key
-from orchestrator.plan import SweepPlan, described_specs, make_plan, shard_of, stored_done
+from orchestrator.plan import SweepPlan, described_specs, make_plan, stored_done
 from orchestrator.records import TrialRecord
 from orchestrator.services.directory import resolve_methods
-from orchestrator.store import Store
+from orchestrator.store import Store, legacy_plan_id
+from tests.orchestrator.whole_plan import shard_of, whole_plan_record
 
 CATALOG = tuple(t["name"] for t in registry.tasks())
 
@@ -63,6 +65,76 @@ def test_spelled_out_trials_agree_with_the_cells_and_the_shard_rule(no_data):
         expanded = [shard for cell, shard in zip(plan.cells, per_cell, strict=True) for _ in range(cell.trials)]
         assert per_trial == expanded
         assert sum(len(list(plan.trials(plan.shard_cells(i, count)))) for i in range(count)) == plan.total
+
+
+def _small(methods=("mlp", "graphany"), datasets=("cora", "texas"), regimes=("10/10/80",), splits=(0, 1), budget=12):
+    return SweepPlan(methods, datasets, regimes, splits, budget)
+
+
+def _keys(plan) -> list[str]:
+    return [t.key for t in plan.trials()]
+
+
+def _changed_spec(method: str, **fields) -> dict:
+    specs = _specs(("mlp", "graphany"))
+    return {**specs, method: dataclasses.replace(specs[method], **fields)}
+
+
+def test_the_plan_id_is_one_per_plan_and_differs_when_any_planned_trial_would(no_data):
+    """Any change that alters a trial or the plan's order changes the id; what alters neither does not."""
+    specs = _specs(("mlp", "graphany"))
+    base = make_plan(_small(), specs)
+    mlp = specs["mlp"]
+    wider = (dataclasses.replace(mlp.search_space[0], high=mlp.search_space[0].high * 2), *mlp.search_space[1:])
+    first = mlp.search_space[0].name
+    variants = {
+        "budget": make_plan(_small(budget=13), specs),
+        "dataset identity": make_plan(_small(), specs, {**base.identities, "texas": "catalog:another"}),
+        "method version": make_plan(_small(), _changed_spec("mlp", version="other")),
+        "search space": make_plan(_small(), _changed_spec("mlp", search_space=wider)),
+        "default": make_plan(_small(), _changed_spec("mlp", default_config={**mlp.default_config, first: 0.5})),
+        "dataset order": make_plan(_small(datasets=("texas", "cora")), specs),
+        "method order": make_plan(_small(methods=("graphany", "mlp")), specs),
+        "regimes": make_plan(_small(regimes=("10/10/80", "50/25/25")), specs),
+        "splits": make_plan(_small(splits=(0, 2)), specs),
+    }
+    for name, variant in variants.items():
+        assert _keys(variant) != _keys(base), name  # the variant does alter the planned trials (or their order)
+        assert variant.plan_id() != base.plan_id(), name
+    same = [make_plan(dataclasses.replace(_small(), shard=(index, 4)), specs) for index in range(4)] + [
+        make_plan(dataclasses.replace(_small(), time_limit=60.0), specs)
+    ]
+    assert {p.plan_id() for p in same} == {base.plan_id()}  # every shard, any time limit: one plan
+
+
+def test_the_plan_id_tells_which_configurations_a_checkpoints_pretraining_leaves_out(no_data, monkeypatch):
+    """Two rules that leave out as many configurations, but not the same ones, give the cells equal counts and
+    different keys: the id still tells them apart (a manifest whose checkpoints swapped pretraining graphs)."""
+    specs = _specs(("graphany",))
+    sweep = _small(methods=("graphany",), datasets=("cora",), splits=(0,))
+    configs = [t.config for t in make_plan(sweep, specs).trials()]
+    seen = []
+    for left_out in configs[1], configs[2]:  # the rule is read whenever trials are spelled out: each one's plan now
+        monkeypatch.setattr("orchestrator.plan.excluded_by_pretraining", lambda m, c, d, x=left_out: c == x)
+        plan = make_plan(sweep, specs)
+        seen.append((plan.cells, _keys(plan), plan.plan_id()))
+    (cells, keys, plan_id), (other_cells, other_keys, other_id) = seen
+    assert cells == other_cells and keys != other_keys and plan_id != other_id
+
+
+def test_a_shards_record_is_the_whole_plans_spelled_out_trial_by_trial(no_data):
+    """Counts and keys from the cells equal those of every trial enumerated (the record before plan ids digested
+    the definition); only the plan id's kind differs."""
+    plan = make_plan(_small(), _specs(("mlp", "graphany")))
+    for count in (1, 3, 7):
+        for index in range(count):
+            keys = (t.key for t in plan.trials(plan.shard_cells(index, count)))
+            record, whole = plan.shard_record(index, count, keys), whole_plan_record(plan, index, count)
+            assert (record.shards, record.shard, record.counts, record.keys) == (
+                whole.shards, whole.shard, whole.counts, whole.keys
+            )  # fmt: skip
+            assert record.plan_id == plan.plan_id() and not legacy_plan_id(record.plan_id)
+            assert legacy_plan_id(whole.plan_id)
 
 
 def test_a_catalog_identity_is_what_the_catalog_pins(monkeypatch):

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+
 import numpy as np
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from orchestrator import store as store_module
 from orchestrator.analysis.synthetic import write_store
 from orchestrator.cli.main import app
 from orchestrator.results import summarize
+from orchestrator.store import Store
 from tests.orchestrator.analysis.conftest import mixed_status_trials
 
 
@@ -60,3 +65,66 @@ def test_show_summary_prints_it_and_filters(tmp_path):
     assert bad.exit_code == 2 and "the store holds no trial of gat (it holds: gcn, graphany, mlp)" in bad.output
     both = CliRunner().invoke(app, ["show", "--store", str(store), "--summary", "--workflow"])
     assert both.exit_code == 2 and "not both" in both.output
+
+
+def _before(store, summary: bool = False, workflow: bool = False) -> str:
+    """`show` as it printed before it read only the columns it prints: from every row read whole (``read_trials``)."""
+    from rich.console import Console
+
+    from orchestrator.cli.run import print_results
+    from orchestrator.results import selected_with_workflow, services_table, summary_table, workflow_table
+    from orchestrator.store import read_services, read_trials
+
+    frame = read_trials(store)
+    out = Console(width=200, record=True, file=io.StringIO())
+    if summary:
+        out.print(summary_table(summarize(frame)))
+    elif workflow:
+        out.print(workflow_table(selected_with_workflow(frame)))
+        services = read_services(store)
+        if not services.empty:
+            out.print(services_table(services))
+    else:
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            print_results(frame)
+        return printed.getvalue()
+    return out.export_text()
+
+
+KEY = ["method", "method_version", "dataset", "regime", "split", "trial_index"]
+
+
+def test_show_reading_only_what_it_prints_prints_what_it_printed_from_whole_rows(tmp_path, monkeypatch):
+    """Every mode of `show` on a store with failures, NULL metrics, a GFM and two versions of one method."""
+    trials = mixed_status_trials()
+    again = trials[trials["method"] == "mlp"].assign(method_version="v2", val_loss=0.3, test_primary=0.9)
+    frame = pd.concat([trials, again], ignore_index=True).astype(object)
+    frame = frame.where(frame.notna(), None).assign(family=frame["method"], dataset_hash="h", num_classes=3)
+    frame["config_json"] = [f'{{"lr": {0.01 * i}}}' for i in range(len(frame))]
+    frame["trial_key"] = [f"{m}@{v}|{d}|{r}|{s}|{i}" for m, v, d, r, s, i in frame[KEY].itertuples(index=False)]
+    store = tmp_path / "runs.sqlite"
+    with Store(store) as written:  # the schema a sweep writes, every column of the record
+        written.write_rows(frame.to_dict("records"))
+    monkeypatch.setenv("COLUMNS", "200")
+    expected = [
+        (["--summary"], _before(store, summary=True)),
+        (["--workflow"], _before(store, workflow=True)),
+        ([], _before(store)),
+    ]
+    statements: list[str] = []
+    connect = store_module.connect_read_only
+
+    def traced(path):
+        db = connect(path)
+        db.set_trace_callback(statements.append)
+        return db
+
+    monkeypatch.setattr(store_module, "connect_read_only", traced)
+    for flags, before in expected:
+        statements.clear()
+        shown = CliRunner().invoke(app, ["show", "--store", str(store), *flags])
+        assert shown.exit_code == 0, shown.output
+        whole = [q for q in statements if "FROM trials" in q and ("*" in q or "config_json" in q)]
+        assert statements and not whole, (flags, whole)  # the rows' keys, configurations and JSON stay in the store
+        assert shown.stdout == before, flags
+        assert "mlp" in before and ("mlp@v2" in before) == (flags != ["--workflow"])  # the workflow names no version
