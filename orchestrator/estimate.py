@@ -919,7 +919,7 @@ class CostRow:
     peak_low: float | None
     peak_high: float | None
     extrapolated: int  # cells
-    imputed: int  # cells
+    imputed: int  # priced cells whose graph size was imputed
 
     @property
     def unpriced_trials(self) -> int:
@@ -940,7 +940,7 @@ def summarise(cells: Sequence[Cell], costs: Sequence[CellCost]) -> CostRow:
         peak_low=max((k.peak_low for k in priced if k.peak_low is not None), default=None),
         peak_high=max((k.peak_high for k in priced if k.peak_high is not None), default=None),
         extrapolated=sum(k.extrapolated for k in priced),
-        imputed=sum(k.imputed for k in costs),
+        imputed=sum(k.imputed for k in priced),
     )
 
 

@@ -81,7 +81,8 @@ class SlurmError(RuntimeError):
 
 @dataclass(frozen=True)
 class ShardEstimate:
-    """What the largest shard of a plan is estimated to need (`orchestrator plan --estimate`)."""
+    """What the largest shard of a plan is estimated to need (`orchestrator plan --estimate`): the upper ends of the
+    80% intervals of its services' peak memory and of its hours per trial in flight (one array shares one request)."""
 
     peak_memory_bytes: int
     hours: float

@@ -14,9 +14,12 @@ from rich.table import Table
 
 from orchestrator.cli.errors import UserError, user_errors
 from orchestrator.cli.merge import PARTIAL_HELP, echo_report
+from orchestrator.cli.plan import HARDWARE_HELP, pricing_stores
 from orchestrator.cli.run import SERVICES_HELP, TIME_LIMIT_HELP, build_plan
+from orchestrator.cli.specs import plan_specs
+from orchestrator.estimate import fit_cost_model, read_records, shard_costs
 from orchestrator.merge import merge_stores
-from orchestrator.plan import DEFAULT_TIME_LIMIT_S
+from orchestrator.plan import DEFAULT_TIME_LIMIT_S, SweepPlan, make_plan
 from orchestrator.slurm import (
     BASE_MEM_GIB,
     DEFAULT_MAX_REQUEUES,
@@ -24,6 +27,7 @@ from orchestrator.slurm import (
     JOB_FILE,
     MEM_PER_TRIAL_GIB,
     MERGED_STORE,
+    ShardEstimate,
     ShardState,
     SlurmError,
     SlurmJob,
@@ -107,6 +111,15 @@ def submit_command(
         str | None,
         typer.Option(help="The Python every node runs, with this checkout installed (default: this one)."),
     ] = None,
+    estimate_from: Annotated[
+        list[Path],
+        typer.Option(
+            "--estimate-from",
+            help="Price the shards from this store's records (repeatable; with this machine's cost probe, as "
+            "`plan --estimate --from`): --mem and --time not given come from the largest shard's estimate.",
+        ),
+    ] = [],  # noqa: B006
+    hardware: Annotated[str | None, typer.Option(help=HARDWARE_HELP)] = None,
 ) -> None:
     """Submit the sweep as `--shards` array tasks plus a merge job that runs once all of them ended."""
     if shards < 1:
@@ -115,8 +128,9 @@ def submit_command(
         raise UserError("--cpus-per-task and --parallel must be at least 1")
     if max_requeues < 0 or not publish_every > 0:
         raise UserError("--max-requeues must be at least 0 and --publish-every a positive number of seconds")
-    build_plan(methods, datasets, regimes, splits, budget, time_limit)  # every flag checked before anything is queued
-    resources = task_resources(parallel, cpus_per_task, mem, time, partition, gres, sbatch_arg)
+    sweep_plan = build_plan(methods, datasets, regimes, splits, budget, time_limit)  # checked before anything queues
+    estimate = shard_estimate(sweep_plan, shards, parallel, estimate_from, hardware) if estimate_from else None
+    resources = task_resources(parallel, cpus_per_task, mem, time, partition, gres, sbatch_arg, estimate)
     check_time(resources.time, time_limit)
     run_args = ["--methods", methods, "--datasets", datasets, "--regimes", regimes, "--splits", splits,
                 "--budget", str(budget), "--time-limit", str(time_limit), "--services", services,
@@ -147,6 +161,28 @@ def submit_command(
     typer.echo(f"submitted array job {array} ({shards} shard(s); {' '.join(job.sbatch_args)}) and merge job {merge}")
     typer.echo(f"stores: {job.path}/shard-<I>.sqlite; merged: {job.path / MERGED_STORE}; logs: {job.path / 'logs'}")
     typer.echo(f"progress: orchestrator slurm status --dir {job.path}")
+
+
+def shard_estimate(
+    sweep: SweepPlan, shards: int, parallel: int, stores: list[Path], hardware: str | None
+) -> ShardEstimate:
+    """The largest shard's needs by the estimate: the upper ends of its 80% intervals, hours per trial in flight."""
+    computed = make_plan(sweep, plan_specs(sweep.methods, {}))
+    costs = shard_costs(
+        computed, fit_cost_model(read_records(pricing_stores(sweep.methods, stores, [], "auto")), hardware), shards
+    )
+    unpriced = sum(c.trials - c.estimated_trials for c in costs)
+    if unpriced:
+        raise UserError(
+            f"--estimate-from: {unpriced:,} trials cannot be priced from these records (methods or graphs they lack); "
+            "add records (`orchestrator calibrate --methods ...`) or give --mem and --time"
+        )
+    peak = max((c.peak_bytes_high or c.peak_bytes or 0.0) for c in costs)
+    hours = max((c.hours_high or c.hours) for c in costs) / max(1, parallel)
+    typer.echo(
+        f"estimate of the largest shard (80% upper ends): {hours:,.2f} h per trial in flight, {peak / 2**30:,.2f} GiB"
+    )
+    return ShardEstimate(int(peak), hours)
 
 
 @app.command("resubmit")

@@ -7,7 +7,9 @@ SLURM's clients are stand-ins on PATH that log their arguments; the real cluster
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -15,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -207,3 +210,34 @@ def test_a_task_refuses_to_requeue_without_progress_and_publishes_when_stopped(t
     state = json.loads(state_file.read_text())
     assert state["state"] == "stopped" and 0 < state["done"] < state["planned"] == 40
     assert len(read_trials(job_dir / "shard-1.sqlite")) == state["done"]  # what it stored, published whole
+
+
+def test_submit_asks_for_what_the_estimate_says_the_largest_shard_needs(tmp_path, fake_slurm, monkeypatch):
+    """--estimate-from prices the shards (cluster docs once said to copy --mem and --time by hand)."""
+    from tests.orchestrator.test_estimate import probe, records
+
+    monkeypatch.setenv("NODEGROUND_CACHE", str(tmp_path / "cache"))
+    store = tmp_path / "records.sqlite"
+    _write_rows(store, pd.concat([records(("texas", "cornell", "wisconsin")), probe()]))
+    args = ["slurm", "submit", "--methods", "gcn", "--datasets", "cora,citeseer", "--regimes", "10/10/80,50/25/25"]
+    args += ["--budget", "20", "--shards", "2", "--dir", str(tmp_path / "job"), "--estimate-from", str(store)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    line = next(x for x in result.output.splitlines() if x.startswith("estimate of the largest shard"))
+    hours, gib = (float(v) for v in re.findall(r"([0-9.]+) (?:h|GiB)", line))
+    (array, _merge) = sbatch_calls(fake_slurm)
+    mem = int(re.search(r"--mem=(\d+)G", array).group(1))
+    seconds = parse_slurm_time(re.search(r"--time=(\S+)", array).group(1))
+    assert mem == math.ceil(gib * 1.25 + 4) and seconds >= (hours - 0.005) * 3600 * 1.25 + 300 + 120 - 1
+    unpriced = runner.invoke(app, [*args[:3], "gat", *args[4:-4], "--dir", str(tmp_path / "job2"), *args[-2:]])
+    assert unpriced.exit_code == 2 and "cannot be priced from these records" in unpriced.output
+
+
+def _write_rows(path, frame) -> None:
+    """Rows of ``tests.orchestrator.test_estimate.records`` as trial records in a store."""
+    from orchestrator.store import Store
+    from tests.orchestrator.conftest import trial_record
+
+    with Store(path) as store:
+        for i, row in enumerate(frame.to_dict("records")):
+            store.write(trial_record(f"k{i}", **{k: v for k, v in row.items() if k != "family"}))

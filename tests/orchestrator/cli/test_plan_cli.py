@@ -176,3 +176,65 @@ def test_predicted_hours_are_an_expectation_so_sums_of_noisy_trials_are_not_pric
     model = fit_cost_model(frame).methods["gcn"]
     costs = model.fitted
     assert costs.rescale > 1.2  # the mean of exp(N(0, 1)) is 1.65
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(4 * HANG_S)  # a hang only: the probe of one method takes about a minute
+def test_a_fresh_machine_prices_a_sweep_with_one_command(tmp_path):
+    """No store: `plan --estimate` probes this machine (real services), stores the probe's records apart and prices
+    from them; the price names the hardware; the probe's rows are on no table `show` prints."""
+    from orchestrator.estimate import read_records
+
+    env = {**_plan_env(tmp_path), "NODEGROUND_THREADS": "1", "COLUMNS": "200"}
+    args = ["plan", "--methods", "mlp", "--datasets", "texas,cora", "--regimes", "10/10/80", "--budget", "3"]
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args, "--estimate"],
+        cwd=tmp_path, env={**env, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=4 * HANG_S,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "pricing from this machine's cost probe" in done.stderr and "calibration: calibration-n1000" in done.stderr
+    hardware = next(line for line in done.stdout.splitlines() if line.startswith("hardware: "))
+    assert "1 thread" in hardware and "cores" in hardware and "from the cost probe" in hardware
+    assert "priced: 6 trials" in done.stdout and "unpriced:" not in done.stdout
+    probe = tmp_path / "cache" / "calibration.sqlite"
+    rows = read_records([probe])
+    assert len(rows) >= 4 and set(rows["protocol"]) == {"calibration"}
+    shown = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "show", "--store", str(probe)],
+        env={**env, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=HANG_S,
+    )  # fmt: skip
+    assert shown.returncode == 2 and "other than the cost probe's" in shown.stderr + shown.stdout
+
+
+@pytest.mark.slow
+def test_the_paper_protocol_is_priced_with_its_hardware_apart_totals_and_intervals_around_each_estimate(
+    tmp_path, monkeypatch
+):
+    """The old paper-scale price summed 27% priced trials into a total of all, and printed appnp at 84,890 h with an
+    interval of 109,509-119,549 h. Priced from gcn's and appnp's records only, every row's interval holds its hours,
+    and the unpriced trials are a line of their own."""
+    import re
+
+    import pandas as pd
+
+    from tests.orchestrator.test_estimate import SMALL, probe, records
+    from tests.orchestrator.test_slurm import _write_rows
+
+    monkeypatch.setenv("NODEGROUND_CACHE", str(tmp_path / "cache"))
+    appnp = records(SMALL, method="appnp", seed=3)
+    appnp["config_json"] = appnp["config_json"].str.replace('"hidden"', '"K": 10, "hidden"')
+    frame = pd.concat([records(SMALL), probe(), appnp], ignore_index=True)
+    _write_rows(tmp_path / "r.sqlite", frame)
+    args = ["plan", "--methods", EVERY_METHOD, "--datasets", CATALOG, "--regimes", "10/10/80,50/25/25"]
+    args += ["--splits", "0,1,2,3,4", "--budget", "201", "--estimate", "--from", str(tmp_path / "r.sqlite")]
+    result = runner.invoke(app, args, env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert re.search(r"^hardware: Test CPU, 2 threads, on a host of 2 cores", out, re.M)
+    priced = int(re.search(r"^priced: ([\d,]+) trials", out, re.M).group(1).replace(",", ""))
+    unpriced = int(re.search(r"^unpriced: ([\d,]+) trials", out, re.M).group(1).replace(",", ""))
+    assert priced > 0 and unpriced > 0 and f"{priced + unpriced:,} trials in" in out
+    rows = re.findall(r"│ (\w+) +│ [\d/a-z]+ +│ +([\d,]+) │ +([\d,.]+) │ +([\d,.]+) - ([\d,.]+) │", out)
+    assert any(r[0] == "appnp" for r in rows) and any(r[0] == "all" for r in rows)
+    for _, _, hours, low, high in rows:
+        assert float(low.replace(",", "")) <= float(hours.replace(",", "")) <= float(high.replace(",", ""))
