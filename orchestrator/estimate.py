@@ -1124,3 +1124,18 @@ def _backtest_method(
         predicted_peak,
         (min(factors), max(factors)) if factors else (1.0, 1.0),
     )
+
+
+def prior_table(families: Mapping[str, Family] | None = None) -> str:
+    """Every method's cost prior as a Markdown table (docs/estimate.md holds it; a test keeps the two equal)."""
+    families = load_families() if families is None else families
+    lines = ["| family | method | per epoch | once per trial | peak bytes |", "| --- | --- | --- | --- | --- |"]
+    for family in families.values():
+        for method in family.methods:
+            prior = cost_prior(method, family)
+            parts = [
+                ", ".join(f"{t.weight:g} {t.name}" for t in terms) or "-"
+                for terms in (prior.epoch, prior.once, prior.memory)
+            ]
+            lines.append(f"| {family.name} | {method} | {' | '.join(parts)} |")
+    return "\n".join(lines)

@@ -214,3 +214,12 @@ def test_a_prior_names_sizes_and_configuration_keys_only():
     families = load_families()
     assert cost_prior("gat", families["gnn"]).problems({"hidden": 1}) != []  # heads, num_layers are gat's
     assert set(SIZE_NAMES) == {"nodes", "edges", "arcs", "features", "classes", "train"}
+
+
+def test_the_manual_lists_every_familys_prior_as_the_manifests_declare_it():
+    from pathlib import Path
+
+    from orchestrator.estimate import prior_table
+
+    manual = (Path(__file__).resolve().parents[2] / "docs" / "estimate.md").read_text()
+    assert prior_table() in manual, "docs/estimate.md is stale: paste orchestrator.estimate.prior_table() into it"
