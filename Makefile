@@ -20,7 +20,7 @@ export NODEGROUND_MIRROR := $(abspath ../shared/mirror)
 endif
 endif
 
-.PHONY: install lock proto describe lint demo test test-slow test-slurm bench gpu-check gpu-check-carry fidelity sweep-configs weights clean
+.PHONY: install lock proto describe lint demo test test-slow test-slurm bench gpu-check gpu-check-carry fidelity sweep-configs weights reference clean
 
 # About 2-6 min on a fresh machine (a venv, torch and the locked closure); nothing once installed.
 install: $(STAMP)
@@ -145,3 +145,11 @@ clean:
 include docker/containers.mk
 include docker/contrib.mk
 include docker/swarm.mk
+
+# The shipped reference records (orchestrator/reference/lite.csv + lite.json, docs/reference.md): the Lite tier of
+# every reference method on the catalog datasets that fit in HOURS estimated hours (default 4), smallest graphs first;
+# it resumes from the shipped table and extends it. About HOURS hours on two cores, plus ~15 min of cost probe.
+HOURS ?= 4
+reference: $(STAMP)
+	$(MAKE) weights FAMILIES="graphany gvt node4all"
+	$(VENV)/bin/orchestrator reference build --hours $(HOURS)

@@ -69,6 +69,8 @@ def hardware_of(record_host_json: str | None) -> str:
         host = {}
     if not isinstance(host, dict):
         host = {}
+    if isinstance(host.get("hardware"), str) and host["hardware"]:  # a shipped reference row names its line
+        return host["hardware"]
     device = str(host.get("device", "cpu"))
     if device.startswith("cuda"):
         name = str(host.get("device_name") or device)

@@ -55,6 +55,7 @@ from orchestrator.data.splits import PUBLIC, Split, SplitError, graph_split
 from orchestrator.host import host_facts, host_json
 from orchestrator.metrics import evaluate, probabilities_ok
 from orchestrator.plan import Plan, PlannedTrial, SweepPlan, make_plan
+from orchestrator.protocols import recorded_protocol
 from orchestrator.records import (
     STATUS_FAILED,
     STATUS_NONFINITE,
@@ -530,7 +531,7 @@ class Sweep:
             time_limit_s=self.plan.time_limit,
             host_json=host_json(self._host),
             started_at=timestamp(),
-            protocol=self.plan.protocol,
+            protocol=recorded_protocol(self.plan.protocol, job.split.regime, job.split.index, trial.index),
         )
 
     def _fit(self, client: MethodClient, job: _Job, bundle: GraphBundle, labels: np.ndarray | None) -> CallResult:

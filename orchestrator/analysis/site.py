@@ -701,9 +701,11 @@ def build_report(
     title: str = "NodeGround leaderboard",
     compute_stats: bool = True,
     notes: Sequence[str] = (),
+    entries: pd.DataFrame | None = None,
 ) -> Analysis:
     """Compute every table of ``trials`` and write the site under ``out``; ``notes`` head the page's notes (the
-    store is a partial merge, say)."""
+    store is a partial merge, say); ``entries`` says each competing method's standing (reference, submitted,
+    verified: ``orchestrator.reference.compare``)."""
     an = compute_analysis(
         trials,
         dataset_stats,
@@ -713,6 +715,8 @@ def build_report(
         compute_stats=compute_stats,
     )
     an.notes[:0] = list(notes)
+    if entries is not None:
+        an.tables["entries"] = entries
     t = time.perf_counter()
     write_report(an, Path(out), title=title)
     an.timings["write_report"] = round(time.perf_counter() - t, 3)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import resource
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,6 +13,7 @@ from rich.table import Table
 
 from orchestrator.calibrate import PROBE_GRAPHS, Progress, calibrate
 from orchestrator.cli.errors import UserError, user_errors
+from orchestrator.cli.progress import cpu_seconds
 from orchestrator.cli.run import ENDPOINT_HELP, SERVICES_HELP, open_services, parse_endpoints
 from orchestrator.cli.specs import plan_specs
 from orchestrator.data.fetch import cache_dir
@@ -102,16 +102,10 @@ def calibrate_command(
     if not names:
         raise UserError("--methods is empty")
     path = store or calibration_store()
-    started, cpu = time.perf_counter(), _cpu_seconds()
+    started, cpu = time.perf_counter(), cpu_seconds()
     progress = run_probe(names, path, endpoint, services)
     Console(width=200).print(progress_table(progress))
     typer.echo(
-        f"stored in {path}: {time.perf_counter() - started:,.0f} s wall, {_cpu_seconds() - cpu:,.0f} s CPU "
+        f"stored in {path}: {time.perf_counter() - started:,.0f} s wall, {cpu_seconds() - cpu:,.0f} s CPU "
         "(this process and the services it started); price a sweep with `orchestrator plan ... --estimate`"
     )
-
-
-def _cpu_seconds() -> float:
-    """CPU seconds of this process and its ended children (embedded services count once they have stopped)."""
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime

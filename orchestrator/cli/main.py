@@ -69,6 +69,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Write the leaderboard site: Elo, ranks, Pareto frontiers, tuning budgets, subgroups, and the data behind "
         "every figure.",
     ),
+    "reference": (
+        "orchestrator.cli.reference",
+        "app",
+        "The reference records the project ships: build (resume, extend) and show them.",
+    ),
     "methods": (
         "orchestrator.cli.methods",
         "app",
@@ -83,6 +88,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "orchestrator.cli.submit",
         "submit",
         "Benchmark an image in the sandbox and write a checksummed submission bundle.",
+    ),
+    "verify": (
+        "orchestrator.cli.verify",
+        "verify_command",
+        "Check a Lite bundle against a full-protocol rerun; on a match mark it verified (exit 0), else exit 1.",
     ),
     "weights": (
         "orchestrator.cli.weights",

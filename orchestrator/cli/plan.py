@@ -13,7 +13,18 @@ from rich.table import Table
 
 from orchestrator.cli.calibrate import calibration_store, run_probe
 from orchestrator.cli.errors import UserError, user_errors
-from orchestrator.cli.run import ENDPOINT_HELP, SERVICES_HELP, TIME_LIMIT_HELP, build_plan, parse_endpoints
+from orchestrator.cli.run import (
+    ENDPOINT_HELP,
+    SERVICES_HELP,
+    TIME_LIMIT_HELP,
+    BudgetOpt,
+    DatasetsOpt,
+    ProtocolOpt,
+    RegimesOpt,
+    SplitsOpt,
+    build_plan,
+    parse_endpoints,
+)
 from orchestrator.cli.specs import plan_specs
 from orchestrator.data.registry import resolve_name
 from orchestrator.estimate import (
@@ -85,10 +96,11 @@ def shard_table(computed: Plan, shards: int, done: list[int] | None, costs: list
 @user_errors
 def plan(
     methods: Annotated[str, typer.Option(help="Comma-separated method names, as for `run`.")],
-    datasets: Annotated[str, typer.Option(help="Comma-separated dataset names, as for `run`.")],
-    regimes: Annotated[str, typer.Option(help="Comma-separated label regimes, as for `run`.")] = "10/10/80",
-    splits: Annotated[str, typer.Option(help="Comma-separated split indices (0-4).")] = "0",
-    budget: Annotated[int, typer.Option(help="Trials per cell, as for `run`.")] = 1,
+    datasets: DatasetsOpt = None,
+    regimes: RegimesOpt = None,
+    splits: SplitsOpt = None,
+    budget: BudgetOpt = None,
+    protocol: ProtocolOpt = None,
     shards: Annotated[int, typer.Option(help="Number of shards to list (as for `run --shard I/N`).")] = 1,
     store: Annotated[
         Path | None, typer.Option(help="A run store: count the planned trials it holds (those a rerun skips).")
@@ -114,7 +126,7 @@ def plan(
         raise UserError(f"--shards must be at least 1, got {shards}")
     if from_stores and not estimate:
         raise UserError("--from is read by --estimate; add --estimate")
-    sweep_plan = build_plan(methods, datasets, regimes, splits, budget, time_limit)
+    sweep_plan = build_plan(methods, datasets, regimes, splits, budget, time_limit, protocol=protocol)
     computed = make_plan(sweep_plan, plan_specs(sweep_plan.methods, parse_endpoints(endpoint)))
     done = None
     if store is not None and store.exists():

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import resource
 import sys
 import threading
 import time
@@ -172,3 +173,9 @@ def run_with_progress(sweep_run: Callable[[SweepProgress], list[TrialRecord]], c
             refresh()
 
         return sweep_run(SweepProgress(on_total=on_total, on_skip=on_skip, on_trial=on_trial))
+
+
+def cpu_seconds() -> float:
+    """CPU seconds of this process and of its children that have ended (embedded services, once stopped)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime

@@ -77,6 +77,14 @@ def report(
             "--bundle", help="Submission bundle directory to merge as a user submission (repeatable; never imputed)."
         ),
     ] = [],  # noqa: B006
+    reference: Annotated[
+        str | None,
+        typer.Option(
+            "--reference",
+            help="Rank the store's (and bundles') methods among the shipped reference records of this protocol "
+            "(lite): the reference's cells only, coverage stated, costs of other hardware kept off the frontiers.",
+        ),
+    ] = None,
 ) -> None:
     """Write the leaderboard site: Elo, ranks, Pareto frontiers, tuning budgets, subgroups, and the data behind
     every figure."""
@@ -85,6 +93,8 @@ def report(
     from orchestrator.analysis.load import load_trials
     from orchestrator.analysis.site import build_report
     from orchestrator.analysis.subgroups import STATS_COLUMNS
+    from orchestrator.reference import ReferenceError
+    from orchestrator.reference.compare import with_reference
     from orchestrator.store import partial_note
     from orchestrator.submission.bundle import BundleError, merge_trials
 
@@ -95,6 +105,10 @@ def report(
         trials = load_trials(store)
         if bundle:
             trials = merge_trials(trials, bundle)
+        entries, compared = None, []
+        if reference is not None:
+            trials, comparison = with_reference(trials, reference, store, bundle)
+            entries, compared = comparison.entries, comparison.notes
         stats = None
         if dataset_stats is not None:
             if not dataset_stats.is_file():
@@ -111,9 +125,10 @@ def report(
             rounds=bootstrap_rounds,
             near_complete_min=near_complete,
             title=title,
-            notes=[partial] if partial else [],
+            notes=[*([partial] if partial else []), *compared],
+            entries=entries,
         )
-    except (AnalysisInputError, BundleError) as exc:
+    except (AnalysisInputError, BundleError, ReferenceError) as exc:
         _fail(str(exc))
         return
     except (KeyError, ValueError) as exc:

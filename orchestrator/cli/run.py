@@ -16,9 +16,10 @@ from rich.console import Console
 from contract.descriptions import MethodSpec
 from orchestrator.cli.errors import UserError, user_errors
 from orchestrator.cli.progress import run_with_progress
-from orchestrator.data.registry import resolve_name, tasks
+from orchestrator.data.registry import is_available, resolve_name, tasks
 from orchestrator.data.splits import ALL_REGIMES, SPLIT_INDICES
 from orchestrator.plan import DEFAULT_TIME_LIMIT_S, MAX_TIME_LIMIT_S, SweepPlan, described_specs
+from orchestrator.protocols import LITE, Protocol, protocol_named
 from orchestrator.records import TrialRecord
 from orchestrator.results import (
     failures,
@@ -130,29 +131,82 @@ def parse_datasets(value: str) -> list[str]:
     return [resolve_name(d) for d in _csv(value, "datasets")]
 
 
+DEFAULT_REGIMES, DEFAULT_SPLITS, DEFAULT_BUDGET = "10/10/80", "0", 1  # without a --protocol
+PROTOCOL_HELP = (
+    "A named protocol (paper: both regimes, splits 0-4, budget 201, the catalog; lite: both regimes, split 0, "
+    f"budget {LITE.budget}, every catalog task this machine can load): its datasets, regimes, splits and budget for "
+    "each of those flags not given."
+)
+ProtocolOpt = Annotated[str | None, typer.Option(help=PROTOCOL_HELP)]
+DatasetsOpt = Annotated[
+    str | None,
+    typer.Option(help="Comma-separated dataset names, e.g. synthetic-homophilous,cora; all = the catalog (default: "
+                 "the --protocol's)."),
+]  # fmt: skip
+RegimesOpt = Annotated[
+    str | None,
+    typer.Option(help=f"Comma-separated label regimes: {', '.join(ALL_REGIMES)} (public = the split the source "
+                 f"publishes; default: {DEFAULT_REGIMES}, or the --protocol's)."),
+]  # fmt: skip
+SplitsOpt = Annotated[
+    str | None,
+    typer.Option(help=f"Comma-separated split indices (0-4; default: {DEFAULT_SPLITS}, or the --protocol's)."),
+]
+BudgetOpt = Annotated[
+    int | None,
+    typer.Option(help="Trials per (method, dataset, regime, split): the default config plus budget-1 sampled ones "
+                 f"(default: {DEFAULT_BUDGET}, or the --protocol's)."),
+]  # fmt: skip
+
+
+def protocol_datasets(protocol: Protocol) -> str:
+    """A protocol's datasets as a --datasets value: the catalog, or the catalog tasks this machine can load now."""
+    if protocol.datasets == "catalog":
+        return ALL_DATASETS
+    loadable = [t["name"] for t in tasks() if is_available(t)]
+    if not loadable:
+        raise UserError(
+            f"--protocol {protocol.name}: no catalog task loads on this machine (none processed in the cache, none in "
+            "NODEGROUND_MIRROR); name --datasets to download them"
+        )
+    return ",".join(loadable)
+
+
 def build_plan(
     methods: str | None,
-    datasets: str,
-    regimes: str,
-    splits: str,
-    budget: int,
+    datasets: str | None,
+    regimes: str | None,
+    splits: str | None,
+    budget: int | None,
     time_limit: float,
     shard: str = "0/1",
+    protocol: str | None = None,
 ) -> SweepPlan:
     """The sweep the flags describe, every value checked before any service starts.
 
-    ``methods`` None leaves them to the caller (`submit`: every method the image hosts).
+    ``methods`` None leaves them to the caller (`submit`: every method the image hosts). A flag not given (None)
+    takes the ``protocol``'s value, else the default of a sweep without one; a sweep needs its datasets named.
     """
+    try:
+        named = protocol_named(protocol) if protocol is not None else None
+    except ValueError as exc:
+        raise UserError(f"--protocol: {exc}") from None
+    if datasets is None:
+        if named is None:
+            raise UserError("--datasets is required (or --protocol, whose datasets it names)")
+        datasets = protocol_datasets(named)
+    budget = budget if budget is not None else named.budget if named else DEFAULT_BUDGET
     check_count("budget", budget, MAX_BUDGET)
     check_time_limit(time_limit)
     return SweepPlan(
         methods=() if methods is None else tuple(_csv(methods, "methods")),
         datasets=tuple(parse_datasets(datasets)),
-        regimes=tuple(parse_regimes(regimes)),
-        splits=tuple(parse_splits(splits)),
+        regimes=tuple(parse_regimes(regimes or (",".join(named.regimes) if named else DEFAULT_REGIMES))),
+        splits=tuple(parse_splits(splits or (",".join(map(str, named.splits)) if named else DEFAULT_SPLITS))),
         budget=budget,
         time_limit=time_limit,
         shard=parse_shard(shard),
+        protocol=named.name if named else None,
     )
 
 
@@ -288,22 +342,11 @@ SHARD_HELP = (
 @user_errors
 def run(
     methods: Annotated[str, typer.Option(help="Comma-separated method names, e.g. mlp,gcn.")],
-    datasets: Annotated[
-        str, typer.Option(help="Comma-separated dataset names, e.g. synthetic-homophilous,cora; all = the catalog.")
-    ],
-    regimes: Annotated[
-        str,
-        typer.Option(
-            help=f"Comma-separated label regimes: {', '.join(ALL_REGIMES)} (public = the split the source publishes)."
-        ),
-    ] = "10/10/80",
-    splits: Annotated[str, typer.Option(help="Comma-separated split indices (0-4).")] = "0",
-    budget: Annotated[
-        int,
-        typer.Option(
-            help="Trials per (method, dataset, regime, split): the default config plus budget-1 sampled ones."
-        ),
-    ] = 1,
+    datasets: DatasetsOpt = None,
+    regimes: RegimesOpt = None,
+    splits: SplitsOpt = None,
+    budget: BudgetOpt = None,
+    protocol: ProtocolOpt = None,
     store: Annotated[Path, typer.Option(help="SQLite run store; created if missing, resumed if present.")] = Path(
         "runs.sqlite"
     ),
@@ -337,9 +380,9 @@ def run(
     failed and why) when any ended failed, nonfinite or unavailable; 2 on bad input or when a
     service is not ready (nothing runs then).
     """
-    plan = build_plan(methods, datasets, regimes, splits, budget, time_limit, shard or "0/1")
+    plan = build_plan(methods, datasets, regimes, splits, budget, time_limit, shard or "0/1", protocol)
     with open_sweep(plan, store, endpoint, services, parallel, warmup, record_plan=shard is not None) as sweep:
-        records = _run_with_progress(sweep)
+        records = sweep_with_progress(sweep)
         frame = this_run(sweep.store.frame(), [t.key for t in sweep.planned_trials()])
     print_results(frame)
     if not report_failures(records):
@@ -355,7 +398,9 @@ def report_failures(records: list[TrialRecord]) -> bool:
     return False
 
 
-def _run_with_progress(sweep: Sweep) -> list[TrialRecord]:
+def sweep_with_progress(sweep: Sweep) -> list[TrialRecord]:
+    """Run the sweep, its progress drawn on stderr (a bar on a terminal, plain lines otherwise)."""
+
     def run(hooks: SweepProgress) -> list[TrialRecord]:
         sweep.progress = hooks
         return sweep.run()

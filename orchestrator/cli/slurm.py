@@ -15,7 +15,16 @@ from rich.table import Table
 from orchestrator.cli.errors import UserError, user_errors
 from orchestrator.cli.merge import PARTIAL_HELP, echo_report
 from orchestrator.cli.plan import HARDWARE_HELP, pricing_stores
-from orchestrator.cli.run import SERVICES_HELP, TIME_LIMIT_HELP, build_plan
+from orchestrator.cli.run import (
+    SERVICES_HELP,
+    TIME_LIMIT_HELP,
+    BudgetOpt,
+    DatasetsOpt,
+    ProtocolOpt,
+    RegimesOpt,
+    SplitsOpt,
+    build_plan,
+)
 from orchestrator.cli.specs import plan_specs
 from orchestrator.estimate import fit_cost_model, read_records, shard_costs
 from orchestrator.merge import merge_stores
@@ -76,7 +85,6 @@ SbatchOpt = Annotated[
 @user_errors
 def submit_command(
     methods: Annotated[str, typer.Option(help="Comma-separated method names, as for `run`.")],
-    datasets: Annotated[str, typer.Option(help="Comma-separated dataset names, as for `run`.")],
     shards: Annotated[
         int,
         typer.Option(
@@ -89,9 +97,11 @@ def submit_command(
             "--dir", help="Job directory (shared by the nodes): scripts, one store per shard, logs, the merged store."
         ),
     ],
-    regimes: Annotated[str, typer.Option(help="Comma-separated label regimes, as for `run`.")] = "10/10/80",
-    splits: Annotated[str, typer.Option(help="Comma-separated split indices (0-4).")] = "0",
-    budget: Annotated[int, typer.Option(help="Trials per cell, as for `run`.")] = 1,
+    datasets: DatasetsOpt = None,
+    regimes: RegimesOpt = None,
+    splits: SplitsOpt = None,
+    budget: BudgetOpt = None,
+    protocol: ProtocolOpt = None,
     time_limit: Annotated[float, typer.Option(help=TIME_LIMIT_HELP)] = DEFAULT_TIME_LIMIT_S,
     services: Annotated[str, typer.Option(help=SERVICES_HELP)] = "embedded",
     parallel: Annotated[int, typer.Option(help="Trials in flight per task (give each task as many CPUs or GPUs).")] = 1,
@@ -128,13 +138,14 @@ def submit_command(
         raise UserError("--cpus-per-task and --parallel must be at least 1")
     if max_requeues < 0 or not publish_every > 0:
         raise UserError("--max-requeues must be at least 0 and --publish-every a positive number of seconds")
-    sweep_plan = build_plan(methods, datasets, regimes, splits, budget, time_limit)  # checked before anything queues
+    sweep_plan = build_plan(methods, datasets, regimes, splits, budget, time_limit, protocol=protocol)  # checked now
     estimate = shard_estimate(sweep_plan, shards, parallel, estimate_from, hardware) if estimate_from else None
     resources = task_resources(parallel, cpus_per_task, mem, time, partition, gres, sbatch_arg, estimate)
     check_time(resources.time, time_limit)
-    run_args = ["--methods", methods, "--datasets", datasets, "--regimes", regimes, "--splits", splits,
-                "--budget", str(budget), "--time-limit", str(time_limit), "--services", services,
-                "--parallel", str(parallel)]  # fmt: skip
+    run_args = ["--methods", methods, "--datasets", ",".join(sweep_plan.datasets),
+                "--regimes", ",".join(sweep_plan.regimes), "--splits", ",".join(map(str, sweep_plan.splits)),
+                "--budget", str(sweep_plan.budget), "--time-limit", str(time_limit), "--services", services,
+                "--parallel", str(parallel), *(["--protocol", protocol] if protocol else [])]  # fmt: skip
     directory = directory.resolve()
     if (directory / JOB_FILE).exists():
         raise UserError(

@@ -13,9 +13,8 @@ import typer
 from rich.console import Console
 
 from orchestrator.cli.errors import UserError, user_errors
-from orchestrator.cli.run import build_plan
+from orchestrator.cli.run import PROTOCOL_HELP, BudgetOpt, DatasetsOpt, RegimesOpt, SplitsOpt, build_plan
 from orchestrator.cli.validate import SandboxCpusOpt, SandboxEnvOpt, SandboxMemoryOpt, SandboxWeightsOpt, parse_env
-from orchestrator.data.splits import ALL_REGIMES
 from orchestrator.plan import DEFAULT_TIME_LIMIT_S
 from orchestrator.services.sandbox import SandboxLimits
 from orchestrator.submission.run import Submission, benchmark
@@ -28,16 +27,13 @@ _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 def submit(
     image: Annotated[str, typer.Argument(help="The method image to benchmark (a local image, e.g. nodeground/demo).")],
     out: Annotated[Path, typer.Option("--out", help="Bundle directory to write (resumed when it exists).")],
-    regimes: Annotated[
-        str, typer.Option(help=f"Comma-separated label regimes: {', '.join(ALL_REGIMES)}.")
-    ] = "10/10/80,50/25/25",
-    datasets: Annotated[
-        str, typer.Option(help="Comma-separated datasets; 'all' = the full catalog (the protocol).")
-    ] = "all",
-    splits: Annotated[str, typer.Option(help="Comma-separated split indices (0-4).")] = "0,1,2,3,4",
-    budget: Annotated[
-        int, typer.Option(help="Trials per (method, dataset, regime, split): default config + budget-1 sampled.")
-    ] = 201,
+    datasets: DatasetsOpt = None,
+    regimes: RegimesOpt = None,
+    splits: SplitsOpt = None,
+    budget: BudgetOpt = None,
+    protocol: Annotated[
+        str, typer.Option(help=f"{PROTOCOL_HELP} A submission runs under one; paper unless told (lite: run first).")
+    ] = "paper",
     methods: Annotated[
         str, typer.Option(help="Comma-separated methods of the image (default: every method it describes).")
     ] = "",
@@ -55,7 +51,7 @@ def submit(
     """Benchmark an image in the sandbox and write a checksummed submission bundle."""
     if submission_id and not _ID.match(submission_id):
         raise UserError(f"--id must be 1-64 characters of letters, digits, . _ -, got {submission_id!r}")
-    plan = build_plan(methods or None, datasets, regimes, splits, budget, time_limit)
+    plan = build_plan(methods or None, datasets, regimes, splits, budget, time_limit, protocol=protocol)
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} exists and is not a directory")
     request = Submission(

@@ -112,6 +112,7 @@ class Submission:
             self.image,
             {
                 "out": self.out,
+                "protocol": plan.protocol,
                 "regimes": ",".join(plan.regimes),
                 "datasets": ",".join(plan.datasets),
                 "splits": ",".join(map(str, plan.splits)),
@@ -189,6 +190,7 @@ def benchmark(request: Submission, say: Any = print) -> dict[str, Any]:
         "cwd": os.getcwd(),
         "sandbox": applied,
         "protocol": {
+            "name": plan.protocol,
             "methods": list(plan.methods),
             "datasets": list(plan.datasets),
             "regimes": list(plan.regimes),

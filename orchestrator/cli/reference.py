@@ -1,0 +1,172 @@
+"""`orchestrator reference`: build (resume, extend) and show the reference records the project ships."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from contract.families import load_families
+from orchestrator.cli.calibrate import calibration_store, run_probe
+from orchestrator.cli.errors import UserError, user_errors
+from orchestrator.cli.progress import cpu_seconds
+from orchestrator.cli.run import build_plan, open_services, protocol_datasets, sweep_with_progress
+from orchestrator.cli.specs import plan_specs
+from orchestrator.estimate import fit_cost_model, read_records
+from orchestrator.plan import DEFAULT_TIME_LIMIT_S, SweepPlan, make_plan
+from orchestrator.protocols import LITE
+from orchestrator.reference import (
+    REFERENCE_DIR,
+    Manifest,
+    ReferenceError,
+    load_reference,
+    paths,
+    read_manifest,
+    store_rows,
+    write_reference,
+)
+from orchestrator.reference.build import complete_datasets, reference_methods, size_up, table_rows
+from orchestrator.store import Store, read_trials
+
+app = typer.Typer(help="The reference records the project ships: build (resume, extend) and show them.")
+err = Console(stderr=True)
+DEFAULT_STORE = Path(".cache/reference/lite.sqlite")
+
+
+@app.command("build")
+@user_errors
+def build_command(
+    hours: Annotated[
+        float, typer.Option(help="Estimated hours of trials this build may add (smallest graphs first).")
+    ] = 4.0,
+    store: Annotated[
+        Path, typer.Option(help="The build's working store (seeded from the shipped table).")
+    ] = DEFAULT_STORE,
+    from_stores: Annotated[
+        list[Path], typer.Option("--from", help="More records to price with (repeatable), e.g. an earlier sweep here.")
+    ] = [],  # noqa: B006
+    time_limit: Annotated[
+        float, typer.Option(help="Time limit of each fit and each predict, in seconds.")
+    ] = DEFAULT_TIME_LIMIT_S,
+    out: Annotated[
+        Path, typer.Option(help="Where the table and manifest go (default: the package's reference/).")
+    ] = REFERENCE_DIR,
+) -> None:
+    """Run the Lite tier of every reference method on the datasets that fit in --hours, and write the shipped table.
+
+    Resumable: the shipped table's rows go back into the store first, so a build only adds what is missing; the
+    datasets that do not fit are pending in the manifest with their estimated hours.
+    """
+    if not hours > 0:
+        raise UserError(f"--hours must be positive, got {hours:g}")
+    started, cpu = time.perf_counter(), cpu_seconds()
+    methods, missing = reference_methods(load_families())
+    plan = build_plan(",".join(methods), protocol_datasets(LITE), None, None, None, time_limit, protocol=LITE.name)
+    computed = make_plan(plan, plan_specs(plan.methods, {}))
+    store.parent.mkdir(parents=True, exist_ok=True)
+    seeded = _seed(store, out)
+    err.print(f"reference: {len(methods)} methods, {len(plan.datasets)} datasets, {computed.total:,} trials; "
+              f"{seeded:,} rows from the shipped table", markup=False)  # fmt: skip
+    run_probe(methods, calibration_store(), [], "auto")
+    model = fit_cost_model(read_records([store, calibration_store(), *from_stores]))
+    done = complete_datasets(read_trials(store), computed)
+    sizing = size_up(computed, model, hours, done)
+    todo = [d for d in sizing.run if d not in done]
+    priced = ", ".join(f"{d} {h:.2f}" for d, h in sizing.hours.items())
+    err.print(f"reference: estimated hours per dataset: {priced}; this build runs {', '.join(todo) or 'nothing new'}",
+              markup=False)  # fmt: skip
+    if todo:
+        narrowed = SweepPlan(**{**vars(plan), "datasets": tuple(todo)})
+        with open_services(plan.methods, store, [], "embedded", 1) as found:
+            sweep = found.sweep(narrowed, warmup=True)
+            sweep_with_progress(sweep)
+    trials = read_trials(store)
+    complete = complete_datasets(trials, computed)
+    keys = {t.key for t in computed.trials([c for c in computed.cells if c.dataset in complete])}
+    rows = table_rows(trials, keys, LITE)
+    previous = _previous_builds(out)
+    manifest = Manifest(
+        protocol=LITE.name, budget=LITE.budget, regimes=list(LITE.regimes), splits=list(LITE.splits),
+        methods=methods, missing=missing, datasets=complete,
+        pending={d: h for d, h in sizing.hours.items() if d not in complete}, hardware=_hardware(rows),
+        builds=[*previous, {"finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                            "wall_s": round(time.perf_counter() - started, 1), "cpu_s": round(cpu_seconds() - cpu, 1),
+                            "datasets_added": [d for d in complete if d in todo], "commit": _commit()}],
+    )  # fmt: skip
+    write_reference(rows, manifest, out)
+    show(out)
+
+
+def _seed(store: Path, root: Path) -> int:
+    """Write the shipped table's rows into the working store (those it lacks); how many there were."""
+    try:
+        frame, _ = load_reference(LITE.name, root)
+    except ReferenceError:
+        return 0
+    with Store(store) as target:
+        held = target.done_keys()
+        target.write_rows([r for r in store_rows(frame) if r["trial_key"] not in held])
+    return len(frame)
+
+
+def _previous_builds(root: Path) -> list[dict]:
+    try:
+        return read_manifest(LITE.name, root).builds
+    except ReferenceError:
+        return []
+
+
+def _hardware(rows) -> str:
+    lines = rows["hardware"].value_counts()
+    return str(lines.index[0]) if len(lines) else "none yet"
+
+
+def _commit() -> str:
+    """The code version that built the table: the checkout's commit, marked when the tree has changes."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, timeout=10).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return f"{head}{'+changes' if dirty else ''}" if head else "unknown"
+
+
+@app.command("show")
+@user_errors
+def show_command(
+    out: Annotated[
+        Path, typer.Option(help="Where the table and manifest are (default: the package's).")
+    ] = REFERENCE_DIR,
+) -> None:
+    """What the shipped reference holds: methods, datasets, what is missing or pending, hardware, time, size."""
+    show(out)
+
+
+def show(root: Path) -> None:
+    try:
+        frame, manifest = load_reference(LITE.name, root)
+    except ReferenceError as exc:
+        raise UserError(str(exc)) from None
+    table, _ = paths(LITE.name, root)
+    cells = frame.groupby(["method", "dataset", "regime", "split"]).ngroups
+    typer.echo(
+        f"reference {manifest.protocol} (budget {manifest.budget}, regimes {', '.join(manifest.regimes)}, split "
+        f"{', '.join(map(str, manifest.splits))}): {manifest.rows:,} trials in {cells:,} cells of "
+        f"{len(manifest.methods)} methods on {len(manifest.datasets)} datasets; {table} "
+        f"{table.stat().st_size / 2**20:.2f} MiB, sha256 {manifest.sha256[:12]}"
+    )
+    typer.echo(f"datasets: {', '.join(manifest.datasets) or 'none'}")
+    last = manifest.builds[-1]["commit"] if manifest.builds else "-"
+    typer.echo(f"hardware: {manifest.hardware}; {len(manifest.builds)} build(s), {manifest.wall_s / 3600:.2f} h wall, "
+               f"{manifest.cpu_s / 3600:.2f} h CPU; last at {last}")  # fmt: skip
+    for method, why in manifest.missing.items():
+        typer.echo(f"missing: {method}: {why}")
+    if manifest.pending:
+        pending = ", ".join(f"{d} (~{h:.1f} h)" for d, h in manifest.pending.items())
+        typer.echo(f"pending (`make reference` extends the table): {pending}")

@@ -1,0 +1,103 @@
+"""What `make reference` runs and ships: the reference methods, the cells that fit its time, the rows it keeps.
+
+Methods: every supervised method, and a GFM whose every weights file has a published digest and loads here
+(the weights directory or the mirror): its records are its official weights' results. The other GFMs are listed
+as missing with the reason (tests run them on random parameters, which are never results).
+
+Datasets: every catalog task this machine can load offline, smallest first (nodes). The build prices every
+dataset's cells with the cost estimate (``plan --estimate``'s: the probe's and the stores' records) and runs the
+datasets that fit in its hours; the rest are pending in the manifest with their estimated hours, and the next
+build starts from the shipped table and extends it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from contract.families import Family
+from contract.weights import load_weights_catalog, weights_dir
+from orchestrator.data.fetch import is_local
+from orchestrator.estimate import CostModel, estimate_cells, sizes_of
+from orchestrator.host import hardware_of
+from orchestrator.plan import Plan
+from orchestrator.protocols import Protocol
+from orchestrator.reference import TABLE_COLUMNS
+
+
+def reference_methods(families: Mapping[str, Family]) -> tuple[list[str], dict[str, str]]:
+    """(methods shipped, method -> why not) over every family."""
+    catalog = load_weights_catalog()
+    shipped: list[str] = []
+    missing: dict[str, str] = {}
+    for family in families.values():
+        entries = [e for e in catalog.values() if e.family == family.name]
+        unofficial = [e.id for e in entries if e.integrity[0] != "sha256"]
+        absent = [
+            e.id for e in entries if not (weights_dir() / e.relative_path).exists() and not is_local(e.url, e.sha256)
+        ]
+        for method in family.methods:
+            if family.kind == "supervised" or (entries and not unofficial and not absent):
+                shipped.append(method)
+            elif unofficial:
+                missing[method] = f"weights {', '.join(unofficial)} have no published digest: not official results"
+            else:
+                missing[method] = (
+                    f"weights {', '.join(absent)} are neither in the weights directory nor in the mirror here "
+                    "(tests run it on random parameters, which are never shipped as results)"
+                )
+    return shipped, missing
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """Which datasets a build runs (smallest first, while their estimated hours fit) and which stay pending."""
+
+    run: list[str]
+    pending: dict[str, float]  # dataset -> estimated hours
+    hours: dict[str, float]  # every dataset's estimated hours (priced cells), for the build's own line
+    unpriced: int  # trials of the plan the estimate could not price
+
+
+def size_up(plan: Plan, model: CostModel, hours: float, done: Sequence[str]) -> Sizing:
+    """Order the plan's datasets by nodes and keep those whose estimated hours (``done`` ones cost nothing) fit."""
+    costs = estimate_cells(plan, model)
+    per_dataset: dict[str, float] = {}
+    unpriced = 0
+    for cell, cost in zip(plan.cells, costs, strict=True):
+        per_dataset[cell.dataset] = per_dataset.get(cell.dataset, 0.0) + (cost.seconds or 0.0) / 3600
+        unpriced += cell.trials if cost.seconds is None else 0
+    sizes = sizes_of(plan.sweep.datasets)
+    ordered = sorted(plan.sweep.datasets, key=lambda d: sizes[d].nodes if d in sizes else float("inf"))
+    run: list[str] = []
+    pending: dict[str, float] = {}
+    spent = 0.0
+    for dataset in ordered:
+        needs = 0.0 if dataset in done else per_dataset.get(dataset, 0.0)
+        if not pending and spent + needs <= hours:
+            run.append(dataset)
+            spent += needs
+        else:
+            pending[dataset] = round(per_dataset.get(dataset, 0.0), 2)
+    return Sizing(run, pending, per_dataset, unpriced)
+
+
+def table_rows(trials: pd.DataFrame, keys: set[str], protocol: Protocol) -> pd.DataFrame:
+    """The store's trials that the protocol's plan holds, as reference rows (the hardware one line each)."""
+    rows = trials[trials["trial_key"].isin(keys)].copy()
+    rows["protocol"] = protocol.name
+    rows["hardware"] = [hardware_of(h) for h in rows["host_json"]]
+    return rows.loc[:, list(TABLE_COLUMNS)]
+
+
+def complete_datasets(rows: pd.DataFrame, plan: Plan) -> list[str]:
+    """The plan's datasets every planned trial of which has a row with an outcome (a rerun would skip it)."""
+    held = set(rows.loc[rows["status"] != "unavailable", "trial_key"])
+    complete = []
+    for dataset in plan.sweep.datasets:
+        cells = [c for c in plan.cells if c.dataset == dataset]
+        if all(t.key in held for t in plan.trials(cells)):
+            complete.append(dataset)
+    return complete
