@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from datetime import datetime, timezone
@@ -30,12 +31,13 @@ from orchestrator.reference import (
     store_rows,
     write_reference,
 )
-from orchestrator.reference.build import complete_datasets, reference_methods, size_up, table_rows
+from orchestrator.reference.build import PINNED_KERNELS, complete_datasets, reference_methods, size_up, table_rows
 from orchestrator.store import Store, read_trials
 
 app = typer.Typer(help="The reference records the project ships: build (resume, extend) and show them.")
 err = Console(stderr=True)
 DEFAULT_STORE = Path(".cache/reference/lite.sqlite")
+PARALLEL = 2  # two one-thread services (PINNED_KERNELS): the throughput of one two-thread service on two cores
 
 
 @app.command("build")
@@ -82,7 +84,8 @@ def build_command(
               markup=False)  # fmt: skip
     if todo:
         narrowed = SweepPlan(**{**vars(plan), "datasets": tuple(todo)})
-        with open_services(plan.methods, store, [], "embedded", 1) as found:
+        os.environ.update(PINNED_KERNELS)  # the services inherit it: every row reruns to itself on another machine
+        with open_services(plan.methods, store, [], "embedded", PARALLEL) as found:
             sweep = found.sweep(narrowed, warmup=True)
             sweep_with_progress(sweep)
     trials = read_trials(store)

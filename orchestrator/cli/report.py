@@ -31,12 +31,13 @@ def _check_writable(out: Path) -> None:
 
 def report(
     store: Annotated[
-        Path,
+        Path | None,
         typer.Option(
             "--store",
-            help="Trial store: SQLite file with a 'trials' table, or a .parquet / .csv export with the same columns.",
+            help="Trial store: SQLite file with a 'trials' table, or a .parquet / .csv export with the same columns "
+            "(default: runs.sqlite, or none when --bundle is given).",
         ),
-    ] = Path("runs.sqlite"),
+    ] = None,
     out: Annotated[
         Path, typer.Option("--out", help="Directory to write the site into (index.html, figures/, tables/).")
     ] = Path("report"),
@@ -96,15 +97,18 @@ def report(
     from orchestrator.reference import ReferenceError
     from orchestrator.reference.compare import with_reference
     from orchestrator.store import partial_note
-    from orchestrator.submission.bundle import BundleError, merge_trials
+    from orchestrator.submission.bundle import BundleError, load_bundle, merge_trials
 
     t0 = time.perf_counter()
-    partial = partial_note(store)
+    if store is None and not bundle:
+        store = Path("runs.sqlite")
+    partial = partial_note(store) if store is not None else None
     try:
         _check_writable(out)  # before minutes of aggregation, not after
-        trials = load_trials(store)
-        if bundle:
-            trials = merge_trials(trials, bundle)
+        if store is not None:
+            trials = merge_trials(load_trials(store), bundle) if bundle else load_trials(store)
+        else:
+            trials = merge_trials(load_bundle(bundle[0]), bundle[1:])
         entries, compared = None, []
         if reference is not None:
             trials, comparison = with_reference(trials, reference, store, bundle)
@@ -132,7 +136,7 @@ def report(
         _fail(str(exc))
         return
     except (KeyError, ValueError) as exc:
-        _fail(f"cannot aggregate {store}: {exc}")
+        _fail(f"cannot aggregate {store or bundle[0]}: {exc}")
         return
     for note in an.notes:
         typer.echo(f"note: {note}")

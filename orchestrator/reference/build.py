@@ -26,6 +26,20 @@ from orchestrator.plan import Plan
 from orchestrator.protocols import Protocol
 from orchestrator.reference import TABLE_COLUMNS
 
+# Numeric kernels are picked by the CPU at run time (ATen's vector width, MKL's and oneDNN's code paths, OpenBLAS's
+# core kernels, numpy's AVX-512 loops), and a few hundred epochs of early stopping amplify their last-bit differences
+# into other best epochs. A shipped record must rerun to itself on another machine, so the build (and a rerun of it,
+# and the golden sweep) pins each library to a path every x86-64 CPU of the last decade has, one torch thread per
+# service; each variable only selects among a library's own kernels.
+PINNED_KERNELS = {
+    "ATEN_CPU_CAPABILITY": "avx2",
+    "MKL_CBWR": "COMPATIBLE",
+    "ONEDNN_MAX_CPU_ISA": "AVX2",
+    "OPENBLAS_CORETYPE": "Haswell",
+    "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR",
+    "NODEGROUND_THREADS": "1",
+}
+
 
 def reference_methods(families: Mapping[str, Family]) -> tuple[list[str], dict[str, str]]:
     """(methods shipped, method -> why not) over every family."""

@@ -128,7 +128,7 @@ def _plain(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def with_reference(
-    trials: pd.DataFrame, name: str, store: Path, bundles: Sequence[Path]
+    trials: pd.DataFrame, name: str, store: Path | None, bundles: Sequence[Path]
 ) -> tuple[pd.DataFrame, Comparison]:
     """The report's trials (``load_trials``'s, bundles merged) among the shipped reference ``name``, typed as the
     analysis types them, and the comparison; the user's hardware is read from the store's and bundles' records."""
@@ -138,7 +138,7 @@ def with_reference(
     from orchestrator.submission.verify import is_verified
 
     shipped, manifest = load_reference(name)
-    hosts = [store, *(b / TRIALS for b in bundles)]
+    hosts = [*([store] if store is not None else []), *(b / TRIALS for b in bundles)]
     hardware = user_hardware(
         pd.concat([read_trial_columns(p, ("host_json",)) for p in hosts if p.suffix == ".sqlite"], ignore_index=True)
     )

@@ -27,6 +27,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from orchestrator.reference.build import PINNED_KERNELS
+
 GOLDEN = Path(__file__).parent / "golden"
 REPO = Path(__file__).resolve().parents[2]
 SWEEP = [
@@ -68,23 +70,9 @@ def _orchestrator(args: list[str], env: dict[str, str], timeout: float) -> None:
         )
 
 
-# Numeric kernels are picked by the CPU at run time (ATen's vector width, MKL's and oneDNN's code paths,
-# OpenBLAS's core kernels, numpy's AVX-512 loops), and a few hundred epochs of early stopping amplify their
-# last-bit differences into other best epochs (an AVX-512 recording failed on an AVX2 machine in 19% of rows).
-# The golden sweep pins each to a path every x86-64 CPU of the last decade has, so any such machine records
-# the same trials; each variable only selects among a library's own kernels.
-PINNED_KERNELS = {
-    "ATEN_CPU_CAPABILITY": "avx2",
-    "MKL_CBWR": "COMPATIBLE",
-    "ONEDNN_MAX_CPU_ISA": "AVX2",
-    "OPENBLAS_CORETYPE": "Haswell",
-    "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR",
-}
-
-
 def _environment(mirror: Path, cache: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NODEGROUND_")}
-    env.update(PINNED_KERNELS)
+    env.update(PINNED_KERNELS)  # one torch thread and the kernels every x86-64 machine has: reruns to itself
     env.update(
         NODEGROUND_MIRROR=str(mirror),
         NODEGROUND_CACHE=str(cache),
@@ -93,7 +81,6 @@ def _environment(mirror: Path, cache: Path) -> dict[str, str]:
         # the in-context GFMs' smallest architecture: the same code paths at a tenth of the cost (at the official
         # size their predicts were 80% of the sweep); `make bench BENCH=gfm` measures the official structure
         NODEGROUND_RANDOM_INIT_ARCH="tiny",
-        NODEGROUND_THREADS="1",
     )
     return env
 
