@@ -2,7 +2,7 @@
 
 A store of a few small graphs cannot say how a method's cost grows: every one of its terms is small there and a
 trial's fixed overhead dominates. The probe runs each method, through the same services a sweep uses, on
-``PROBE_GRAPHS``: stochastic block models from 1,000 to 128,000 nodes whose degree and feature count vary apart
+``PROBE_GRAPHS``: stochastic block models from 500 to 128,000 nodes whose degree and feature count vary apart
 from their node count (so per-node, per-feature and per-arc terms can be told apart), two configurations (the
 default and one sampled) under each label regime, every fit capped at ``PROBE_EPOCHS`` epochs (the records time
 an epoch; the epochs a real fit runs come from real records). A method moves to the next, larger graph while its
@@ -29,19 +29,22 @@ from orchestrator.plan import SweepPlan
 from orchestrator.protocols import CALIBRATION
 from orchestrator.records import STATUS_OK, STATUS_UNAVAILABLE
 
+# Each graph asks about 1.5-4x the work of the one before (so a method grows as far as its budget allows), and
+# degree and feature count move apart from the node count (so per-node, per-feature and per-arc terms separate).
 PROBE_GRAPHS: tuple[CalibrationGraph, ...] = (
-    CalibrationGraph(nodes=1_000, degree=4, features=64, classes=5),
-    CalibrationGraph(nodes=2_000, degree=32, features=512, classes=3),
-    CalibrationGraph(nodes=4_000, degree=8, features=1024, classes=7),
-    CalibrationGraph(nodes=8_000, degree=16, features=128, classes=2),
-    CalibrationGraph(nodes=16_000, degree=4, features=512, classes=5),
-    CalibrationGraph(nodes=32_000, degree=24, features=64, classes=10),
-    CalibrationGraph(nodes=64_000, degree=8, features=256, classes=3),
-    CalibrationGraph(nodes=128_000, degree=12, features=128, classes=5),
+    CalibrationGraph(nodes=500, degree=4, features=32, classes=3),
+    CalibrationGraph(nodes=1_000, degree=8, features=128, classes=5),
+    CalibrationGraph(nodes=2_000, degree=4, features=512, classes=2),
+    CalibrationGraph(nodes=4_000, degree=16, features=64, classes=7),
+    CalibrationGraph(nodes=8_000, degree=8, features=256, classes=3),
+    CalibrationGraph(nodes=16_000, degree=4, features=128, classes=10),
+    CalibrationGraph(nodes=32_000, degree=12, features=64, classes=5),
+    CalibrationGraph(nodes=64_000, degree=6, features=128, classes=2),
+    CalibrationGraph(nodes=128_000, degree=8, features=64, classes=5),
 )
 PROBE_REGIMES = ("10/10/80", "50/25/25")
 PROBE_CONFIGS = 2  # per regime: the default and one sampled configuration
-PROBE_EPOCHS = 20
+PROBE_EPOCHS = 10
 SUPERVISED_SECONDS = 36.0  # one supervised method's probe, in service seconds (15 methods: about 10 minutes)
 GFM_SECONDS = 120.0  # one GFM's probe
 

@@ -68,7 +68,7 @@ def run_probe(methods: Sequence[str], store: Path, endpoint: list[str], services
 
 
 def progress_table(progress: list[Progress]) -> Table:
-    table = Table(title=f"cost probe: {len(PROBE_GRAPHS)} graphs of 1,000 to 128,000 nodes, largest probed first")
+    table = Table(title=f"cost probe: {len(PROBE_GRAPHS)} graphs of 500 to 128,000 nodes, largest probed first")
     for column in ("method", "graphs", "largest probed", "service s", "budget s", "stopped"):
         table.add_column(column, justify="right" if column in ("graphs", "service s", "budget s") else "left")
     for p in progress:
