@@ -42,10 +42,11 @@ import psutil
 from contract.families import family_env
 from contract.handshake import GRAPH_DIR_ENV, PARENT_PID_ENV, READY_PREFIX
 from contract.security import ENV_NAMES as SECURITY_ENV
+from contract.settings import START_TIMEOUT_S as START_TIMEOUT
 from orchestrator.services.client import ServiceUnavailable
 
 START_TIMEOUT_S = 120.0  # default; NODEGROUND_START_TIMEOUT_S sets it (a loaded machine may need more)
-START_TIMEOUT_ENV = "NODEGROUND_START_TIMEOUT_S"
+START_TIMEOUT_ENV = START_TIMEOUT.env
 CLOSE_GRACE_S = 3.0  # when the sweep ends, services get this long to exit on SIGTERM, then SIGKILL (they hold nothing)
 THREADS_ENV = "NODEGROUND_THREADS"  # torch threads per service (methods.serve reads it)
 SHARED_MEMORY = Path("/dev/shm")  # where graph directories go when it exists: files there are memory, not disk
@@ -82,16 +83,8 @@ def _alive(pid: int, started: int) -> bool:
 
 def start_timeout() -> float:
     """Seconds a service may take to announce its port: NODEGROUND_START_TIMEOUT_S, else START_TIMEOUT_S."""
-    raw = os.environ.get(START_TIMEOUT_ENV, "").strip()
-    if not raw:
-        return START_TIMEOUT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < float("inf"):
-        raise ServiceUnavailable(f"{START_TIMEOUT_ENV}={raw!r} must be a positive number of seconds")
-    return value
+    value = START_TIMEOUT.read()
+    return START_TIMEOUT_S if value is None else float(value)
 
 
 def service_threads(replicas: int, env: Mapping[str, str] = os.environ) -> int | None:

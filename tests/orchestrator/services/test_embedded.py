@@ -12,6 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from contract.settings import SettingError
 from orchestrator.services.client import ServiceUnavailable
 from orchestrator.services.directory import ServiceDirectory, resolve_methods
 from orchestrator.services.embedded import (
@@ -41,7 +42,7 @@ def test_a_service_too_slow_to_start_is_named_as_stopped_by_the_orchestrator(mon
 @pytest.mark.parametrize("value", ["0", "-3", "nan", "inf", "soon"])
 def test_a_start_timeout_that_is_not_a_positive_number_is_refused(monkeypatch, value):
     monkeypatch.setenv(START_TIMEOUT_ENV, value)
-    with pytest.raises(ServiceUnavailable, match=f"{START_TIMEOUT_ENV}=.* must be a positive number of seconds"):
+    with pytest.raises(SettingError, match=f"{START_TIMEOUT_ENV}=.*: must be a number in \\[0.001, 86400\\]"):
         start_timeout()
 
 
