@@ -35,10 +35,10 @@ one bundle uploaded with every label hidden. A view keeps its own derived tensor
 some depend on labels); a graph keeps its last ``MAX_VIEWS_PER_GRAPH`` views and drops them
 with itself. Describe's ``graphs_received`` counts the uploads held since the service started.
 
-Same host: a service given a directory (``shared_graph_dir``, from the process that started it) says so
-in Describe and takes a graph as the file of its hash there (AttachGraph), mapped instead of streamed;
-admission, the checks and the count are the upload's (``_receive``). Without one, AttachGraph is
-UNIMPLEMENTED and the client streams.
+Same host: a service given a directory (``shared_graph_dir``, from the process that started it) listens there
+for graphs handed over as sealed memfds (``contract.handover``), says so in Describe and takes such a graph by
+its token (AttachGraph), mapped instead of streamed; admission, the checks and the count are the upload's
+(``_receive``). Without one, AttachGraph is UNIMPLEMENTED and the client streams.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ import functools
 import hashlib
 import logging
 import math
+import os
 import re
 import threading
 import time
@@ -65,6 +66,8 @@ import numpy as np
 import torch
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from contract.handover import HANDOVER_TTL_S, HandoverDesk, attach
+from contract.handover import SUPPORTED as HANDOVER_SUPPORTED
 from contract.handshake import HEALTH_SERVICES
 from contract.security import Security
 from contract.space import ConfigError, config_from_proto, config_to_proto, param_to_proto, value_to_proto
@@ -76,8 +79,6 @@ from contract.wire import (
     BundleError,
     BundleTooLarge,
     GraphBundle,
-    GraphFileMissing,
-    attach,
     decode,
     encode_probabilities,
     held_bytes,
@@ -303,7 +304,8 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         max_models: int = DEFAULT_MAX_MODELS,
         shared_graph_dir: str = "",
     ) -> None:
-        """``shared_graph_dir``: where AttachGraph reads graphs written on this host ("" offers none)."""
+        """``shared_graph_dir``: where this service listens for graphs handed over on this host ("" offers none; so
+        does a directory the socket cannot be bound in, with a warning)."""
         self.family = family
         self.methods = {m.name: m for m in methods}
         self.graphs = GraphCache(graph_cache_bytes, max_graphs)
@@ -315,7 +317,18 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         self._readiness_lock = threading.Lock()
         self._checked_at = float("-inf")
         self._views_lock = threading.Lock()
-        self.shared_graph_dir = shared_graph_dir
+        self._handover: HandoverDesk | None = None
+        if shared_graph_dir and HANDOVER_SUPPORTED:
+            try:
+                self._handover = HandoverDesk(shared_graph_dir)
+            except OSError as exc:
+                log.warning("graphs are streamed only: no handover socket in %s (%s)", shared_graph_dir, exc)
+        self.shared_graph_dir = shared_graph_dir if self._handover is not None else ""
+
+    def stop(self) -> None:
+        """Close the handover socket (and every descriptor passed to it that no AttachGraph took)."""
+        if self._handover is not None:
+            self._handover.close()
 
     # ---- readiness ---------------------------------------------------------
 
@@ -390,13 +403,24 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
 
     def AttachGraph(self, request: pb.AttachGraphRequest, context: grpc.ServicerContext) -> pb.UploadGraphResponse:
         start = time.perf_counter()
-        if not self.shared_graph_dir:
+        if self._handover is None:
             context.abort(
-                grpc.StatusCode.UNIMPLEMENTED, "this service takes no graph as a file (no shared_graph_dir): stream it"
+                grpc.StatusCode.UNIMPLEMENTED,
+                "this service takes no graph handed over on its host (no shared_graph_dir): stream it",
             )
-        if request.header.graph_hash in self.graphs:
-            return pb.UploadGraphResponse(graph_hash=request.header.graph_hash, already_held=True)
-        return self._receive(lambda admit: attach(self.shared_graph_dir, request.header, admit), start, context)
+        fd = self._handover.take(request.handover)
+        if fd is None:
+            context.abort(
+                grpc.StatusCode.NOT_FOUND,
+                "no graph was handed over under this token (never passed, already taken, or unclaimed for "
+                f"{HANDOVER_TTL_S:g} s): stream it",
+            )
+        try:
+            if request.header.graph_hash in self.graphs:
+                return pb.UploadGraphResponse(graph_hash=request.header.graph_hash, already_held=True)
+            return self._receive(lambda admit: attach(fd, request.header, admit), start, context)
+        finally:
+            os.close(fd)  # a held graph keeps its mapping of the memfd
 
     def _receive(
         self,
@@ -410,8 +434,6 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
                 bundle = read(admit)
         except BundleTooLarge as exc:
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"graph upload refused: {exc}")
-        except GraphFileMissing as exc:
-            context.abort(grpc.StatusCode.NOT_FOUND, f"graph file not found: {exc}")
         except BundleError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad graph upload: {exc}")
         self.graphs.put(bundle)

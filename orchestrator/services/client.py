@@ -9,13 +9,13 @@ whatever its time limit. One watchdog thread serves all of a client's calls (a t
 per call cost a trivial trial a quarter of its orchestrator CPU).
 
 A client given a directory of its own on this host (``graph_dir``; ``embedded`` makes one per service
-it starts) hands a graph to a service that reads that same directory as a file there (AttachGraph)
-instead of streaming it; where the service reads another or none, or does not find the file, it streams.
+it starts) hands a graph over as a sealed memfd (``contract.handover``) to a service that listens in that
+same directory (AttachGraph) instead of streaming it; where the service listens elsewhere or nowhere, or
+refuses the descriptor, it streams.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 import time
@@ -29,6 +29,7 @@ import grpc.experimental
 import numpy as np
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from contract import handover
 from contract.descriptions import MethodSpec, spec_from_proto
 from contract.security import CA_ENV, Security
 from contract.space import Config, config_to_proto
@@ -42,7 +43,6 @@ from contract.wire import (
     encode,
     graph_header,
     payload,
-    shared_graph_path,
 )
 
 WATCHDOG_INTERVAL_S = 5.0  # seconds between health probes while a call is in flight
@@ -53,8 +53,8 @@ WATCHDOG_MISSES = 3  # unanswered probes in a row that declare the service hung
 SHORT_CALL_S = 30.0
 SINGLE_THREADED_STREAMS = grpc.experimental.ChannelOptions.SingleThreadedUnaryStream
 FIT_DEADLINE_GRACE_S = 10.0  # the gRPC deadline of a fit exceeds its time limit by this, so the service answers first
-# What AttachGraph answers when the file cannot be taken on this path and the stream will do: the service offers no
-# file path (or predates it), or the file is not where it looks (another filesystem under the same name).
+# What AttachGraph answers when the graph cannot be taken on this path and the stream will do: the service offers no
+# handover (or predates it), or it does not hold the descriptor under the token (expired, or another listener's).
 STREAM_INSTEAD = (grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.NOT_FOUND)
 
 
@@ -313,27 +313,29 @@ class MethodClient:
         self._held.discard(graph_hash)
 
     def _attached(self, bundle: GraphBundle, timeout: float | None) -> bool:
-        """Hand the graph over as a file in ``graph_dir`` where the service reads that very directory.
+        """Hand the graph over as a sealed memfd where the service listens in this client's ``graph_dir``.
 
-        False where the stream must carry it instead: no such directory here or there, a file that cannot be
-        written (no room, the name taken), or a service that answers one of STREAM_INSTEAD. The file is removed
-        once the call returns, whatever it answered; a held graph keeps its pages mapped in the service.
+        False where the stream must carry it instead: no such directory here or there, no memfd on this
+        platform or no memory for one, a service that does not take the descriptor (no one listening, a
+        refusal) or that answers one of STREAM_INSTEAD. The memfd is closed once the call returns; a held
+        graph keeps the service's mapping of it.
         """
-        if not self.graph_dir or self._described_once(SHORT_CALL_S).shared_graph_dir != self.graph_dir:
+        if (
+            not handover.SUPPORTED
+            or not self.graph_dir
+            or self._described_once(SHORT_CALL_S).shared_graph_dir != self.graph_dir
+        ):
             return False
-        path = shared_graph_path(self.graph_dir, bundle.graph_hash)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            fd = handover.sealed(payload(bundle), f"nodeground-{bundle.graph_hash[:16]}")
         except OSError:
             return False
         try:
             try:
-                with open(fd, "wb") as file:
-                    for part in payload(bundle):
-                        file.write(part)
+                token = handover.hand_over(self.graph_dir, fd, SHORT_CALL_S)
             except OSError:
                 return False
-            request = pb.AttachGraphRequest(header=graph_header(bundle))
+            request = pb.AttachGraphRequest(header=graph_header(bundle), handover=token)
             try:
                 self._unary(self._stub.AttachGraph, request, timeout, "AttachGraph")
             except grpc.RpcError as exc:
@@ -342,8 +344,7 @@ class MethodClient:
                 raise
             return True
         finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+            os.close(fd)
 
     def _unary(
         self,
