@@ -144,9 +144,13 @@ class EmbeddedService:
         self.start_seconds = time.perf_counter() - started
         return self.endpoint
 
+    def command(self) -> list[str]:
+        """What runs: the family's service on a port it picks, on loopback."""
+        return [sys.executable, "-m", "methods.serve", "--family", self.family, "--host", "127.0.0.1", "--port", "0"]
+
     def _spawn(self, stderr: int | IO[bytes]) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
-            [sys.executable, "-m", "methods.serve", "--family", self.family, "--host", "127.0.0.1", "--port", "0"],
+            self.command(),
             stdout=subprocess.PIPE,
             stderr=stderr,
             stdin=subprocess.DEVNULL,

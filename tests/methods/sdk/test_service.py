@@ -316,6 +316,46 @@ def test_a_fit_behind_50_idle_upload_streams_gets_a_thread(graph):
                 f.cancel()
 
 
+def test_a_stalled_upload_is_cancelled_after_the_idle_limit_and_frees_its_slot_while_fits_are_served(graph, caplog):
+    """One chunk, then silence: the stream holds the only upload slot until the idle limit, then the service cancels
+    it (DEADLINE_EXCEEDED, logged), and the next upload takes the slot. A fit meanwhile is served."""
+    idle = 1.0
+    servicer = MethodServicer(
+        "test", [SleepMethod], max_uploads=1, upload_idle_seconds=idle, upload_wait_seconds=HANG_S
+    )
+    release = threading.Event()
+    stalled_bundle, later = tiny_bundle(seed=1)[0], tiny_bundle(seed=2)[0]
+
+    def one_chunk_then_silence() -> Iterator[pb.GraphChunk]:
+        yield next(encode(stalled_bundle, chunk_bytes=64))  # the header and the first 64 bytes
+        release.wait(HANG_S)
+
+    with in_process_service(servicer) as client:
+        client.ensure_graph(graph)
+        stub = pb_grpc.MethodServiceStub(client._channel)
+        started = time.monotonic()
+        stalled = stub.UploadGraph.future(one_chunk_then_silence(), timeout=HANG_S)
+        try:
+            fit = client.fit("sleep", graph.graph_hash, np.arange(30), np.arange(30, 60), {"seconds": 0.0}, 0, HANG_S)
+            fitted_while_stalled = not stalled.done()
+            with pytest.raises(grpc.RpcError) as err:
+                stalled.result(HANG_S)
+            cancelled_after = time.monotonic() - started
+            assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+            assert (
+                f"no chunk for {idle:g} s" in err.value.details()
+                and "NODEGROUND_UPLOAD_IDLE_SECONDS" in err.value.details()
+            )
+            assert cancelled_after >= idle and fit.value.model_handle
+            assert client.ensure_graph(later).value  # the slot is free again
+        finally:
+            release.set()
+    print(f"stalled upload cancelled {cancelled_after:.2f} s after it began (idle limit {idle:g} s); a fit was served "
+          f"{'while it stalled' if fitted_while_stalled else 'meanwhile'}")  # fmt: skip
+    assert any("cancelled: no chunk for" in r.getMessage() for r in caplog.records)  # the service names it too
+    assert servicer.graphs.received == 2
+
+
 class Spy(MethodServicer):
     """Records which call delivered each graph; ``describe_dir`` overrides the directory Describe names."""
 

@@ -8,6 +8,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import grpc
@@ -30,8 +31,9 @@ from orchestrator.services.embedded import (
     remove_orphaned_graph_dirs,
     start_timeout,
 )
-from tests.conftest import HANG_S
+from tests.conftest import HANG_S, REPO, wait_for
 from tests.methods.helpers import tiny_bundle
+from tests.methods.napping_service import FIT_STARTED_ENV
 
 
 def test_a_service_too_slow_to_start_is_named_as_stopped_by_the_orchestrator(monkeypatch, tmp_path):
@@ -190,3 +192,49 @@ def test_a_payload_rewritten_or_truncated_after_the_check_changes_nothing_a_fit_
     assert gcn_replica.service.alive() and client.describe()
     print(f"{how}: writes that went through and were refused after the check: {outcomes}")
     assert len(outcomes) == 1 and outcomes[0][0] == 0 and outcomes[0][1] >= 1
+
+
+# An orchestrator (this script) that starts an embedded napping service and, in the main thread, a fit that never
+# checks for cancellation (a GFM's long step): it prints the service's pid once the fit is sent.
+ORPHANING_ORCHESTRATOR = """
+import sys
+from orchestrator.services.client import MethodClient
+from orchestrator.services.embedded import EmbeddedService
+from tests.methods.helpers import tiny_bundle
+
+class Napping(EmbeddedService):
+    def command(self):
+        return [sys.executable, "-m", "tests.methods.napping_service"]
+
+service = Napping("test")
+service.start()
+client = MethodClient(service.endpoint, graph_dir=service.graph_dir)
+client.wait_healthy(float(sys.argv[1]))
+bundle, train, val = tiny_bundle()
+client.ensure_graph(bundle)
+print(service.pid, flush=True)
+client.fit("stubborn", bundle.graph_hash, train, val, {"seconds": 10 * float(sys.argv[1])}, 0, None)
+"""
+
+
+def test_an_embedded_service_whose_orchestrator_is_killed_mid_fit_exits_on_its_own(tmp_path):
+    """kill -9 of the orchestrator mid-fit: the service's lifeline notices and stops it on time, although the fit
+    never checks for cancellation (before, the process lived until that fit ended). The measured time is printed."""
+    marker = tmp_path / "fit-started"
+    orchestrator = subprocess.Popen(
+        [sys.executable, "-c", ORPHANING_ORCHESTRATOR, str(HANG_S)], stdout=subprocess.PIPE, text=True,
+        cwd=REPO, env={**os.environ, FIT_STARTED_ENV: str(marker)},
+    )  # fmt: skip
+    service = None
+    try:
+        service = psutil.Process(int(orchestrator.stdout.readline()))
+        wait_for(marker.exists, "the fit's start")
+        orchestrator.kill()
+        killed = time.monotonic()
+        orchestrator.wait(HANG_S)
+        wait_for(lambda: not service.is_running() or service.status() == psutil.STATUS_ZOMBIE, "the service's exit")
+        print(f"the service exited {time.monotonic() - killed:.2f} s after its orchestrator was killed mid-fit")
+    finally:
+        orchestrator.kill()
+        if service is not None and service.is_running():
+            service.kill()
