@@ -2,8 +2,8 @@
 
 A service started with ``--port 0`` prints ``READY_PREFIX <port>`` as its first stdout
 line; a launcher sets ``PARENT_PID_ENV`` so the service exits with it, and ``GRAPH_DIR_ENV`` to a
-directory of its own where it writes graphs for the service to take as files (AttachGraph); an image serves on
-``SERVICE_PORT`` and carries the labels that container discovery reads; the gRPC health
+directory of its own where the service listens for graphs handed over as sealed memfds (AttachGraph); an image
+serves on ``SERVICE_PORT`` and carries the labels that container discovery reads; the gRPC health
 service answers for every name in ``HEALTH_SERVICES``.
 """
 

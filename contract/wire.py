@@ -6,19 +6,14 @@ sha256 of ``"nodeground-graph-v1 num_classes=C\\n"``, then one line
 concatenated little-endian tensor bytes. The service recomputes it on receipt,
 so a corrupted or truncated upload is refused rather than trained on.
 
-On one host the payload may come as a file instead (``attach``): the same bytes in
-``<directory>/<graph hash>``, mapped rather than streamed, checked by the same rules.
+On one host the payload may come as a sealed memfd instead (``contract.handover``): the same bytes, mapped
+rather than streamed, checked by the same rules (``check_header``, ``assemble``).
 """
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import math
-import mmap
-import os
-import re
-import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +31,6 @@ CHANNEL_OPTIONS = [
 ]
 TENSOR_ORDER = (("features", "float32", 2), ("edge_index", "int64", 2), ("labels", "int64", 1))
 _DTYPES: dict[str, np.dtype[Any]] = {"float32": np.dtype("<f4"), "int64": np.dtype("<i8")}
-_GRAPH_HASH = re.compile(r"[0-9a-f]{64}")
 
 
 class BundleError(ValueError):
@@ -45,10 +39,6 @@ class BundleError(ValueError):
 
 class BundleTooLarge(BundleError):
     """An upload declares more than the receiver will hold; refused before any byte is allocated."""
-
-
-class GraphFileMissing(BundleError):
-    """No file of the graph's name in the shared directory: the writer's directory is not this process's."""
 
 
 @dataclass
@@ -233,46 +223,6 @@ def decode(chunks: Iterator[pb.GraphChunk], admit: Callable[[pb.GraphHeader], No
         buffer += chunk.data
     if len(buffer) != expected:
         raise BundleError(f"upload ended after {len(buffer)} of {expected} bytes")
-    return assemble(header, buffer)
-
-
-def shared_graph_path(directory: str, graph_hash: str) -> str:
-    """Where a same-host graph's payload lies. Only a sha256 in hex names a file, so no name leaves the directory."""
-    if not _GRAPH_HASH.fullmatch(graph_hash):
-        raise BundleError(f"graph hash {graph_hash[:80]!r} is not 64 lowercase hex digits")
-    return os.path.join(directory, graph_hash)
-
-
-def attach(
-    directory: str, header: pb.GraphHeader, admit: Callable[[pb.GraphHeader], None] | None = None
-) -> GraphBundle:
-    """The bundle whose payload is the file of its hash in ``directory``, mapped rather than copied.
-
-    Checked as a stream is: the header, then the file (regular, not a link, exactly the announced size:
-    opening a FIFO does not block), ``admit``, the hash and the content. The mapping is private, so a method
-    that writes to its arrays copies the pages it writes and never changes the file; the file's pages stay
-    held after its writer removes it, for as long as the graph is.
-    """
-    expected = check_header(header)
-    path = shared_graph_path(directory, header.graph_hash)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise GraphFileMissing(f"no file {path}") from None
-    except OSError as exc:
-        raise BundleError(f"{path} is a link" if exc.errno == errno.ELOOP else f"cannot open {path}: {exc}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise BundleError(f"{path} is not a regular file")
-        if info.st_size != expected:
-            raise BundleError(f"{path} holds {info.st_size} bytes; the header announces {expected}")
-        if admit is not None:
-            admit(header)
-        prot = mmap.PROT_READ | mmap.PROT_WRITE
-        buffer = mmap.mmap(fd, expected, flags=mmap.MAP_PRIVATE, prot=prot) if expected else bytearray()
-    finally:
-        os.close(fd)
     return assemble(header, buffer)
 
 

@@ -9,61 +9,49 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import re
 import signal
 import sys
 import threading
 from pathlib import Path
+from typing import NoReturn
 
+import grpc
 import torch
 
 from contract.families import Family, load_families
 from contract.handshake import GRAPH_DIR_ENV, READY_PREFIX, SERVICE_PORT
 from contract.security import Security, SecurityError
+from contract.settings import (
+    GRAPH_CACHE_BYTES,
+    MAX_MODELS,
+    MAX_UPLOAD_BYTES,
+    SERVICE_LIMITS,
+    SERVICE_SETTINGS,
+    THREADS,
+    UPLOAD_IDLE_SECONDS,
+    UPLOAD_WAIT_SECONDS,
+    Setting,
+    SettingError,
+    check_all,
+)
 from contract.weights import load_weights_catalog
 from methods.families import method_classes
 from methods.sdk.allocator import keep_freed_memory
 from methods.sdk.health_file import HEALTH_FILE_ENV, loopback_address, start_health_file
-from methods.sdk.service import (
-    DEFAULT_GRAPH_CACHE_BYTES,
-    DEFAULT_MAX_MODELS,
-    DEFAULT_MAX_UPLOAD_BYTES,
-    DEFAULT_UPLOAD_WAIT_SECONDS,
-    MethodServicer,
-    build_server,
-)
+from methods.sdk.method import DEVICE_ENV
+from methods.sdk.service import MethodServicer, build_server
 
 # One line of `pip check`: "<dist> <version> has requirement <req>, but you have <name> <version>."
 # or "<dist> <version> requires <name>, which is not installed."
 _PIP_CHECK_LINE = re.compile(r"^(\S+) \S+ (?:has requirement ([A-Za-z0-9._-]+)|requires ([A-Za-z0-9._-]+))")
 PROJECT = "nodeground"
-# The servicer's limits: the flag, the environment variable that sets it when the flag is not given, its type,
-# default and help.
-LIMITS: tuple[tuple[str, str, type[int] | type[float], float, str | None], ...] = (
-    ("--graph-cache-bytes", "NODEGROUND_GRAPH_CACHE_BYTES", int, DEFAULT_GRAPH_CACHE_BYTES, None),
-    (
-        "--max-upload-bytes",
-        "NODEGROUND_MAX_UPLOAD_BYTES",
-        int,
-        DEFAULT_MAX_UPLOAD_BYTES,
-        "largest graph accepted (tensors plus its N x C prediction); the memory available bounds it too",
-    ),
-    (
-        "--upload-wait-seconds",
-        "NODEGROUND_UPLOAD_WAIT_SECONDS",
-        float,
-        DEFAULT_UPLOAD_WAIT_SECONDS,
-        "how long an upload waits for one of the concurrent upload slots before RESOURCE_EXHAUSTED",
-    ),
-    (
-        "--max-models",
-        "NODEGROUND_MAX_MODELS",
-        int,
-        DEFAULT_MAX_MODELS,
-        "fitted models held without Release before the least recently used is dropped",
-    ),
-)
+PORT = Setting("", int, 0, 65535, SERVICE_PORT, "port to bind; 0 picks a free one", "--port")
+# After SIGTERM (or the launcher's death) the calls in flight get this long to end: a running fit is cancelled at
+# once and ends at its next check; one that does not check by then is left behind (the process exits without it).
+STOP_GRACE_S = 2.0
 
 
 def undeclared_conflicts(family: Family, pip_check: str) -> list[str]:
@@ -106,21 +94,29 @@ def check(family: Family, pip_check: str | None = None) -> str:
     return f"{family.name}: {', '.join(names)}: smoke ok"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="nodeground-serve", description=__doc__)
+class _OneLineParser(argparse.ArgumentParser):
+    """A usage error is one ``error:`` line and exit 2, without argparse's usage box."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _OneLineParser(prog="nodeground-serve", description=__doc__)
     parser.add_argument(
         "--family",
         default=os.environ.get("NODEGROUND_FAMILY"),
         help="method family to host (a folder under methods/; default: NODEGROUND_FAMILY, set in the images)",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (0.0.0.0 in containers)")
-    parser.add_argument("--port", type=int, default=SERVICE_PORT, help="port to bind; 0 picks a free one")
-    for flag, env, kind, default, text in LIMITS:
-        parser.add_argument(flag, type=kind, default=kind(os.environ[env]) if env in os.environ else default, help=text)
+    for setting in (PORT, *SERVICE_LIMITS):  # parsed by their Setting once all are known (``settings``)
+        default = f"{setting.default} (default; {setting.env} sets it)" if setting.env else setting.default
+        parser.add_argument(setting.flag, help=f"{setting.help}: {setting.expected()}; {default}")
     parser.add_argument(
         "--graph-dir",
         default=os.environ.get(GRAPH_DIR_ENV, ""),
-        help=f"an absolute directory to take graphs from as files written on this host (AttachGraph; default: "
+        help=f"an absolute directory of this host's where graphs are handed over (AttachGraph; default: "
         f"{GRAPH_DIR_ENV}, which a local launcher sets; none: graphs come only as upload streams)",
     )
     parser.add_argument(
@@ -129,9 +125,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--pip-check", type=Path, help="with --check: a `pip check` report, which may name only declared conflicts"
     )
+    return parser
+
+
+def settings(args: argparse.Namespace) -> dict[Setting, float]:
+    """Every setting the service reads, parsed once: the limits and the port (a flag, else its variable, else the
+    default), then the rest of the environment (``SERVICE_SETTINGS``) and the device; SettingError names the first
+    bad one."""
+    values = {}
+    for setting in (PORT, *SERVICE_LIMITS):
+        given = getattr(args, setting.flag.removeprefix("--").replace("-", "_"))
+        value = setting.parse(given, setting.flag) if given is not None else setting.read()
+        values[setting] = float(value) if value is not None else math.nan  # every one has a default
+    check_all(SERVICE_SETTINGS)
+    device = os.environ.get(DEVICE_ENV, "")
+    if device:
+        try:
+            torch.device(device)
+        except RuntimeError:
+            raise SettingError(f"{DEVICE_ENV}={device[:40]!r}: must be a torch device such as cpu or cuda:0") from None
+    return values
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
-
+    try:
+        limits = settings(args)
+    except SettingError as exc:
+        parser.error(str(exc))
     families = load_families()
     if args.family is None:
         parser.error("--family is required (or set NODEGROUND_FAMILY)")
@@ -141,29 +164,30 @@ def main(argv: list[str] | None = None) -> int:
     if args.graph_dir and not (os.path.isabs(args.graph_dir) and os.path.isdir(args.graph_dir)):
         print(f"error: the graph directory {args.graph_dir!r} is not an absolute path to a directory", file=sys.stderr)
         return 2
-    kept = keep_freed_memory()
-    threads = os.environ.get("NODEGROUND_THREADS")
-    if threads:
-        torch.set_num_threads(int(threads))
-    logging.getLogger("nodeground.serve").info(
-        "family %s, torch threads %d, freed memory kept between epochs: %s", args.family, torch.get_num_threads(), kept
-    )
     family = families[args.family]
     if args.check:
         print(check(family, args.pip_check.read_text() if args.pip_check else None))
         return 0
+    kept = keep_freed_memory()
+    threads = THREADS.read()
+    if threads is not None:
+        torch.set_num_threads(int(threads))
+    logging.getLogger("nodeground.serve").info(
+        "family %s, torch threads %d, freed memory kept between epochs: %s", args.family, torch.get_num_threads(), kept
+    )
     servicer = MethodServicer(
         family.name,
         method_classes(family),
-        graph_cache_bytes=args.graph_cache_bytes,
-        max_upload_bytes=args.max_upload_bytes,
-        max_models=args.max_models,
-        upload_wait_seconds=args.upload_wait_seconds,
+        graph_cache_bytes=int(limits[GRAPH_CACHE_BYTES]),
+        max_upload_bytes=int(limits[MAX_UPLOAD_BYTES]),
+        upload_wait_seconds=limits[UPLOAD_WAIT_SECONDS],
+        upload_idle_seconds=limits[UPLOAD_IDLE_SECONDS],
+        max_models=int(limits[MAX_MODELS]),
         shared_graph_dir=args.graph_dir,
     )
     try:
         security = Security.from_env()
-        server, port = build_server(servicer, f"{args.host}:{args.port}", security=security)
+        server, port = build_server(servicer, f"{args.host}:{int(limits[PORT])}", security=security)
     except (OSError, SecurityError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -174,18 +198,30 @@ def main(argv: list[str] | None = None) -> int:
             "loopback')",
             args.host,
         )
-    server.start()
-    print(f"{READY_PREFIX} {port}", flush=True)
     health_file = os.environ.get(HEALTH_FILE_ENV)
     if health_file:  # set in the images, read by their HEALTHCHECK
         start_health_file(loopback_address(args.host, port), Path(health_file), security=security.loopback_client())
+    serve(servicer, server, port)
 
+
+def serve(servicer: MethodServicer, server: grpc.Server, port: int) -> NoReturn:
+    """Serve until SIGTERM or SIGINT (the lifeline sends SIGTERM once the launcher is gone), then stop on time.
+
+    Stopping cancels the fits in flight as the watchdog's cancellation does (each ends at its next check and
+    answers UNAVAILABLE) and gives every call in flight ``STOP_GRACE_S`` to end; then the process exits at once,
+    without joining gRPC's worker threads: a fit that never checks would keep it alive until that fit ended.
+    """
     stopped = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stopped.set())
+    server.start()
+    print(f"{READY_PREFIX} {port}", flush=True)
     stopped.wait()
-    server.stop(grace=2).wait()
-    return 0
+    servicer.stop()
+    server.stop(grace=STOP_GRACE_S).wait()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def is_loopback(host: str) -> bool:

@@ -6,7 +6,8 @@ import contextlib
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,14 @@ HANG_S = 300.0
 MIRROR = Path(os.environ.get("NODEGROUND_MIRROR") or REPO.parent / "shared" / "mirror")
 #: The smallest sweep a test asks `orchestrator run` for: the MLP on the built-in tiny graph.
 TINY_SWEEP = ["--methods", "mlp", "--datasets", "synthetic-tiny"]
+
+
+def wait_for(condition: Callable[[], object], what: str) -> None:
+    """Poll ``condition`` until it holds; fail naming ``what`` if it has not within HANG_S (a hang, not slowness)."""
+    deadline = time.monotonic() + HANG_S
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} did not happen within {HANG_S:.0f} s"
+        time.sleep(0.02)
 
 
 # Checks that take most of an hour on a CPU run only when their marker is asked for.

@@ -213,10 +213,12 @@ class GraphChunk(_message.Message):
     def __init__(self, header: _Optional[_Union[GraphHeader, _Mapping]] = ..., data: _Optional[bytes] = ...) -> None: ...
 
 class AttachGraphRequest(_message.Message):
-    __slots__ = ("header",)
+    __slots__ = ("header", "handover")
     HEADER_FIELD_NUMBER: _ClassVar[int]
+    HANDOVER_FIELD_NUMBER: _ClassVar[int]
     header: GraphHeader
-    def __init__(self, header: _Optional[_Union[GraphHeader, _Mapping]] = ...) -> None: ...
+    handover: str
+    def __init__(self, header: _Optional[_Union[GraphHeader, _Mapping]] = ..., handover: _Optional[str] = ...) -> None: ...
 
 class UploadGraphResponse(_message.Message):
     __slots__ = ("graph_hash", "already_held", "service_seconds")

@@ -96,14 +96,18 @@ class MethodServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def AttachGraph(self, request, context):
-        """Added within v1: take a graph from a file on the same host instead of the stream, where
+        """Added within v1: take a graph handed over on the same host instead of the stream, where
         Describe names the directory (shared_graph_dir) and it is the one the client was given.
-        The payload (exactly header.total_bytes bytes, the tensors' bytes as the stream carries
-        them) lies in <shared_graph_dir>/<header.graph_hash>, a regular file (not a link) that
-        the client wrote and removes once the call returns. The graph is checked, admitted, held
-        and counted (graphs_received) exactly like an upload. A name that is not 64 lowercase hex
-        digits, a link or other non-regular file, a size other than total_bytes or a content
-        that does not match the hash is INVALID_ARGUMENT; no such file is NOT_FOUND (the client
+        The client writes the payload (exactly header.total_bytes bytes, the tensors' bytes as the
+        stream carries them) into a memfd, seals it against writes, shrinking and growing
+        (F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW), passes the descriptor over the Unix socket
+        <shared_graph_dir>/handover.sock (one message, the descriptor as SCM_RIGHTS) and names the
+        token the socket answers ("ok <token>") in this call. The service checks the seals before it
+        maps the memfd and hashes what it mapped, so no one can change what a fit reads; no file in
+        the directory is ever read. The graph is checked, admitted, held and counted
+        (graphs_received) exactly like an upload. A descriptor without those seals, a size other
+        than total_bytes or a content that does not match the hash is INVALID_ARGUMENT; a token the
+        service does not hold (never sent, taken, or unclaimed for 60 s) is NOT_FOUND (the client
         then streams); a service without the directory answers UNIMPLEMENTED, as does one that
         predates the call.
         """

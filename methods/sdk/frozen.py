@@ -38,6 +38,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from contract.settings import RANDOM_INIT_WEIGHTS
 from contract.space import ChoiceParam, Config
 from contract.weights import verify_file, weights_dir
 from contract.wire import GraphBundle
@@ -52,7 +53,7 @@ from methods.sdk.weights import (
     weights_problems,
 )
 
-RANDOM_ENV = "NODEGROUND_RANDOM_INIT_WEIGHTS"
+RANDOM_ENV = RANDOM_INIT_WEIGHTS.env
 ARCH_ENV = "NODEGROUND_RANDOM_INIT_ARCH"
 RANDOM_INIT_SEED = 20260101  # fixed: the "random-init" weights are the same in every process
 # The smallest random structures of the in-context families (keys a family does not use are ignored).
@@ -84,7 +85,7 @@ class Provenance:
 
 
 def random_init_allowed() -> bool:
-    return os.environ.get(RANDOM_ENV, "") == "1"
+    return RANDOM_INIT_WEIGHTS.read() == 1
 
 
 def locate_weights(weights_id: str, override: str = "") -> tuple[Path, Provenance]:

@@ -15,7 +15,7 @@ import signal
 import threading
 from collections.abc import Callable
 
-from contract.handshake import PARENT_PID_ENV
+from contract.settings import PARENT_PID
 
 POLL_SECONDS = 0.5
 
@@ -29,11 +29,12 @@ def watch_parent(
 ) -> threading.Thread | None:
     """Start a daemon thread that calls ``on_orphaned`` once this process's parent is gone.
 
-    ``parent_pid`` defaults to ``$NODEGROUND_PARENT_PID``; without either, nothing is watched.
+    ``parent_pid`` defaults to ``$NODEGROUND_PARENT_PID`` (checked at the service's start: ``contract.settings``);
+    without either, nothing is watched.
     """
     if parent_pid is None:
-        value = os.environ.get(PARENT_PID_ENV, "").strip()
-        if not value.isdigit():
+        value = PARENT_PID.read()
+        if value is None:
             return None
         parent_pid = int(value)
 

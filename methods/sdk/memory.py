@@ -18,6 +18,8 @@ from typing import Any
 import psutil
 import torch
 
+from contract.settings import MEMORY_BUDGET_BYTES
+
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 _NO_LIMIT = 1 << 60  # cgroup v1 writes a number near 2**63 for "no limit"
 
@@ -76,7 +78,7 @@ class ResourceError(Exception):
     """A configuration cannot fit in the memory available; raised before or instead of an OOM crash."""
 
 
-BUDGET_ENV = "NODEGROUND_MEMORY_BUDGET_BYTES"
+BUDGET_ENV = MEMORY_BUDGET_BYTES.env
 # A fit may plan on this fraction of the memory available on its device. Estimates count the
 # dominant terms (activations, attention, weights), not the CUDA context, the allocator's
 # fragmentation or the interpreter's heap; a quarter is left for those. One fraction for every
@@ -97,12 +99,9 @@ def memory_budget_bytes(device: torch.device) -> int:
 
     Else ``BUDGET_FRACTION`` of the available memory.
     """
-    explicit = os.environ.get(BUDGET_ENV)
-    if explicit:
-        try:
-            return int(float(explicit))
-        except ValueError as exc:
-            raise ValueError(f"{BUDGET_ENV}={explicit!r} is not a number of bytes") from exc
+    explicit = MEMORY_BUDGET_BYTES.read()  # checked at the service's start (contract.settings)
+    if explicit is not None:
+        return int(explicit)
     return int(available_memory_bytes(device) * BUDGET_FRACTION)
 
 

@@ -79,9 +79,12 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+DEVICE_ENV = "NODEGROUND_DEVICE"
+
+
 def pick_device(uses_gpu: bool) -> torch.device:
     """NODEGROUND_DEVICE overrides; otherwise the first GPU when the method can use one."""
-    wanted = os.environ.get("NODEGROUND_DEVICE")
+    wanted = os.environ.get(DEVICE_ENV)
     if wanted:
         return torch.device(wanted)
     if uses_gpu and torch.cuda.is_available():

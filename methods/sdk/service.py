@@ -35,10 +35,16 @@ one bundle uploaded with every label hidden. A view keeps its own derived tensor
 some depend on labels); a graph keeps its last ``MAX_VIEWS_PER_GRAPH`` views and drops them
 with itself. Describe's ``graphs_received`` counts the uploads held since the service started.
 
-Same host: a service given a directory (``shared_graph_dir``, from the process that started it) says so
-in Describe and takes a graph as the file of its hash there (AttachGraph), mapped instead of streamed;
-admission, the checks and the count are the upload's (``_receive``). Without one, AttachGraph is
-UNIMPLEMENTED and the client streams.
+An upload stream that sends no chunk for ``upload_idle_seconds`` is cancelled (DEADLINE_EXCEEDED, logged), its
+slot and buffers freed: a client that sends a header and stalls holds neither until its deadline.
+
+Same host: a service given a directory (``shared_graph_dir``, from the process that started it) listens there
+for graphs handed over as sealed memfds (``contract.handover``), says so in Describe and takes such a graph by
+its token (AttachGraph), mapped instead of streamed; admission, the checks and the count are the upload's
+(``_receive``). Without one, AttachGraph is UNIMPLEMENTED and the client streams.
+
+Stopping (``stop``, on SIGTERM: ``methods.serve``): fits in flight are cancelled as the client's watchdog
+cancels them (each ends at its next check, UNAVAILABLE) and new fits are refused.
 """
 
 from __future__ import annotations
@@ -49,6 +55,8 @@ import functools
 import hashlib
 import logging
 import math
+import os
+import queue
 import re
 import threading
 import time
@@ -65,6 +73,9 @@ import numpy as np
 import torch
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from contract import settings
+from contract.handover import HANDOVER_TTL_S, HandoverDesk, attach
+from contract.handover import SUPPORTED as HANDOVER_SUPPORTED
 from contract.handshake import HEALTH_SERVICES
 from contract.hardware import cpu_model
 from contract.security import Security
@@ -77,8 +88,6 @@ from contract.wire import (
     BundleError,
     BundleTooLarge,
     GraphBundle,
-    GraphFileMissing,
-    attach,
     decode,
     encode_probabilities,
     held_bytes,
@@ -96,12 +105,14 @@ class _Model:
         self.method, self.state, self.graph = method, state, graph
 
 
-DEFAULT_GRAPH_CACHE_BYTES = 8 << 30
-DEFAULT_MAX_UPLOAD_BYTES = 8 << 30  # one graph's tensors plus its N x C prediction
+# The limits a flag or variable sets (contract.settings says what each is and what it accepts).
+DEFAULT_GRAPH_CACHE_BYTES = int(settings.GRAPH_CACHE_BYTES.default or 0)
+DEFAULT_MAX_UPLOAD_BYTES = int(settings.MAX_UPLOAD_BYTES.default or 0)  # one graph's tensors plus its N x C prediction
+DEFAULT_UPLOAD_WAIT_SECONDS = float(settings.UPLOAD_WAIT_SECONDS.default or 0)  # how long an upload waits for a slot
+DEFAULT_UPLOAD_IDLE_SECONDS = float(settings.UPLOAD_IDLE_SECONDS.default or 0)  # longest silence within a stream
+DEFAULT_MAX_MODELS = int(settings.MAX_MODELS.default or 0)  # fitted models held (the orchestrator holds one per trial)
 DEFAULT_MAX_UPLOADS = 2  # concurrent upload streams
-DEFAULT_UPLOAD_WAIT_SECONDS = 60.0  # how long an upload waits for a free slot
 DEFAULT_MAX_GRAPHS = 16
-DEFAULT_MAX_MODELS = 32  # fitted models held at once (the orchestrator holds one per trial in flight)
 MAX_VIEWS_PER_GRAPH = 4  # split views a held graph keeps (each with its derived tensors); a sweep uses one at a time
 VIEWS_KEY = "nodeground-split-views"  # the held graph's cache entry that keeps them (no method's key is a str)
 CONTROL_THREADS = 4  # health, Describe, HasGraph, Release: never queued behind compute
@@ -225,6 +236,62 @@ class UploadGate:
             self._slots.release()
 
 
+class UploadIdle(Exception):
+    """An upload stream sent no chunk for the service's idle limit."""
+
+
+_END = object()  # what the reader of an upload queues after its last chunk
+
+
+class IdleBoundedChunks:
+    """An upload's chunks, read on a thread of their own so that the wait for each is bounded: none for ``idle_s``
+    seconds raises UploadIdle. gRPC's request iterator has no timeout, and a stream stalled in it would keep its
+    upload slot and buffers until its deadline. ``close`` once done: the reader then drops what it still reads
+    and ends with the call."""
+
+    def __init__(self, chunks: Iterator[pb.GraphChunk], idle_s: float) -> None:
+        self._idle = idle_s
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=2)  # the reader runs at most two chunks ahead
+        self._closed = threading.Event()
+        threading.Thread(target=self._read, args=(chunks,), name="upload-reader", daemon=True).start()
+
+    def _read(self, chunks: Iterator[pb.GraphChunk]) -> None:
+        try:
+            for chunk in chunks:
+                if not self._put(chunk):
+                    return
+        except Exception as exc:  # grpc.RpcError: the call ended (cancelled by the client, or answered)
+            self._put(exc)
+            return
+        self._put(_END)
+
+    def _put(self, item: Any) -> bool:
+        while not self._closed.is_set():
+            try:
+                self._queue.put(item, timeout=0.5)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def __iter__(self) -> IdleBoundedChunks:
+        return self
+
+    def __next__(self) -> pb.GraphChunk:
+        try:
+            item = self._queue.get(timeout=self._idle)
+        except queue.Empty:
+            raise UploadIdle(f"no chunk for {self._idle:g} s") from None
+        if item is _END:
+            raise StopIteration
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    def close(self) -> None:
+        self._closed.set()
+
+
 def library_versions() -> dict[str, str]:
     versions = {}
     for name in _REPORTED_LIBRARIES:
@@ -313,8 +380,10 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         max_graphs: int = DEFAULT_MAX_GRAPHS,
         max_models: int = DEFAULT_MAX_MODELS,
         shared_graph_dir: str = "",
+        upload_idle_seconds: float = DEFAULT_UPLOAD_IDLE_SECONDS,
     ) -> None:
-        """``shared_graph_dir``: where AttachGraph reads graphs written on this host ("" offers none)."""
+        """``shared_graph_dir``: where this service listens for graphs handed over on this host ("" offers none; so
+        does a directory the socket cannot be bound in, with a warning)."""
         self.family = family
         self.methods = {m.name: m for m in methods}
         self.graphs = GraphCache(graph_cache_bytes, max_graphs)
@@ -326,7 +395,22 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         self._readiness_lock = threading.Lock()
         self._checked_at = float("-inf")
         self._views_lock = threading.Lock()
-        self.shared_graph_dir = shared_graph_dir
+        self.upload_idle_seconds = upload_idle_seconds
+        self._stopping = threading.Event()
+        self._handover: HandoverDesk | None = None
+        if shared_graph_dir and HANDOVER_SUPPORTED:
+            try:
+                self._handover = HandoverDesk(shared_graph_dir)
+            except OSError as exc:
+                log.warning("graphs are streamed only: no handover socket in %s (%s)", shared_graph_dir, exc)
+        self.shared_graph_dir = shared_graph_dir if self._handover is not None else ""
+
+    def stop(self) -> None:
+        """Stop on time: cancel the fits in flight (each ends at its next check), refuse new ones, close the
+        handover socket. The server's own stop then gives the calls in flight their grace."""
+        self._stopping.set()
+        if self._handover is not None:
+            self._handover.close()
 
     # ---- readiness ---------------------------------------------------------
 
@@ -390,24 +474,45 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         self, request_iterator: Iterator[pb.GraphChunk], context: grpc.ServicerContext
     ) -> pb.UploadGraphResponse:
         start = time.perf_counter()
-        first = next(request_iterator, None)
-        if first is None or not first.HasField("header"):
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the first chunk must carry the graph header")
-        if first.header.graph_hash in self.graphs:
-            for _ in request_iterator:  # drain: the client may already be streaming
-                pass
-            return pb.UploadGraphResponse(graph_hash=first.header.graph_hash, already_held=True)
-        return self._receive(lambda admit: decode(_prepend(first, request_iterator), admit), start, context)
+        chunks = IdleBoundedChunks(request_iterator, self.upload_idle_seconds)
+        try:
+            first = next(chunks, None)
+            if first is None or not first.HasField("header"):
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the first chunk must carry the graph header")
+            if first.header.graph_hash in self.graphs:
+                for _ in chunks:  # drain: the client may already be streaming
+                    pass
+                return pb.UploadGraphResponse(graph_hash=first.header.graph_hash, already_held=True)
+            return self._receive(lambda admit: decode(_prepend(first, chunks), admit), start, context)
+        except UploadIdle as exc:
+            log.warning("upload stream from %s cancelled: %s", context.peer(), exc)
+            context.abort(
+                grpc.StatusCode.DEADLINE_EXCEEDED,
+                f"upload cancelled by the service: {exc} (its idle limit, {settings.UPLOAD_IDLE_SECONDS.env})",
+            )
+        finally:
+            chunks.close()
 
     def AttachGraph(self, request: pb.AttachGraphRequest, context: grpc.ServicerContext) -> pb.UploadGraphResponse:
         start = time.perf_counter()
-        if not self.shared_graph_dir:
+        if self._handover is None:
             context.abort(
-                grpc.StatusCode.UNIMPLEMENTED, "this service takes no graph as a file (no shared_graph_dir): stream it"
+                grpc.StatusCode.UNIMPLEMENTED,
+                "this service takes no graph handed over on its host (no shared_graph_dir): stream it",
             )
-        if request.header.graph_hash in self.graphs:
-            return pb.UploadGraphResponse(graph_hash=request.header.graph_hash, already_held=True)
-        return self._receive(lambda admit: attach(self.shared_graph_dir, request.header, admit), start, context)
+        fd = self._handover.take(request.handover)
+        if fd is None:
+            context.abort(
+                grpc.StatusCode.NOT_FOUND,
+                "no graph was handed over under this token (never passed, already taken, or unclaimed for "
+                f"{HANDOVER_TTL_S:g} s): stream it",
+            )
+        try:
+            if request.header.graph_hash in self.graphs:
+                return pb.UploadGraphResponse(graph_hash=request.header.graph_hash, already_held=True)
+            return self._receive(lambda admit: attach(fd, request.header, admit), start, context)
+        finally:
+            os.close(fd)  # a held graph keeps its mapping of the memfd
 
     def _receive(
         self,
@@ -421,8 +526,6 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
                 bundle = read(admit)
         except BundleTooLarge as exc:
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"graph upload refused: {exc}")
-        except GraphFileMissing as exc:
-            context.abort(grpc.StatusCode.NOT_FOUND, f"graph file not found: {exc}")
         except BundleError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad graph upload: {exc}")
         self.graphs.put(bundle)
@@ -468,14 +571,16 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
             seed=int(request.seed),
             device=pick_device(method_cls.capabilities.uses_gpu),
             deadline=deadline,
-            is_cancelled=lambda: not context.is_active(),
+            is_cancelled=lambda: self._stopping.is_set() or not context.is_active(),
         )
         method = method_cls()
         with self._compute:
+            self._refuse_if_stopping(context)  # a fit that waited for the lock behind one the stop cancelled
             try:
                 with ResourceProbe() as probe:
                     state = method.fit(graph, train, val, config, ctx)
             except FitInterrupted as exc:
+                self._refuse_if_stopping(context)
                 code = grpc.StatusCode.DEADLINE_EXCEEDED if exc.timed_out else grpc.StatusCode.CANCELLED
                 context.abort(code, f"{request.method}: {exc}")
             except (ResourceError, torch.cuda.OutOfMemoryError, MemoryError) as exc:
@@ -498,6 +603,12 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
             ),
             info={k: value_to_proto(_plain(v)) for k, v in ctx.info.items()},
         )
+
+    def _refuse_if_stopping(self, context: grpc.ServicerContext) -> None:
+        if self._stopping.is_set():
+            context.abort(
+                grpc.StatusCode.UNAVAILABLE, "the service is stopping (SIGTERM, or its launcher is gone): fit cancelled"
+            )
 
     def Predict(self, request: pb.PredictRequest, context: grpc.ServicerContext) -> Iterator[pb.PredictChunk]:
         model = self.models.get(request.model_handle)

@@ -6,11 +6,11 @@ a file whose sha256 differs from the catalog is refused here.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from contract.settings import ALLOW_UNVERIFIED_WEIGHTS
 from contract.weights import (
     UNVERIFIED,
     WeightsEntry,
@@ -29,12 +29,12 @@ class ResolvedWeights:
     official: bool  # the catalog's file, byte for byte
 
 
-UNVERIFIED_ENV = "NODEGROUND_ALLOW_UNVERIFIED_WEIGHTS"
+UNVERIFIED_ENV = ALLOW_UNVERIFIED_WEIGHTS.env
 
 
 def unverified_allowed() -> bool:
     """Whether this process accepts ``unverified`` catalog entries (results from them are never official)."""
-    return os.environ.get(UNVERIFIED_ENV, "") == "1"
+    return ALLOW_UNVERIFIED_WEIGHTS.read() == 1
 
 
 def resolve(entry: WeightsEntry, root: Path | None = None, allow_unverified: bool = False) -> ResolvedWeights:

@@ -172,3 +172,6 @@ app = typer.Typer(
 @app.callback()
 def _main() -> None:
     """NodeGround: benchmark graph foundation models against tuned supervised methods."""
+    from contract.settings import ORCHESTRATOR_SETTINGS, check_all
+
+    check_all(ORCHESTRATOR_SETTINGS)  # at start-up, whatever the command: a bad value is one `error:` line

@@ -91,7 +91,9 @@ def _link_or_copy(source: Path, target: Path) -> None:
 
 @contextlib.contextmanager
 def no_unverified_downloads(*modules: Any) -> Iterator[None]:
-    """While a reader runs, its downloads may only 'find' files we already placed."""
+    """While a reader runs, its downloads may only 'find' files we already placed, and PyG's tensor files (its
+    processed dataset, the raw .pt files some readers take) load as data only: ``load_tensor_file`` instead of
+    PyG's ``fs.torch_load``, whose fallback on a refused class is a full unpickle."""
 
     def guarded_download_url(url: str, folder: str, log: bool = True, filename: str | None = None) -> str:
         if filename is None:
@@ -123,6 +125,7 @@ def no_unverified_downloads(*modules: Any) -> Iterator[None]:
     from torch_geometric.io import fs as pyg_fs
 
     patches.append((pyg_fs, "cp", guarded_cp))
+    patches.append((pyg_fs, "torch_load", lambda path, map_location=None: load_tensor_file(path, map_location)))
     saved = [(m, a, getattr(m, a)) for m, a, _ in patches]
     chatter = io.StringIO()  # readers print progress ("Processing...") we do not want on the console
     try:

@@ -163,17 +163,26 @@ def no_pickled_code() -> Iterator[None]:
                 pickle.load, pickle.loads, pickle.Unpickler = _ORIGINAL  # type: ignore[misc]
 
 
-def load_tensor_file(path: Path) -> Any:
-    """``torch.load`` that never runs pickled code; the error is one line naming what was refused."""
+def load_tensor_file(path: Path, map_location: Any = "cpu") -> Any:
+    """``torch.load(weights_only=True)`` with what ``_tensor_globals`` allows and no fallback: it never runs pickled
+    code, and the error is one line naming what was refused.
+
+    Only the classes that are not allowed already are added for the load and removed after it: removing all of
+    them (``safe_globals`` on its own removes what it was given) would unregister PyG's own ``Data``, and PyG's
+    next load of its processed file would fail and fall back to unrestricted unpickling.
+    """
     import torch
 
+    wanted = _tensor_globals()  # first: it imports PyG, which registers its classes as it is imported
+    registered = set(torch.serialization.get_safe_globals())
+    added = [entry for entry in wanted if entry not in registered]
     try:
-        with torch.serialization.safe_globals(_tensor_globals()), warnings.catch_warnings():
+        with torch.serialization.safe_globals(added), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # torch's warnings on a legacy or raw pickle: the error below says it all
-            return torch.load(path, map_location="cpu", weights_only=True)
+            return torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:
         raise UnsafeFileError(
-            f"{path.name}: cannot be read as data without running code it carries ({one_line(exc)})"
+            f"{Path(path).name}: cannot be read as data without running code it carries ({one_line(exc)})"
         ) from None
 
 

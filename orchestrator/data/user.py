@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from contract.settings import ADD_MEMORY, SettingError
 from orchestrator.data.cache import read_graph, save_graph
 from orchestrator.data.fetch import cache_dir
 from orchestrator.data.graph import Graph, GraphError, canonicalize
@@ -81,20 +82,17 @@ def _pick(raw: dict[str, Any], what: str, path: Path) -> Any:
 # machine's memory (registering holds the arrays about three times: as read, canonicalized, saved).
 MAX_INFLATION = 500
 BOMB_MIN_BYTES = 64 << 20
-MEMORY_ENV = "NODEGROUND_ADD_MEMORY"
+MEMORY_ENV = ADD_MEMORY.env
 
 
 def memory_budget() -> int:
     """Bytes a dataset's declared arrays may take (``NODEGROUND_ADD_MEMORY``, else a quarter of physical memory)."""
-    explicit = os.environ.get(MEMORY_ENV, "").strip()
-    if explicit:
-        try:
-            value = int(float(explicit))
-        except ValueError:
-            raise UserDatasetError(f"{MEMORY_ENV}={explicit!r} is not a number of bytes") from None
-        if value <= 0:
-            raise UserDatasetError(f"{MEMORY_ENV}={explicit!r} must be a positive number of bytes")
-        return value
+    try:
+        explicit = ADD_MEMORY.read()
+    except SettingError as exc:
+        raise UserDatasetError(str(exc)) from None
+    if explicit is not None:
+        return int(explicit)
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
     except (ValueError, OSError, AttributeError):

@@ -1,21 +1,23 @@
 """A typed client for one method service endpoint, timing every call end to end.
 
-Every call that computes or carries a graph (Fit, Predict, uploads) runs under a health watchdog (the short
-ones, HasGraph and Release, under a deadline of ``SHORT_CALL_S``): while any call is in flight
-the service's health is probed every ``WATCHDOG_INTERVAL_S``; after ``WATCHDOG_MISSES``
+Every call that computes or carries a graph (Fit, Predict, uploads) runs under a health watchdog: while any
+call is in flight the service's health is probed every ``WATCHDOG_INTERVAL_S``; after ``WATCHDOG_MISSES``
 probes in a row go unanswered (a stopped, hung or partitioned process) the call is
 cancelled and ``ServiceHung`` raised, so no call waits on a silent service forever,
 whatever its time limit. One watchdog thread serves all of a client's calls (a thread
-per call cost a trivial trial a quarter of its orchestrator CPU).
+per call cost a trivial trial a quarter of its orchestrator CPU). The calls that do no compute (HasGraph,
+Release, the Describe a trial asks once) are served on the service's control threads, never queued behind a
+fit, so they need no probe: their deadline is the watchdog's silence (``SHORT_CALL_S``), and one that runs out
+is the same ``ServiceHung``, named as soon as the watchdog would name it.
 
 A client given a directory of its own on this host (``graph_dir``; ``embedded`` makes one per service
-it starts) hands a graph to a service that reads that same directory as a file there (AttachGraph)
-instead of streaming it; where the service reads another or none, or does not find the file, it streams.
+it starts) hands a graph over as a sealed memfd (``contract.handover``) to a service that listens in that
+same directory (AttachGraph) instead of streaming it; where the service listens elsewhere or nowhere, or
+refuses the descriptor, it streams.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 import time
@@ -29,6 +31,7 @@ import grpc.experimental
 import numpy as np
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from contract import handover
 from contract.descriptions import MethodSpec, spec_from_proto
 from contract.security import CA_ENV, Security
 from contract.space import Config, config_to_proto
@@ -42,7 +45,6 @@ from contract.wire import (
     encode,
     graph_header,
     payload,
-    shared_graph_path,
 )
 
 WATCHDOG_INTERVAL_S = 5.0  # seconds between health probes while a call is in flight
@@ -50,11 +52,12 @@ WATCHDOG_PROBE_TIMEOUT_S = 5.0  # one probe's own deadline
 WATCHDOG_MISSES = 3  # unanswered probes in a row that declare the service hung
 # The calls that do no compute (HasGraph, Release) are bounded by this deadline alone, not watched: a blocking call
 # needs no thread, where a watched one needs gRPC's for its future, and one such thread a trial was CPU to spare.
-SHORT_CALL_S = 30.0
+# It is the silence after which the watchdog names a service hung, so a short call names it as fast.
+SHORT_CALL_S = WATCHDOG_INTERVAL_S * WATCHDOG_MISSES
 SINGLE_THREADED_STREAMS = grpc.experimental.ChannelOptions.SingleThreadedUnaryStream
 FIT_DEADLINE_GRACE_S = 10.0  # the gRPC deadline of a fit exceeds its time limit by this, so the service answers first
-# What AttachGraph answers when the file cannot be taken on this path and the stream will do: the service offers no
-# file path (or predates it), or the file is not where it looks (another filesystem under the same name).
+# What AttachGraph answers when the graph cannot be taken on this path and the stream will do: the service offers no
+# handover (or predates it), or it does not hold the descriptor under the token (expired, or another listener's).
 STREAM_INSTEAD = (grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.NOT_FOUND)
 
 
@@ -283,18 +286,30 @@ class MethodClient:
         }
         return {k: v for k, v in fields.items() if v}
 
-    def takes_fit_labels(self, timeout: float = 30.0) -> bool:
+    def takes_fit_labels(self) -> bool:
         """Whether the service reads a fit's labels from the request (Describe's ``fit_labels``; asked once).
 
         Then one bundle with every label hidden serves every split of a graph; else each split is its own bundle.
         """
-        return self._described_once(timeout).fit_labels
+        return self._described_once().fit_labels
 
-    def _described_once(self, timeout: float) -> pb.DescribeResponse:
+    def _described_once(self) -> pb.DescribeResponse:
         """Describe as first answered: what a service is built to take does not change while it runs."""
         if self._first_description is None:
-            self._first_description = self._stub.Describe(pb.DescribeRequest(), timeout=timeout)
+            self._first_description = self._short(self._stub.Describe, pb.DescribeRequest(), "Describe")
         return self._first_description
+
+    def _short(self, method: grpc.UnaryUnaryMultiCallable, request: Any, what: str) -> Any:
+        """A call that does no compute, under ``SHORT_CALL_S``: ServiceHung once the service is silent that long."""
+        try:
+            return method(request, timeout=SHORT_CALL_S)
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.DEADLINE_EXCEEDED:
+                raise
+            raise ServiceHung(
+                f"the service at {self.endpoint} did not answer {what} for {SHORT_CALL_S:g} s (a call its control "
+                "threads answer at once); the call was cancelled"
+            ) from None
 
     def graphs_received(self, timeout: float = 30.0) -> int:
         """How many graph uploads the service has held since it started (Describe's ``graphs_received``)."""
@@ -306,7 +321,7 @@ class MethodClient:
         start = time.perf_counter()
         if self.remembers_graphs and bundle.graph_hash in self._held:
             return CallResult(False, time.perf_counter() - start)
-        held = self._stub.HasGraph(pb.HasGraphRequest(graph_hash=bundle.graph_hash), timeout=SHORT_CALL_S).held
+        held = self._short(self._stub.HasGraph, pb.HasGraphRequest(graph_hash=bundle.graph_hash), "HasGraph").held
         if not held and not self._attached(bundle, timeout):
             self._unary(self._stub.UploadGraph, encode(bundle), timeout, "UploadGraph")
         self._held.add(bundle.graph_hash)
@@ -317,27 +332,25 @@ class MethodClient:
         self._held.discard(graph_hash)
 
     def _attached(self, bundle: GraphBundle, timeout: float | None) -> bool:
-        """Hand the graph over as a file in ``graph_dir`` where the service reads that very directory.
+        """Hand the graph over as a sealed memfd where the service listens in this client's ``graph_dir``.
 
-        False where the stream must carry it instead: no such directory here or there, a file that cannot be
-        written (no room, the name taken), or a service that answers one of STREAM_INSTEAD. The file is removed
-        once the call returns, whatever it answered; a held graph keeps its pages mapped in the service.
+        False where the stream must carry it instead: no such directory here or there, no memfd on this
+        platform or no memory for one, a service that does not take the descriptor (no one listening, a
+        refusal) or that answers one of STREAM_INSTEAD. The memfd is closed once the call returns; a held
+        graph keeps the service's mapping of it.
         """
-        if not self.graph_dir or self._described_once(SHORT_CALL_S).shared_graph_dir != self.graph_dir:
+        if not handover.SUPPORTED or not self.graph_dir or self._described_once().shared_graph_dir != self.graph_dir:
             return False
-        path = shared_graph_path(self.graph_dir, bundle.graph_hash)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            fd = handover.sealed(payload(bundle), f"nodeground-{bundle.graph_hash[:16]}")
         except OSError:
             return False
         try:
             try:
-                with open(fd, "wb") as file:
-                    for part in payload(bundle):
-                        file.write(part)
+                token = handover.hand_over(self.graph_dir, fd, SHORT_CALL_S)
             except OSError:
                 return False
-            request = pb.AttachGraphRequest(header=graph_header(bundle))
+            request = pb.AttachGraphRequest(header=graph_header(bundle), handover=token)
             try:
                 self._unary(self._stub.AttachGraph, request, timeout, "AttachGraph")
             except grpc.RpcError as exc:
@@ -346,8 +359,7 @@ class MethodClient:
                 raise
             return True
         finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+            os.close(fd)
 
     def _unary(
         self,
@@ -408,4 +420,4 @@ class MethodClient:
         return CallResult(probs, time.perf_counter() - start, stats)
 
     def release(self, handle: str) -> bool:
-        return self._stub.Release(pb.ReleaseRequest(model_handle=handle), timeout=SHORT_CALL_S).released
+        return self._short(self._stub.Release, pb.ReleaseRequest(model_handle=handle), "Release").released

@@ -312,7 +312,7 @@ class ServiceDirectory(Directory):
 
     def _embedded_replica(self, pool: _Pool, service: EmbeddedService) -> Replica:
         started = time.perf_counter()
-        # a loopback child started without TLS settings, which takes graphs as files in its directory
+        # a loopback child started without TLS settings, which takes graphs handed over in its directory
         client = MethodClient(service.endpoint, Security(), graph_dir=service.graph_dir)
         self._clients.append(client)
         client.wait_healthy(EMBEDDED_HEALTH_TIMEOUT_S)

@@ -14,9 +14,9 @@ even by SIGKILL: its environment names the orchestrator's pid
 (``NODEGROUND_PARENT_PID``) and the service watches for being re-parented
 (``methods.sdk.lifeline``).
 
-Graphs reach a service as files rather than streams: each service gets a directory of its own
-(``GRAPH_DIR_ENV``; mode 0700, in memory under /dev/shm where there is one), which its client writes a
-graph to and the service maps (AttachGraph). It is removed when the service stops.
+Graphs reach a service handed over rather than streamed: each service gets a directory of its own
+(``GRAPH_DIR_ENV``; mode 0700, under /dev/shm where there is one), where it listens for sealed memfds
+(``contract.handover``) that its client passes (AttachGraph). It is removed when the service stops.
 """
 
 from __future__ import annotations
@@ -42,13 +42,14 @@ import psutil
 from contract.families import family_env
 from contract.handshake import GRAPH_DIR_ENV, PARENT_PID_ENV, READY_PREFIX
 from contract.security import ENV_NAMES as SECURITY_ENV
+from contract.settings import START_TIMEOUT_S as START_TIMEOUT
 from orchestrator.services.client import ServiceUnavailable
 
 START_TIMEOUT_S = 120.0  # default; NODEGROUND_START_TIMEOUT_S sets it (a loaded machine may need more)
-START_TIMEOUT_ENV = "NODEGROUND_START_TIMEOUT_S"
+START_TIMEOUT_ENV = START_TIMEOUT.env
 CLOSE_GRACE_S = 3.0  # when the sweep ends, services get this long to exit on SIGTERM, then SIGKILL (they hold nothing)
 THREADS_ENV = "NODEGROUND_THREADS"  # torch threads per service (methods.serve reads it)
-SHARED_MEMORY = Path("/dev/shm")  # where graph directories go when it exists: files there are memory, not disk
+SHARED_MEMORY = Path("/dev/shm")  # where graph directories go when it exists: local, whatever TMPDIR is
 # A graph directory's name: its family, then the pid and start time (whole seconds) of the orchestrator that made it,
 # so that one left behind by an orchestrator killed with -9 is told apart and removed by the next one.
 GRAPH_DIR_NAME = re.compile(r"nodeground-.+-(?P<pid>\d+)-(?P<started>\d+)-[a-z0-9_]{8}")
@@ -56,7 +57,7 @@ GRAPH_DIR_NAME = re.compile(r"nodeground-.+-(?P<pid>\d+)-(?P<started>\d+)-[a-z0-
 
 def remove_orphaned_graph_dirs(base: Path) -> list[Path]:
     """Remove this user's graph directories under ``base`` whose orchestrator is gone (killed before it could);
-    what it removed. A file left in one is a graph's memory, held until someone does."""
+    what it removed."""
     removed = []
     for path in base.glob("nodeground-*"):
         match = GRAPH_DIR_NAME.fullmatch(path.name)
@@ -82,16 +83,8 @@ def _alive(pid: int, started: int) -> bool:
 
 def start_timeout() -> float:
     """Seconds a service may take to announce its port: NODEGROUND_START_TIMEOUT_S, else START_TIMEOUT_S."""
-    raw = os.environ.get(START_TIMEOUT_ENV, "").strip()
-    if not raw:
-        return START_TIMEOUT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < float("inf"):
-        raise ServiceUnavailable(f"{START_TIMEOUT_ENV}={raw!r} must be a positive number of seconds")
-    return value
+    value = START_TIMEOUT.read()
+    return START_TIMEOUT_S if value is None else float(value)
 
 
 def service_threads(replicas: int, env: Mapping[str, str] = os.environ) -> int | None:
@@ -117,7 +110,7 @@ class EmbeddedService:
             0.0  # process start + imports until the port is announced: warm-up, not charged to any trial
         )
         self.started_at = ""
-        self.graph_dir = ""  # this service's directory for graphs handed over as files (GRAPH_DIR_ENV)
+        self.graph_dir = ""  # this service's directory where graphs are handed over (GRAPH_DIR_ENV)
 
     @property
     def log_path(self) -> Path | None:
@@ -151,9 +144,13 @@ class EmbeddedService:
         self.start_seconds = time.perf_counter() - started
         return self.endpoint
 
+    def command(self) -> list[str]:
+        """What runs: the family's service on a port it picks, on loopback."""
+        return [sys.executable, "-m", "methods.serve", "--family", self.family, "--host", "127.0.0.1", "--port", "0"]
+
     def _spawn(self, stderr: int | IO[bytes]) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
-            [sys.executable, "-m", "methods.serve", "--family", self.family, "--host", "127.0.0.1", "--port", "0"],
+            self.command(),
             stdout=subprocess.PIPE,
             stderr=stderr,
             stdin=subprocess.DEVNULL,

@@ -1,5 +1,3 @@
-import os
-
 import numpy as np
 import pytest
 
@@ -8,15 +6,11 @@ from contract.wire import (
     MAX_MESSAGE_BYTES,
     BundleError,
     BundleTooLarge,
-    GraphFileMissing,
-    attach,
     decode,
     decode_probabilities,
     encode,
     encode_probabilities,
-    graph_header,
     make_bundle,
-    payload,
 )
 from tests.conftest import tiny_graph
 
@@ -119,7 +113,7 @@ def _header_chunk(b, **changes):
 
 
 def test_admit_sees_the_header_before_any_buffer_is_allocated():
-    from contract.wire import BundleTooLarge, held_bytes
+    from contract.wire import held_bytes
 
     b = bundle()
     seen = []
@@ -161,68 +155,3 @@ def test_shapes_whose_product_overflows_int64_are_refused():
     header.tensors[0].nbytes = 0
     with pytest.raises(BundleError, match="disagree with its shape"):
         decode(iter([pb.GraphChunk(header=header)]))
-
-
-def _write(directory, b, name=None, data=None):
-    path = directory / (name or b.graph_hash)
-    path.write_bytes(b"".join(payload(b)) if data is None else data)
-    return path
-
-
-def test_an_attached_graph_is_the_streamed_one_and_writing_to_it_leaves_the_file_alone(tmp_path):
-    b = bundle()
-    path = _write(tmp_path, b)
-    got = attach(str(tmp_path), graph_header(b))
-    streamed = decode(encode(b))
-    assert got.graph_hash == streamed.graph_hash == b.graph_hash
-    for mine, theirs in zip(got.tensors(), streamed.tensors(), strict=True):
-        np.testing.assert_array_equal(mine, theirs)
-    got.features[0, 0] += 1.0  # a method may write to its arrays: the mapping is private
-    assert path.read_bytes() == b"".join(payload(b))
-
-
-@pytest.mark.parametrize(
-    "spoil, error, message",
-    [
-        (lambda d, b: None, GraphFileMissing, "no file"),
-        (lambda d, b: _write(d, b, data=b"".join(payload(b))[:-1]), BundleError, "the header announces"),
-        (lambda d, b: _write(d, b, data=b"".join(payload(b)) + b"\0"), BundleError, "the header announces"),
-        (lambda d, b: _write(d, b, data=b"\x01" + b"".join(payload(b))[1:]), BundleError, "hash mismatch"),
-        (lambda d, b: (d / b.graph_hash).symlink_to(_write(d, b, name="elsewhere")), BundleError, "is a link"),
-        (lambda d, b: (d / b.graph_hash).mkdir(), BundleError, "not a regular file"),
-        (lambda d, b: os.mkfifo(d / b.graph_hash), BundleError, "not a regular file"),  # opened without blocking
-    ],
-)
-def test_a_graph_file_that_is_missing_a_link_not_a_file_of_its_size_or_not_its_content_is_refused(
-    tmp_path, spoil, error, message
-):
-    b = bundle()
-    spoil(tmp_path, b)
-    with pytest.raises(error, match=message):
-        attach(str(tmp_path), graph_header(b))
-
-
-@pytest.mark.parametrize("name", ["../" + "a" * 61, "A" * 64, "a" * 63, ""])
-def test_only_a_hex_sha256_names_a_graph_file(tmp_path, name):
-    header = graph_header(bundle())
-    header.graph_hash = name
-    with pytest.raises(BundleError, match="not 64 lowercase hex digits"):
-        attach(str(tmp_path), header)
-
-
-def test_an_attached_graph_is_admitted_from_its_header_like_an_upload(tmp_path):
-    b = bundle()
-    _write(tmp_path, b)
-    seen = []
-
-    def refuse(header):
-        seen.append(header.graph_hash)
-        raise BundleTooLarge("too big")
-
-    with pytest.raises(BundleTooLarge):
-        attach(str(tmp_path), graph_header(b), admit=refuse)
-    assert seen == [b.graph_hash]
-    header = graph_header(b)
-    header.total_bytes += 8  # the same header check as the stream's, before the file is opened
-    with pytest.raises(BundleError, match="total_bytes"):
-        attach(str(tmp_path), header)

@@ -1,8 +1,9 @@
-"""Generated hostile input over three surfaces: the wire decoder (in process and over gRPC to a
-real service process), `datasets add`, and the CLI's flags. Every input ends in a result or the
-surface's own one-line error: no other exception, no traceback, no hang, and the service's RSS
-stays under RSS_BOUND_BYTES. Example counts are fixed (EXAMPLES) so `make test` stays bounded:
-760 generated inputs in all, a few seconds per surface."""
+"""Generated hostile input over four surfaces: the wire decoder (in process and over gRPC to a
+real service process), `datasets add`, the CLI's flags, and the settings a service and the
+orchestrator read (each flag and variable). Every input ends in a result or the surface's own
+one-line error: no other exception, no traceback, no hang, and the service's RSS stays under
+RSS_BOUND_BYTES. Example counts are fixed (EXAMPLES) so `make test` stays bounded: 1,160
+generated inputs in all, a few seconds per surface."""
 
 from __future__ import annotations
 
@@ -18,16 +19,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from contract.settings import ORCHESTRATOR_SETTINGS, SERVICE_LIMITS, SERVICE_SETTINGS, SettingError
 from contract.v1 import method_service_pb2 as pb
 from contract.v1 import method_service_pb2_grpc as pb_grpc
 from contract.wire import MAX_MESSAGE_BYTES, BundleError, BundleTooLarge, decode, encode, held_bytes, make_bundle
+from methods.serve import PORT
+from methods.serve import main as serve_main
 from orchestrator.cli.main import app
 from orchestrator.data.registry import add_user_dataset
 from orchestrator.data.user import UserDatasetError
 from orchestrator.store import Store
 from tests.conftest import HANG_S, served, tiny_graph
 
-EXAMPLES = {"decode": 300, "upload": 120, "datasets_add": 160, "cli": 180}
+EXAMPLES = {"decode": 300, "upload": 120, "datasets_add": 160, "cli": 180, "service_settings": 240, "settings": 160}
 RSS_BOUND_BYTES = 256 << 20  # growth of the service over the whole upload fuzz
 ADMIT_BYTES = 16 << 20  # what the in-process decoder is allowed to commit to
 INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -267,3 +271,59 @@ def test_run_flags_end_in_one_line_never_a_traceback(held_store, args):
     assert result.exit_code == 2, (args, result.output, result.exception)
     assert "Traceback" not in result.output and result.output.strip().startswith("error: "), (args, result.output)
     assert result.output.strip().count("\n") == 0, result.output  # a usage error too: one line, no usage box
+
+
+# ---- settings -------------------------------------------------------------------------------
+
+SETTING_VALUES = st.one_of(
+    st.sampled_from(["abc", "-1", "1e99", "", " ", "0", "1", "2", "8e9", "1.5", "0x10", "1_000", "+5", "nan", "-inf"]),
+    st.integers(-(10**30), 10**30).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    TEXT,
+)
+
+
+def _parses(setting, raw: str) -> bool:
+    try:
+        setting.parse(raw)
+    except SettingError:
+        return False
+    return True
+
+
+def _one_error_line(text: str, name: str) -> None:
+    lines = text.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {name}=") and "Traceback" not in text, text
+
+
+@settings(max_examples=EXAMPLES["service_settings"], **FUZZ)
+@given(st.sampled_from([*SERVICE_SETTINGS, PORT, *SERVICE_LIMITS]), SETTING_VALUES, st.booleans())
+def test_a_service_setting_is_taken_or_refused_in_one_line(monkeypatch, capsys, setting, raw, as_flag):
+    """`methods.serve --check` with one generated setting, as its flag or its variable: exit 0 where the rule
+    accepts the value, else exit 2 and one line naming it."""
+    as_flag = (as_flag and bool(setting.flag)) or not setting.env  # the port has no variable, THREADS no flag
+    with monkeypatch.context() as env:
+        if not as_flag:
+            env.setenv(setting.env, raw)
+        try:
+            code = serve_main(["--family", "gnn", "--check", *([f"{setting.flag}={raw}"] if as_flag else [])])
+        except SystemExit as exit_:
+            code = exit_.code
+    err = capsys.readouterr().err
+    accepted = _parses(setting, raw) or (not as_flag and not raw.strip())  # an empty variable is an unset one
+    assert code == (0 if accepted else 2), (setting.env or setting.flag, raw, err)
+    if not accepted:
+        _one_error_line(err, setting.flag if as_flag else setting.env)
+
+
+@settings(max_examples=EXAMPLES["settings"], **FUZZ)
+@given(st.sampled_from(ORCHESTRATOR_SETTINGS), SETTING_VALUES)
+def test_an_orchestrator_setting_is_taken_or_refused_in_one_line(monkeypatch, setting, raw):
+    """Any command with one generated variable in its environment: it runs, or exits 2 with one line naming it."""
+    with monkeypatch.context() as env:
+        env.setenv(setting.env, raw)
+        result = CliRunner().invoke(app, ["methods", "list"])
+    accepted = _parses(setting, raw) or not raw.strip()
+    assert result.exit_code == (0 if accepted else 2), (setting.env, raw, result.output, result.exception)
+    if not accepted:
+        _one_error_line(result.output, setting.env)

@@ -25,7 +25,7 @@ from tests.conftest import HANG_S, tiny_graph
 @contextlib.contextmanager
 def in_process_service(servicer: MethodServicer, graph_dir: str = "") -> Iterator[MethodClient]:
     """``servicer`` over real gRPC on a free loopback port, in this process: a healthy client of it (given
-    ``graph_dir`` to hand graphs over as files)."""
+    ``graph_dir`` to hand graphs over in)."""
     server, port = build_server(servicer, "127.0.0.1:0")
     server.start()
     client = MethodClient(f"127.0.0.1:{port}", graph_dir=graph_dir)
@@ -34,6 +34,7 @@ def in_process_service(servicer: MethodServicer, graph_dir: str = "") -> Iterato
         yield client
     finally:
         client.close()
+        servicer.stop()
         server.stop(0)
 
 

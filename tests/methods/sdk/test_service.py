@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
+import socket
 import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -14,6 +19,7 @@ import pytest
 import torch
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from contract.handover import SEALS, SOCKET_NAME, HandoverDesk, hand_over
 from contract.v1 import method_service_pb2 as pb
 from contract.v1 import method_service_pb2_grpc as pb_grpc
 from contract.wire import GraphBundle, encode, make_bundle
@@ -310,6 +316,46 @@ def test_a_fit_behind_50_idle_upload_streams_gets_a_thread(graph):
                 f.cancel()
 
 
+def test_a_stalled_upload_is_cancelled_after_the_idle_limit_and_frees_its_slot_while_fits_are_served(graph, caplog):
+    """One chunk, then silence: the stream holds the only upload slot until the idle limit, then the service cancels
+    it (DEADLINE_EXCEEDED, logged), and the next upload takes the slot. A fit meanwhile is served."""
+    idle = 1.0
+    servicer = MethodServicer(
+        "test", [SleepMethod], max_uploads=1, upload_idle_seconds=idle, upload_wait_seconds=HANG_S
+    )
+    release = threading.Event()
+    stalled_bundle, later = tiny_bundle(seed=1)[0], tiny_bundle(seed=2)[0]
+
+    def one_chunk_then_silence() -> Iterator[pb.GraphChunk]:
+        yield next(encode(stalled_bundle, chunk_bytes=64))  # the header and the first 64 bytes
+        release.wait(HANG_S)
+
+    with in_process_service(servicer) as client:
+        client.ensure_graph(graph)
+        stub = pb_grpc.MethodServiceStub(client._channel)
+        started = time.monotonic()
+        stalled = stub.UploadGraph.future(one_chunk_then_silence(), timeout=HANG_S)
+        try:
+            fit = client.fit("sleep", graph.graph_hash, np.arange(30), np.arange(30, 60), {"seconds": 0.0}, 0, HANG_S)
+            fitted_while_stalled = not stalled.done()
+            with pytest.raises(grpc.RpcError) as err:
+                stalled.result(HANG_S)
+            cancelled_after = time.monotonic() - started
+            assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+            assert (
+                f"no chunk for {idle:g} s" in err.value.details()
+                and "NODEGROUND_UPLOAD_IDLE_SECONDS" in err.value.details()
+            )
+            assert cancelled_after >= idle and fit.value.model_handle
+            assert client.ensure_graph(later).value  # the slot is free again
+        finally:
+            release.set()
+    print(f"stalled upload cancelled {cancelled_after:.2f} s after it began (idle limit {idle:g} s); a fit was served "
+          f"{'while it stalled' if fitted_while_stalled else 'meanwhile'}")  # fmt: skip
+    assert any("cancelled: no chunk for" in r.getMessage() for r in caplog.records)  # the service names it too
+    assert servicer.graphs.received == 2
+
+
 class Spy(MethodServicer):
     """Records which call delivered each graph; ``describe_dir`` overrides the directory Describe names."""
 
@@ -338,90 +384,144 @@ def _fit_predict(client, graph) -> np.ndarray:
     return client.predict(fit.value.model_handle, graph.num_nodes).value
 
 
-def test_a_graph_handed_over_as_a_file_is_held_counted_and_fits_as_the_streamed_one(tmp_path, graph):
+def _memfds() -> set[tuple[str, str]]:
+    """The memfds this process holds open (client and in-process service alike), as (descriptor, name)."""
+    links = set()
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            links.add((fd, os.readlink(f"/proc/self/fd/{fd}")))
+    return {link for link in links if link[1].startswith("/memfd:")}
+
+
+def test_a_graph_handed_over_as_a_sealed_memfd_is_held_counted_and_fits_as_the_streamed_one(tmp_path, graph):
     attached = Spy("test", [GCN], shared_graph_dir=str(tmp_path))
     streamed = Spy("test", [GCN])
+    before = _memfds()
     with in_process_service(attached, str(tmp_path)) as fast, in_process_service(streamed, str(tmp_path)) as slow:
         assert fast.described().shared_graph_dir == str(tmp_path) and not slow.described().shared_graph_dir
         assert fast.ensure_graph(graph).value and slow.ensure_graph(graph).value
         assert (attached.calls, streamed.calls) == (["AttachGraph"], ["UploadGraph"])
         assert fast.graphs_received() == 1 and not fast.ensure_graph(graph).value  # held: nothing sent again
-        assert not list(tmp_path.iterdir())  # the client removed its file; the service keeps the pages mapped
+        # Nothing lies in the directory but the service's socket, and the one memfd open is the held graph's mapping
+        # (Python's mmap keeps a descriptor of what it maps): the client closed its own.
+        assert [p.name for p in tmp_path.iterdir()] == [SOCKET_NAME] and len(_memfds() - before) == 1
+        assert "/memfd:nodeground-" in Path("/proc/self/maps").read_text()
         np.testing.assert_array_equal(_fit_predict(fast, graph), _fit_predict(slow, graph))
+    assert not list(tmp_path.iterdir())  # the stopped service removed its socket
+
+
+def _payload_memfd(graph: GraphBundle, size: int | None = None, seals: int | None = None) -> int:
+    """A memfd of ``graph``'s payload (cut or padded to ``size``) with ``seals`` added (default: the handover's)."""
+    fd = os.memfd_create("test", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    data = b"".join(bytes(t) for t in graph.tensors())
+    os.write(fd, data[:size].ljust(size or 0, b"\0") if size is not None else data)
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS if seals is None else seals)
+    return fd
+
+
+def _regular_file(graph: GraphBundle, tmp_path: Path) -> int:
+    path = tmp_path / "graph.bin"
+    path.write_bytes(b"".join(bytes(t) for t in graph.tensors()))
+    return os.open(path, os.O_RDONLY)
 
 
 @pytest.mark.parametrize(
-    "spoil, code, message",
+    "descriptor, message",
     [
-        (lambda d, h: h.__setattr__("graph_hash", "../" + h.graph_hash[3:]), "INVALID_ARGUMENT", "64 lowercase hex"),
-        (lambda d, h: (d / h.graph_hash).symlink_to(d / "elsewhere"), "INVALID_ARGUMENT", "is a link"),
-        (lambda d, h: (d / h.graph_hash).write_bytes(b"\0" * 8), "INVALID_ARGUMENT", "the header announces"),
-        (lambda d, h: (d / h.graph_hash).write_bytes(b"\0" * h.total_bytes), "INVALID_ARGUMENT", "hash mismatch"),
-        (lambda d, h: None, "NOT_FOUND", "no file"),
+        (lambda g, d: _regular_file(g, d), "not a memfd sealed against writes, shrinking and growing"),
+        (lambda g, d: _payload_memfd(g, seals=0), "not a memfd sealed against writes, shrinking and growing"),
+        (lambda g, d: _payload_memfd(g, seals=fcntl.F_SEAL_WRITE), "not a memfd sealed"),  # it could still shrink
+        (lambda g, d: _payload_memfd(g, size=8), "the header announces"),
+        (lambda g, d: _payload_memfd(g, size=g.nbytes + 8), "the header announces"),
+        (lambda g, d: _payload_memfd(make_bundle(g.features * 2, g.edge_index, g.labels, 3)), "hash mismatch"),
     ],
 )
-def test_a_graph_file_the_service_cannot_trust_is_refused_with_the_proto_s_codes(tmp_path, graph, spoil, code, message):
+def test_a_descriptor_the_service_cannot_trust_is_refused_and_the_service_stays_up(
+    tmp_path, graph, descriptor, message
+):
     from contract.wire import graph_header
 
-    servicer = MethodServicer("test", [GCN], shared_graph_dir=str(tmp_path))
-    (tmp_path / "elsewhere").write_bytes(b"".join(bytes(t) for t in graph.tensors()))
-    header = graph_header(graph)
-    spoil(tmp_path, header)
+    (tmp_path / "dir").mkdir()
+    servicer = MethodServicer("test", [GCN], shared_graph_dir=str(tmp_path / "dir"))
+    before = _memfds()
+    fd = descriptor(graph, tmp_path)
     with in_process_service(servicer) as client:
+        token = hand_over(str(tmp_path / "dir"), fd, HANG_S)
+        os.close(fd)
         with pytest.raises(grpc.RpcError) as err:
-            client._stub.AttachGraph(pb.AttachGraphRequest(header=header), timeout=HANG_S)
-        assert err.value.code() == getattr(grpc.StatusCode, code) and message in err.value.details()
-        assert servicer.graphs.received == 0 and client.describe()
+            client._stub.AttachGraph(pb.AttachGraphRequest(header=graph_header(graph), handover=token), timeout=HANG_S)
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and message in err.value.details()
+        assert servicer.graphs.received == 0 and client.describe() and not _memfds() - before
 
 
-def test_a_service_without_a_directory_names_none_and_takes_no_graph_file(service, graph):
+def test_a_handover_without_exactly_one_descriptor_or_with_a_token_not_held_is_refused(tmp_path, graph):
+    from contract.wire import graph_header
+
+    (tmp_path / "dir").mkdir()
+    servicer = MethodServicer("test", [GCN], shared_graph_dir=str(tmp_path / "dir"))
+    with in_process_service(servicer) as client:
+        with socket.socket(socket.AF_UNIX) as sock:  # no descriptor at all
+            sock.connect(str(tmp_path / "dir" / SOCKET_NAME))
+            sock.sendall(b"graph")
+            assert sock.recv(256).startswith(b"error pass exactly one descriptor")
+        token = hand_over(str(tmp_path / "dir"), fd := _payload_memfd(graph), HANG_S)
+        os.close(fd)
+        for unknown in ("", "0" * 32, token + "0"):
+            with pytest.raises(grpc.RpcError) as err:
+                client._stub.AttachGraph(pb.AttachGraphRequest(header=graph_header(graph), handover=unknown))
+            assert err.value.code() == grpc.StatusCode.NOT_FOUND and "no graph was handed over" in err.value.details()
+        client._stub.AttachGraph(pb.AttachGraphRequest(header=graph_header(graph), handover=token), timeout=HANG_S)
+        with pytest.raises(grpc.RpcError) as err:  # taken: a token names one descriptor once
+            client._stub.AttachGraph(pb.AttachGraphRequest(header=graph_header(graph), handover=token))
+        assert err.value.code() == grpc.StatusCode.NOT_FOUND and servicer.graphs.received == 1
+
+
+def test_a_service_without_a_directory_names_none_and_takes_no_handover(service, graph):
     from contract.wire import graph_header
 
     _, client = service
     assert client.described().shared_graph_dir == ""
     with pytest.raises(grpc.RpcError) as err:
-        client._stub.AttachGraph(pb.AttachGraphRequest(header=graph_header(graph)), timeout=HANG_S)
+        client._stub.AttachGraph(pb.AttachGraphRequest(header=graph_header(graph), handover="x"), timeout=HANG_S)
     assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
 
 
-def test_a_graph_file_is_admitted_like_an_upload_and_the_client_removes_it_whatever_the_answer(tmp_path, graph):
+def test_a_handed_over_graph_is_admitted_like_an_upload_and_no_descriptor_outlives_the_answer(tmp_path, graph):
     servicer = MethodServicer("test", [GCN], shared_graph_dir=str(tmp_path), max_upload_bytes=graph.nbytes // 2)
+    before = _memfds()
     with in_process_service(servicer, str(tmp_path)) as client:
         with pytest.raises(grpc.RpcError) as err:
             client.ensure_graph(graph)
-        assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and not list(tmp_path.iterdir())
+        assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and not _memfds() - before
 
 
 @pytest.mark.parametrize(
-    "servicer_dir, describe_dir, client_dir, taken, calls",
+    "servicer_dir, describe_dir, client_dir, other_listener, calls",
     [
         ("", None, "mine", False, ["UploadGraph"]),  # the service offers no directory
-        ("theirs", None, "mine", False, ["UploadGraph"]),  # it reads another directory
-        (
-            "",
-            "mine",
-            "mine",
-            False,
-            ["AttachGraph", "UploadGraph"],
-        ),  # it names the client's, takes no file: UNIMPLEMENTED
-        ("theirs", "mine", "mine", False, ["AttachGraph", "UploadGraph"]),  # it does not find the file: NOT_FOUND
+        ("theirs", None, "mine", False, ["UploadGraph"]),  # it listens in another directory
+        ("theirs", "mine", "mine", False, ["UploadGraph"]),  # it names the client's but no one listens there
+        ("", "mine", "mine", True, ["AttachGraph", "UploadGraph"]),  # it takes no handover: UNIMPLEMENTED
+        ("theirs", "mine", "mine", True, ["AttachGraph", "UploadGraph"]),  # another took the descriptor: NOT_FOUND
         ("mine", None, "", False, ["UploadGraph"]),  # the client was given no directory
-        ("mine", None, "mine", True, ["UploadGraph"]),  # the file's name is taken
     ],
 )
-def test_a_client_streams_where_the_service_cannot_take_its_file(
-    tmp_path, graph, servicer_dir, describe_dir, client_dir, taken, calls
+def test_a_client_streams_where_the_service_cannot_take_its_handover(
+    tmp_path, graph, servicer_dir, describe_dir, client_dir, other_listener, calls
 ):
     for name in ("mine", "theirs"):
         (tmp_path / name).mkdir()
     where = {name: str(tmp_path / name) for name in ("mine", "theirs")}
     servicer = Spy("test", [GCN], shared_graph_dir=where.get(servicer_dir, ""), describe_dir=where.get(describe_dir))
-    if taken:
-        (tmp_path / "mine" / graph.graph_hash).write_bytes(b"someone else's")
-    with in_process_service(servicer, where.get(client_dir, "")) as client:
-        assert client.ensure_graph(graph).value
-    assert servicer.calls == calls and servicer.graphs.received == 1
-    assert [p.name for p in (tmp_path / "mine").iterdir()] == ([graph.graph_hash] if taken else [])
+    other = HandoverDesk(where["mine"]) if other_listener else None
+    before = _memfds()
+    try:
+        with in_process_service(servicer, where.get(client_dir, "")) as client:
+            assert client.ensure_graph(graph).value
+    finally:
+        if other is not None:
+            other.close()
+    assert servicer.calls == calls and servicer.graphs.received == 1 and not _memfds() - before
 
 
 def test_the_graph_count_counts_each_new_graph_once_whatever_the_threads():

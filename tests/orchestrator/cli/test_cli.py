@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from contract.settings import ORCHESTRATOR_SETTINGS
 from orchestrator.cli.main import app
 from tests.conftest import HANG_S, TINY_SWEEP
 
@@ -369,3 +370,13 @@ def test_a_sweep_says_in_one_line_which_containers_it_uses_and_dials_only_those(
     ], result.output
     assert "error: method service at 127.0.0.1:9 did not become healthy" in result.output
     assert "127.0.0.1:7" not in result.output
+
+
+@pytest.mark.parametrize("raw", ["abc", "-1", "1e99"])
+@pytest.mark.parametrize("name", [s.env for s in ORCHESTRATOR_SETTINGS])
+def test_a_bad_setting_in_the_environment_is_one_line_and_exit_2_whatever_the_command(monkeypatch, name, raw):
+    """The orchestrator checks what it reads, and what its embedded services inherit, before any command runs."""
+    monkeypatch.setenv(name, raw)
+    result = runner.invoke(app, ["methods", "list"])
+    assert result.exit_code == 2 and result.output.strip().count("\n") == 0, result.output
+    assert result.output.strip().startswith(f"error: {name}={raw!r}: must be ")

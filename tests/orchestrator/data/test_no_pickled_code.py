@@ -8,6 +8,7 @@ import io
 import os
 import pathlib
 import pickle
+import warnings
 import zipfile
 
 import numpy as np
@@ -175,6 +176,24 @@ def test_real_planetoid_pickles_load_under_the_restriction(mirror):
 
     graph = load_dataset("cora")
     assert graph.num_nodes == 2708 and graph.num_classes == 7
+
+
+def test_pyg_s_processed_file_loads_restricted_even_after_another_tensor_file_was_read(mirror, tmp_path):
+    """PyG reloads the processed file it just wrote with weights_only=True; where that fails it warns and unpickles
+    in full. Reading a tensor file of our own once used to unregister PyG's ``Data`` (the allowlist's scope removed
+    every class it was given), so the next PyG read fell back: with the warning as an error, none may happen."""
+    from torch_geometric.data import Data
+
+    from orchestrator.data.registry import load_dataset
+    from orchestrator.data.safe_pickle import load_tensor_file
+
+    torch.save(Data(x=torch.zeros(2, 1)), tmp_path / "graph.pt")
+    load_tensor_file(tmp_path / "graph.pt")
+    assert Data in torch.serialization.get_safe_globals(), "PyG's registration was undone"
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="Weights only load failed")
+        graph = load_dataset("cora")
+    assert graph.num_nodes == 2708
 
 
 def test_archive_members_are_data_too(cache, tmp_path, marker):
