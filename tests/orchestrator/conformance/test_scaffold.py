@@ -30,7 +30,8 @@ def test_scaffold_builds_an_honest_method_that_passes(tmp_path, request):
         "methods/demox/model.py",
     ]
     manifest = tomllib.loads((tmp_path / "methods/demox/manifest.toml").read_text())
-    assert manifest == {"family": "demox", "kind": "supervised"}
+    assert {k: manifest[k] for k in ("family", "kind")} == {"family": "demox", "kind": "supervised"}
+    assert set(manifest["cost"]) == {"epoch", "memory"}  # a cost prior to edit, priced like the built-in families
     family = load_families(tmp_path / "methods")["demox"]
     assert family.image == "nodeground/demox" and family.methods == ("demox",)  # declared once, by its class
     source = (tmp_path / "methods/demox/method.py").read_text()
