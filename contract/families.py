@@ -38,6 +38,9 @@ class Family:
     # on these graphs are not held out, and the report replaces them (pretraining-overlap audit).
     # None: a family that trains from scratch on each task declares nothing.
     pretraining_graphs: tuple[str, ...] | None = None
+    # Where the declaration comes from (manifest ``pretraining_basis``): the paper, the released checkpoints, a
+    # vendor's claim; the overlap page shows it beside the graphs, so "none" reads as what it rests on.
+    pretraining_basis: str = ""
     kind: str = "supervised"  # or "gfm"; every method of the family has it
     # Upstream pins the family's image does not follow: requirement name -> how and why
     # (manifest [dependencies.differs]); its build's `pip check` may report only these.
@@ -71,12 +74,16 @@ def load_families(root: Path = ROOT) -> dict[str, Family]:
                 "digits"
             )
         graphs = data.get("pretraining_graphs")
+        basis = data.get("pretraining_basis", "")
+        if not isinstance(basis, str) or (basis and graphs is None):
+            raise ValueError(f"{manifest}: pretraining_basis is a sentence beside pretraining_graphs")
         family = Family(
             name,
             f"nodeground/{name}",
             f"methods.{name}",
             declared_methods(manifest.parent),
             None if graphs is None else tuple(graphs),
+            basis,
             data.get("kind", "supervised"),
             dict(data.get("dependencies", {}).get("differs", {})),
             {k: {v: tuple(g) for v, g in by.items()} for k, by in data.get("pretraining_by", {}).items()},

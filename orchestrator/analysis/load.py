@@ -235,3 +235,17 @@ def complete_columns(df: pd.DataFrame) -> pd.DataFrame:
         if col not in CATEGORICAL and col not in INTEGER:
             df[col] = pd.to_numeric(df[col], errors="coerce").astype("float64")
     return df
+
+
+def competing(trials: pd.DataFrame, methods: Sequence[str]) -> pd.DataFrame:
+    """The trials of exactly ``methods`` (registered names): the report then recomputes Elo, ranks, win rates and
+    improvability over those entrants, since a rating depends on who competes (never rows of a larger table)."""
+    if not methods:
+        raise AnalysisInputError("--methods names no method")
+    names = trials["method"].astype(str)
+    unknown = sorted(set(methods) - set(names))
+    if unknown:
+        raise AnalysisInputError(
+            f"--methods: no trials of {', '.join(unknown)} (the trials hold {', '.join(sorted(set(names)))})"
+        )
+    return trials[names.isin(set(methods))].reset_index(drop=True)

@@ -58,6 +58,24 @@ def graph_identity(name: str) -> str:
     return min(graph_identities(name))
 
 
+DECLARATION_COLUMNS = ["method", "pretraining_graphs", "basis"]
+
+
+def declarations(methods: list[str]) -> pd.DataFrame:
+    """What each GFM among ``methods`` declares it was pretrained on, and on what authority (its manifest)."""
+    families = _families_by_method()
+    rows = [
+        {
+            "method": m,
+            "pretraining_graphs": ", ".join(families[m].pretraining_graphs or ()) or "none (synthetic data only)",
+            "basis": families[m].pretraining_basis or "undeclared",
+        }
+        for m in sorted(set(methods))
+        if m in families
+    ]
+    return pd.DataFrame(rows, columns=DECLARATION_COLUMNS)
+
+
 def excluded_by_pretraining(method: str, config: dict, dataset: str) -> bool:
     """Whether a sweep skips this configuration on ``dataset``: the checkpoint it selects was pretrained on it.
 

@@ -107,19 +107,36 @@ def _interval(lb: pd.DataFrame, regime_datasets: int) -> pd.Series:
     )
 
 
-def _leaderboard(an: Analysis, regime: str) -> list[str]:
-    lb = regime_rows(an.tables, "leaderboard", regime)
+def _leaderboard_table(an: Analysis, name: str, regime: str, table_id: str) -> str:
+    lb = regime_rows(an.tables, name, regime)
     lb = lb.assign(interval=_interval(lb, _regime_datasets(an, regime)))
+    columns = LEADERBOARD_COLUMNS
+    if "entries" in an.tables:  # a comparison with the shipped reference: each method's standing
+        status = an.tables["entries"].set_index("method")["status"]
+        names = an.tables["results"].drop_duplicates("view").set_index("view")["method_name"]
+        lb = lb.assign(status=lb["view"].map(names).map(status).fillna(""))
+        columns = [*columns[:3], ("status", "Status", -1), *columns[3:]]
+    return html_table(
+        lb,
+        columns,
+        row_class=lambda r: str(r["variant"]),
+        table_id=table_id,
+        secondary=LEADERBOARD_SECONDARY,
+        sort_keys={"interval": "lower"},
+        titles=LEADERBOARD_TITLES,
+    )
+
+
+def _leaderboard(an: Analysis, regime: str) -> list[str]:
+    """Two views: the designated comparison (built-in gaps imputed) and each method on its own results only."""
+    imputed = int(regime_rows(an.tables, "results", regime)["imputed"].astype(bool).sum())
+    native_id = f"leaderboard-native-{slug(regime)}"
     return [
-        html_table(
-            lb,
-            LEADERBOARD_COLUMNS,
-            row_class=lambda r: str(r["variant"]),
-            table_id=f"leaderboard-{slug(regime)}",
-            secondary=LEADERBOARD_SECONDARY,
-            sort_keys={"interval": "lower"},
-            titles=LEADERBOARD_TITLES,
-        )
+        _leaderboard_table(an, "leaderboard", regime, f"leaderboard-{slug(regime)}"),
+        f'<details id="{native_id}-view"><summary>Non-imputed view: every method on its own results only '
+        f"({imputed:,} imputed result(s) left out; Elo, ranks and win rates recomputed)</summary>"
+        + _leaderboard_table(an, "leaderboard_native", regime, native_id)
+        + "</details>",
     ]
 
 
@@ -224,6 +241,21 @@ def _overlap_table(an: Analysis, regime: str) -> list[str]:
             ],
             table_id=f"overlap-{slug(regime)}",
         )
+    ]
+
+
+def _declarations(an: Analysis) -> list[str]:
+    """Each GFM's declared pretraining graphs and what the declaration rests on (paper, checkpoints, vendor)."""
+    dec = an.tables["pretraining_declarations"]
+    if dec.empty:
+        return []
+    return [
+        "<h3>What each foundation model declares</h3>",
+        html_table(
+            dec,
+            [("method", "method", -1), ("pretraining_graphs", "pretraining graphs", -1), ("basis", "basis", -1)],
+            table_id="pretraining-declarations",
+        ),
     ]
 
 
@@ -505,6 +537,7 @@ SECTIONS: tuple[Section, ...] = (
             "gcn-Default result.</p>"
         ),
         after=_overlap_table,
+        footer=_declarations,
         empty='<p class="small">No GFM result overlaps its pretraining graphs.</p>',
         figures=(
             Figure(
@@ -576,9 +609,9 @@ def _section(section: Section, an: Analysis, out: Path, figures: list[Path]) -> 
         else:
             blocks.append(f'<h3 id="{anchor}">{html.escape(regime)}</h3>')
         blocks += parts
-    blocks += section.footer(an) if section.footer else []
-    if not blocks and section.empty:
+    if not blocks and section.empty:  # nothing per regime: say so, before what holds for every regime
         blocks.append(section.empty)
+    blocks += section.footer(an) if section.footer else []
     if section.per_regime_heading:
         return blocks
     return [

@@ -141,6 +141,7 @@ def _common_universe(
     )
     cohorts = co.cohorts(held_out, near_complete_min=near_complete_min)
     main, an.tables["pretraining_overlap"] = ov.mark_replacements(cohorts["all"], omitted)
+    an.tables["pretraining_declarations"] = ov.declarations(list(results["method_name"].astype(str).unique()))
     cohorts["all"] = main
     if len(omitted):
         an.notes.append(
@@ -203,6 +204,12 @@ def _regime_tables(
     best_err = pa.best_error_by_dataset(r_res, r_pts)
     refs = {cost: pa.cheapest_by_dataset(cost, r_res, r_pts) for cost in (pa.TIME, pa.MEMORY)}
     long, matrices, elo = _rankings(r_res, an.anchor, rounds, best_err, refs, cov[cov["regime"] == regime])
+    native = r_res[~r_res["imputed"].astype(bool)]
+    long["leaderboard_native"] = (
+        _rankings(native, an.anchor, rounds, best_err, refs, cov[cov["regime"] == regime])[0]["leaderboard"]
+        if len(native) < len(r_res)
+        else long["leaderboard"]
+    )
     an.lap(f"leaderboard {regime}")
     matrices = {f"{name}_{slug(regime)}": m for name, m in matrices.items()}
     cohort_elo = _cohort_elo(regime, cohorts, elo, an.anchor, rounds)

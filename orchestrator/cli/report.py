@@ -86,12 +86,20 @@ def report(
             "(lite): the reference's cells only, coverage stated, costs of other hardware kept off the frontiers.",
         ),
     ] = None,
+    methods: Annotated[
+        str | None,
+        typer.Option(
+            "--methods",
+            help="Comma-separated methods that compete: Elo, ranks, win rates and improvability are recomputed over "
+            "exactly these (default: every method of the trials).",
+        ),
+    ] = None,
 ) -> None:
     """Write the leaderboard site: Elo, ranks, Pareto frontiers, tuning budgets, subgroups, and the data behind
     every figure."""
     import pandas as pd
 
-    from orchestrator.analysis.load import load_trials
+    from orchestrator.analysis.load import competing, load_trials
     from orchestrator.analysis.site import build_report
     from orchestrator.analysis.subgroups import STATS_COLUMNS
     from orchestrator.reference import ReferenceError
@@ -113,6 +121,11 @@ def report(
         if reference is not None:
             trials, comparison = with_reference(trials, reference, store, bundle)
             entries, compared = comparison.entries, comparison.notes
+        if methods is not None:
+            entrants = [m.strip() for m in methods.split(",") if m.strip()]
+            trials = competing(trials, entrants)
+            entries = None if entries is None else entries[entries["method"].isin(entrants)]
+            compared.append(f"leaderboards recomputed over {len(entrants)} method(s): {', '.join(entrants)}")
         stats = None
         if dataset_stats is not None:
             if not dataset_stats.is_file():

@@ -1,4 +1,5 @@
-"""Contributed images through Docker: the scaffold passes `orchestrator validate` unchanged, a broken
+"""Contributed images through Docker: the scaffold passes `orchestrator validate` unchanged and its Lite submission
+is ranked among the shipped reference; a broken
 image is caught, and a hostile image is contained by the sandbox while its results are recorded.
 (The Node.js method's image is validated with every built-in image by `make validate-images`, in the
 README's user path.)
@@ -17,10 +18,14 @@ import subprocess
 import threading
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
 from orchestrator.cli.main import app
+from orchestrator.data.registry import dataset_size
+from orchestrator.reference import load_reference
+from orchestrator.reference.compare import REFERENCE, SUBMITTED
 from tests.docker.conftest import IMAGE_PREFIX
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]
@@ -67,6 +72,19 @@ def test_scaffold_builds_and_validates_unchanged(tmp_path):
     try:
         code, output = _validate(f"{IMAGE_PREFIX}/democi")
         assert code == 0, output
+        # then what a contributor does next: a Lite submission, ranked among the shipped reference
+        dataset = min(load_reference("lite")[1].datasets, key=lambda d: dataset_size(d).nodes)
+        bundle = tmp_path / "democi-lite"
+        lite = ["--protocol", "lite", "--datasets", dataset, "--out", str(bundle), "--cpus", "1", "--memory", "2g"]
+        submitted = CliRunner().invoke(app, ["submit", f"{IMAGE_PREFIX}/democi", *lite])
+        assert submitted.exit_code == 0, submitted.output
+        site = tmp_path / "report"
+        ranked = CliRunner().invoke(app, ["report", "--bundle", str(bundle), "--reference", "lite", "--out", str(site),
+                                          "--bootstrap-rounds", "20"])  # fmt: skip
+        assert ranked.exit_code == 0, ranked.output
+        assert "democi: 2/" in ranked.output and "reference cells; missing" in ranked.output  # coverage stated
+        entries = pd.read_csv(site / "tables" / "entries.csv").set_index("method")["status"]
+        assert entries["democi"] == SUBMITTED and (entries.drop("democi") == REFERENCE).all()
     finally:
         subprocess.run(["docker", "rmi", "-f", f"{IMAGE_PREFIX}/democi:latest"], capture_output=True)
 

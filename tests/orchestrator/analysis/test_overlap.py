@@ -86,6 +86,10 @@ def test_every_gfm_family_declares_its_pretraining_graphs():
     declared = ov.declared_pretraining()
     assert "ogbn-arxiv" in declared["graphany"] and declared["gvt"] == ("ogbn-arxiv",)
     assert {m for m, graphs in declared.items() if not graphs} == {"node4all", "graphpfn", "nodepfn", "g2tfm", "ephris"}
+    # every GFM says what its declaration rests on; Ephris's "none" is the vendor's claim, not a paper's
+    assert all(f.pretraining_basis for f in load_families().values() if f.pretraining_graphs is not None)
+    ephris = ov.declarations(["ephris", "gcn"]).set_index("method")
+    assert list(ephris.index) == ["ephris"] and ephris.loc["ephris", "basis"].startswith("vendor claim: synthetic")
 
 
 def test_the_site_of_a_store_without_validation_metrics_is_written(tmp_path):

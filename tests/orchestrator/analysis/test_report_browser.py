@@ -72,7 +72,11 @@ def test_report_renders_leaderboard_and_every_plot(built_report, tmp_path):
 
     lb = pd.read_csv(out / "tables" / "leaderboard.csv")
     expected = lb.groupby("regime").size()
-    assert dom.rows == {f"leaderboard-{r.replace('/', '-')}": n for r, n in expected.items()}
+    native = pd.read_csv(out / "tables" / "leaderboard_native.csv").groupby("regime").size()
+    assert dom.rows == {
+        **{f"leaderboard-{r.replace('/', '-')}": n for r, n in expected.items()},
+        **{f"leaderboard-native-{r.replace('/', '-')}": n for r, n in native.items()},
+    }
     assert "graphpfn" in run.stdout and "gcn-Default" in run.stdout
 
     figures = sorted(p.name for p in (out / "figures").glob("*.png"))

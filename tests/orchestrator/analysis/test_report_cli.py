@@ -165,3 +165,49 @@ def test_every_finding_links_a_written_figure(built_report):
     findings = pd.read_csv(out / "tables" / "findings.csv")
     figures = findings.loc[findings["figure"].str.startswith("figures/"), "figure"]
     assert len(figures) and all((out / f).is_file() for f in figures), sorted(set(figures))
+
+
+def test_methods_recompute_the_leaderboard_over_exactly_those_entrants(small_store, built_report, tmp_path):
+    """Elo depends on who competes: a subset is rated afresh, not read off the full table's rows."""
+    from orchestrator.analysis import elo as elo_mod
+    from orchestrator.analysis.cohorts import impute
+    from orchestrator.analysis.load import load_trials
+    from orchestrator.analysis.views import build_results
+
+    store, _ = small_store
+    res = run(["--store", str(store), "--out", str(tmp_path / "r"), "--bootstrap-rounds", "30", "--methods", "gcn,gat"])
+    assert res.exit_code == 0, res.output
+    assert "recomputed over 2 method(s): gcn, gat" in res.output
+    sub = pd.read_csv(tmp_path / "r" / "tables" / "leaderboard.csv")
+    assert set(sub["view"]) == {"gcn", "gcn-Default", "gat", "gat-Default"}
+    trials = load_trials(store)
+    results = impute(build_results(trials[trials["method"].astype(str).isin({"gcn", "gat"})])[0])
+    for regime, got in sub.groupby("regime"):
+        want = elo_mod.elo_ratings(results[results["regime"] == regime], anchor="gcn-Default", rounds=30)
+        assert got.set_index("view")["elo"].round(6).to_dict() == want.set_index("view")["elo"].round(6).to_dict()
+    full = pd.read_csv(built_report[1] / "tables" / "leaderboard.csv").set_index(["regime", "view"])["elo"]
+    moved = (sub.set_index(["regime", "view"])["elo"] - full.reindex(sub.set_index(["regime", "view"]).index)).abs()
+    assert moved.max() > 1  # filtering the full table would have kept these ratings
+    line = one_line_error(run(["--store", str(store), "--out", str(tmp_path / "r2"), "--methods", "gcn,nosuch"]))
+    assert "no trials of nosuch" in line
+
+
+def test_the_non_imputed_view_ranks_each_method_on_its_own_results(built_report):
+    _, out = built_report
+    native = pd.read_csv(out / "tables" / "leaderboard_native.csv")
+    imputed = pd.read_csv(out / "tables" / "leaderboard.csv")
+    assert set(native["view"]) == set(imputed["view"])
+    gfm = imputed.loc[imputed["kind"] == "gfm", "view"].iloc[0]
+    # a GFM with imputed datasets is rated on fewer datasets when only its own results count
+    got = native.set_index(["regime", "view"]).loc[:, "datasets"].xs(gfm, level="view")
+    assert (got < imputed.set_index(["regime", "view"]).loc[:, "datasets"].xs(gfm, level="view")).all()
+    html = (out / "index.html").read_text()
+    assert 'id="leaderboard-native-10-10-80"' in html and "Non-imputed view" in html
+
+
+def test_the_overlap_page_shows_what_each_gfm_declares_and_on_what_authority(built_report):
+    _, out = built_report
+    dec = pd.read_csv(out / "tables" / "pretraining_declarations.csv").set_index("method")
+    assert dec.loc["gvt", "pretraining_graphs"] == "ogbn-arxiv" and dec.loc["gvt", "basis"].startswith("paper")
+    assert "synthetic" in dec.loc["graphpfn", "basis"]
+    assert 'id="pretraining-declarations"' in (out / "index.html").read_text()
