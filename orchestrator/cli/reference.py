@@ -106,12 +106,18 @@ def build_command(
 
 
 def _seed(store: Path, root: Path) -> int:
-    """Write the shipped table's rows into the working store (those it lacks); how many there were."""
+    """Open (creating) the working store and write the shipped table's rows it lacks; how many there were.
+
+    A first build has no shipped table: the store is still created, since the estimate and the datasets' completeness
+    are read from it before the sweep writes a row.
+    """
     try:
         frame, _ = load_reference(LITE.name, root)
     except ReferenceError:
-        return 0
+        frame = None
     with Store(store) as target:
+        if frame is None:
+            return 0
         held = target.done_keys()
         target.write_rows([r for r in store_rows(frame) if r["trial_key"] not in held])
     return len(frame)

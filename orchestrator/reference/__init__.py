@@ -95,6 +95,7 @@ def load_reference(name: str, root: Path | None = None) -> tuple[pd.DataFrame, M
 def write_reference(frame: pd.DataFrame, manifest: Manifest, root: Path | None = None) -> None:
     """Write the table (sorted, so a rebuild of the same trials writes the same bytes) and its manifest."""
     table, path = paths(manifest.protocol, root)
+    table.parent.mkdir(parents=True, exist_ok=True)
     rows = frame.loc[:, list(TABLE_COLUMNS)].sort_values(["dataset", "regime", "split", "method", "trial_index"])
     rows = rows.assign(
         error=rows["error"].astype("string").str.slice(0, ERROR_CHARS), is_default=rows["is_default"].astype(bool)

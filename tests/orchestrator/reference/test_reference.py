@@ -12,6 +12,7 @@ from orchestrator.reference import (
     Manifest,
     ReferenceError,
     load_reference,
+    read_manifest,
     paths,
     store_rows,
     write_reference,
@@ -78,3 +79,41 @@ def test_with_the_mirror_the_official_weights_make_graphany_gvt_and_node4all_ref
     shipped_methods, missing = reference_methods(load_families())
     assert {"graphany", "gvt", "node4all"} <= set(shipped_methods)
     assert {"graphpfn", "nodepfn", "g2tfm", "ephris"} <= set(missing)
+
+
+def test_a_first_build_from_nothing_ships_a_table_and_the_next_resumes_from_it(mirror, tmp_path, monkeypatch):
+    """`make reference` on a fresh clone: no shipped table and no working store yet (the first build failed on
+    'no run store'); the second build finds the table's rows and runs nothing new. One method on one graph, no probe."""
+    from typer.testing import CliRunner
+
+    from orchestrator.cli import reference as command
+    from orchestrator.reference.build import PINNED_KERNELS
+
+    for name in PINNED_KERNELS:  # the build sets them for its services: restored after the test
+        monkeypatch.setenv(name, "")
+    monkeypatch.setenv("NODEGROUND_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(command, "reference_methods", lambda families: (["mlp"], {"graphpfn": "no weights here"}))
+    monkeypatch.setattr(command, "protocol_datasets", lambda protocol: "texas")
+
+    def probe(methods, store, *args):  # the cost probe's records, without its minutes: texas-sized mlp trials
+        with Store(store) as target:
+            target.write_rows(rows(["mlp"], ["texas"]).to_dict("records"))
+
+    monkeypatch.setattr(command, "run_probe", probe)
+    out, store = tmp_path / "shipped", tmp_path / "work" / "lite.sqlite"
+    build = ["build", "--hours", "1", "--store", str(store), "--out", str(out)]
+    first = CliRunner().invoke(command.app, build)
+    assert first.exit_code == 0, first.output
+    table, manifest = load_reference("lite", out)
+    assert (
+        manifest.datasets == ["texas"]
+        and manifest.methods == ["mlp"]
+        and manifest.missing == {"graphpfn": "no weights here"}
+    )
+    assert len(table) == manifest.rows == 2 * LITE.budget and set(table["protocol"]) == {"lite"}
+    shipped_bytes = paths("lite", out)[0].read_bytes()
+    store.unlink()  # a fresh clone's second build: only the shipped table
+    second = CliRunner().invoke(command.app, build)
+    assert second.exit_code == 0, second.output
+    assert f"{2 * LITE.budget} rows from the shipped table" in second.output and "runs nothing new" in second.output
+    assert paths("lite", out)[0].read_bytes() == shipped_bytes and len(read_manifest("lite", out).builds) == 2
