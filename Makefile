@@ -147,8 +147,9 @@ include docker/contrib.mk
 include docker/swarm.mk
 
 # The shipped reference records (orchestrator/reference/lite.csv + lite.json, docs/reference.md): the Lite tier of
-# every reference method on the catalog datasets that fit in HOURS estimated hours (default 4), smallest graphs first;
-# it resumes from the shipped table and extends it. About HOURS hours on two cores, plus ~15 min of cost probe.
+# every reference method on the catalog datasets that fit in HOURS estimated wall hours (default 4; two one-thread
+# services side by side), smallest graphs first; it resumes from the shipped table and extends it. About HOURS hours on
+# two cores, plus ~15 min of cost probe the first time.
 HOURS ?= 4
 reference: $(STAMP)
 	$(MAKE) weights FAMILIES="graphany gvt node4all"

@@ -44,7 +44,7 @@ PARALLEL = 2  # two one-thread services (PINNED_KERNELS): the throughput of one 
 @user_errors
 def build_command(
     hours: Annotated[
-        float, typer.Option(help="Estimated hours of trials this build may add (smallest graphs first).")
+        float, typer.Option(help="Estimated wall hours this build may add (smallest graphs first; two services).")
     ] = 4.0,
     store: Annotated[
         Path, typer.Option(help="The build's working store (seeded from the shipped table).")
@@ -77,11 +77,11 @@ def build_command(
     run_probe(methods, calibration_store(), [], "auto")
     model = fit_cost_model(read_records([store, calibration_store(), *from_stores]))
     done = complete_datasets(read_trials(store), computed)
-    sizing = size_up(computed, model, hours, done)
+    sizing = size_up(computed, model, hours, done, PARALLEL)
     todo = [d for d in sizing.run if d not in done]
     priced = ", ".join(f"{d} {h:.2f}" for d, h in sizing.hours.items())
-    err.print(f"reference: estimated hours per dataset: {priced}; this build runs {', '.join(todo) or 'nothing new'}",
-              markup=False)  # fmt: skip
+    err.print(f"reference: estimated wall hours per dataset: {priced}; "
+              f"this build runs {', '.join(todo) or 'nothing new'}", markup=False)  # fmt: skip
     if todo:
         narrowed = SweepPlan(**{**vars(plan), "datasets": tuple(todo)})
         os.environ.update(PINNED_KERNELS)  # the services inherit it: every row reruns to itself on another machine

@@ -70,18 +70,22 @@ class Sizing:
     """Which datasets a build runs (smallest first, while their estimated hours fit) and which stay pending."""
 
     run: list[str]
-    pending: dict[str, float]  # dataset -> estimated hours
-    hours: dict[str, float]  # every dataset's estimated hours (priced cells), for the build's own line
+    pending: dict[str, float]  # dataset -> estimated wall hours
+    hours: dict[str, float]  # every dataset's estimated wall hours (priced cells), for the build's own line
     unpriced: int  # trials of the plan the estimate could not price
 
 
-def size_up(plan: Plan, model: CostModel, hours: float, done: Sequence[str]) -> Sizing:
-    """Order the plan's datasets by nodes and keep those whose estimated hours (``done`` ones cost nothing) fit."""
+def size_up(plan: Plan, model: CostModel, hours: float, done: Sequence[str], parallel: int) -> Sizing:
+    """Order the plan's datasets by nodes and keep those whose estimated wall hours (``done`` ones cost nothing) fit.
+
+    A dataset's wall hours are its trials' estimated service hours over the ``parallel`` services that run them side
+    by side, so ``--hours 4`` is about four hours of the build's own time.
+    """
     costs = estimate_cells(plan, model)
     per_dataset: dict[str, float] = {}
     unpriced = 0
     for cell, cost in zip(plan.cells, costs, strict=True):
-        per_dataset[cell.dataset] = per_dataset.get(cell.dataset, 0.0) + (cost.seconds or 0.0) / 3600
+        per_dataset[cell.dataset] = per_dataset.get(cell.dataset, 0.0) + (cost.seconds or 0.0) / 3600 / parallel
         unpriced += cell.trials if cost.seconds is None else 0
     sizes = sizes_of(plan.sweep.datasets)
     ordered = sorted(plan.sweep.datasets, key=lambda d: sizes[d].nodes if d in sizes else float("inf"))

@@ -12,8 +12,8 @@ from orchestrator.reference import (
     Manifest,
     ReferenceError,
     load_reference,
-    read_manifest,
     paths,
+    read_manifest,
     store_rows,
     write_reference,
 )
@@ -81,6 +81,7 @@ def test_with_the_mirror_the_official_weights_make_graphany_gvt_and_node4all_ref
     assert {"graphpfn", "nodepfn", "g2tfm", "ephris"} <= set(missing)
 
 
+@pytest.mark.slow  # a real sweep of 20 trials (about 30 s on two idle cores)
 def test_a_first_build_from_nothing_ships_a_table_and_the_next_resumes_from_it(mirror, tmp_path, monkeypatch):
     """`make reference` on a fresh clone: no shipped table and no working store yet (the first build failed on
     'no run store'); the second build finds the table's rows and runs nothing new. One method on one graph, no probe."""
@@ -117,3 +118,26 @@ def test_a_first_build_from_nothing_ships_a_table_and_the_next_resumes_from_it(m
     assert second.exit_code == 0, second.output
     assert f"{2 * LITE.budget} rows from the shipped table" in second.output and "runs nothing new" in second.output
     assert paths("lite", out)[0].read_bytes() == shipped_bytes and len(read_manifest("lite", out).builds) == 2
+
+
+def test_a_build_runs_the_smallest_datasets_whose_wall_hours_fit(monkeypatch):
+    """Hours are the build's own: each dataset's service hours over the services running side by side; the first
+    dataset that does not fit and every larger one wait (pending), and a dataset already complete costs nothing."""
+    from types import SimpleNamespace
+
+    from orchestrator.reference import build
+
+    service_hours = {"texas": 1.0, "cornell": 2.0, "cora": 3.0, "citeseer": 1.0}  # each dataset one cell here
+    cells = [SimpleNamespace(dataset=d, trials=20) for d in service_hours]
+    plan = SimpleNamespace(cells=cells, sweep=SimpleNamespace(datasets=tuple(service_hours)))
+    monkeypatch.setattr(
+        build,
+        "estimate_cells",
+        lambda plan, model: [SimpleNamespace(seconds=service_hours[c.dataset] * 3600) for c in cells],
+    )
+    nodes = {"texas": 183, "cornell": 183, "cora": 2708, "citeseer": 3327}
+    monkeypatch.setattr(build, "sizes_of", lambda names: {d: SimpleNamespace(nodes=nodes[d]) for d in names})
+    sizing = build.size_up(plan, None, hours=1.5, done=[], parallel=2)  # type: ignore[arg-type]
+    assert sizing.run == ["texas", "cornell"] and sizing.pending == {"cora": 1.5, "citeseer": 0.5}
+    assert build.size_up(plan, None, hours=2.0, done=["cornell"], parallel=2).run == ["texas", "cornell", "cora"]  # type: ignore[arg-type]
+    assert build.size_up(plan, None, hours=1.5, done=[], parallel=1).run == ["texas"]  # type: ignore[arg-type]
