@@ -196,7 +196,7 @@ def epoch_rows(device_name: str, small: bool, log_dir: Path, repeats: int) -> li
     from orchestrator.data.splits import make_split
     from orchestrator.services.client import MethodClient
     from orchestrator.services.embedded import EmbeddedService
-    from orchestrator.sweep import hidden_label_bundle
+    from orchestrator.trial import hidden_label_bundle
 
     device = torch.device(device_name)
     graph = big_graph(small)
