@@ -44,8 +44,8 @@ import torch
 from contract.handshake import READY_PREFIX
 from contract.wire import CHUNK_BYTES, MAX_MESSAGE_BYTES, GraphBundle, make_bundle, payload
 from methods.gnn import MLP
+from methods.sdk.caches import DEFAULT_MAX_GRAPHS
 from methods.sdk.method import FitContext
-from methods.sdk.service import DEFAULT_MAX_GRAPHS
 from orchestrator.data.registry import load_dataset
 from orchestrator.data.splits import make_split
 from orchestrator.data.synthetic import sbm_graph

@@ -106,7 +106,7 @@ def host_check(device: str) -> dict[str, str]:
         sys.exit(f"error: torch {torch.__version__} is older than 2.3")
     if device.startswith("cuda") and not torch.cuda.is_available():
         sys.exit("error: torch sees no CUDA device here; run with --device cpu --small to check the code path on CPU")
-    from methods.sdk.service import device_fields
+    from methods.sdk.device import device_fields
 
     return {
         "torch": torch.__version__,

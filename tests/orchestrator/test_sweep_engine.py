@@ -18,7 +18,8 @@ from contract.families import Family
 from contract.wire import GraphBundle
 from methods.gnn import MLP
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, Method, ResourceError
-from methods.sdk.service import GraphCache, MethodServicer, build_server
+from methods.sdk.caches import GraphCache
+from methods.sdk.service import MethodServicer, build_server
 from orchestrator.results import selected_results, selected_with_workflow
 from orchestrator.services.client import MethodClient, ServiceUnavailable
 from orchestrator.services.directory import Directory, ServiceDirectory, resolve_methods
