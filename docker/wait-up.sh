@@ -4,7 +4,7 @@
 #   docker/wait-up.sh PROJECT SECONDS
 # A container is up when Docker calls it healthy (gRPC health SERVING), or when its service writes
 # NOT_SERVING to its health file: it answers, but a GFM's weights are missing or fail their
-# checksum (methods/sdk/service.py). Such a service turns healthy by itself within seconds of
+# checksum (methods/sdk/readiness.py). Such a service turns healthy by itself within seconds of
 # `make weights`; waiting for it here would only time out, so it is reported with its reason and
 # the command that fixes it. Exit 1 when some container does not answer within SECONDS.
 set -u

@@ -32,7 +32,7 @@ from orchestrator.data.splits import make_split
 from orchestrator.data.synthetic import sbm_graph
 from orchestrator.services.client import MethodClient
 from orchestrator.services.embedded import EmbeddedService
-from orchestrator.sweep import hidden_label_bundle
+from orchestrator.trial import hidden_label_bundle
 
 STOP_TARGET_S = 3.0
 STOP_ROUNDS = 3

@@ -44,14 +44,14 @@ import torch
 from contract.handshake import READY_PREFIX
 from contract.wire import CHUNK_BYTES, MAX_MESSAGE_BYTES, GraphBundle, make_bundle, payload
 from methods.gnn import MLP
+from methods.sdk.caches import DEFAULT_MAX_GRAPHS
 from methods.sdk.method import FitContext
-from methods.sdk.service import DEFAULT_MAX_GRAPHS
 from orchestrator.data.registry import load_dataset
 from orchestrator.data.splits import make_split
 from orchestrator.data.synthetic import sbm_graph
 from orchestrator.services.client import MethodClient
 from orchestrator.services.embedded import EmbeddedService
-from orchestrator.sweep import hidden_label_bundle
+from orchestrator.trial import hidden_label_bundle
 from tests.bench import grpc_sink
 from tests.bench.bench_methods import CONFIGS, plain_epoch, plain_model
 

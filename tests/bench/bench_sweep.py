@@ -148,7 +148,7 @@ def in_process(trials) -> tuple[float, float]:
     from orchestrator.data.registry import load_dataset
     from orchestrator.data.splits import graph_split
     from orchestrator.records import TrialRecord
-    from orchestrator.sweep import Sweep, hidden_label_bundle
+    from orchestrator.trial import TrialRunner, hidden_label_bundle
 
     graph = load_dataset("synthetic-tiny")
     prepared = {}
@@ -170,7 +170,7 @@ def in_process(trials) -> tuple[float, float]:
                 record = TrialRecord(t.key, "const", "bench", "bench", "supervised", graph.name, "", graph.task_type,
                                      graph.num_classes, t.regime, t.split, t.index, t.index == 0, "{}", "", t.split,
                                      "ok")  # fmt: skip
-                Sweep._score(probs, graph, split, record)
+                TrialRunner._score(probs, graph, split, record)
         return (time.perf_counter() - start) / len(trials)
 
     calls(True)  # warm caches

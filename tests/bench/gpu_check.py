@@ -106,7 +106,7 @@ def host_check(device: str) -> dict[str, str]:
         sys.exit(f"error: torch {torch.__version__} is older than 2.3")
     if device.startswith("cuda") and not torch.cuda.is_available():
         sys.exit("error: torch sees no CUDA device here; run with --device cpu --small to check the code path on CPU")
-    from methods.sdk.service import device_fields
+    from methods.sdk.device import device_fields
 
     return {
         "torch": torch.__version__,
@@ -196,7 +196,7 @@ def epoch_rows(device_name: str, small: bool, log_dir: Path, repeats: int) -> li
     from orchestrator.data.splits import make_split
     from orchestrator.services.client import MethodClient
     from orchestrator.services.embedded import EmbeddedService
-    from orchestrator.sweep import hidden_label_bundle
+    from orchestrator.trial import hidden_label_bundle
 
     device = torch.device(device_name)
     graph = big_graph(small)

@@ -26,7 +26,7 @@ from methods.sdk import ResourceError
 from orchestrator.data.registry import load_dataset
 from orchestrator.data.splits import Split, graph_split
 from orchestrator.sampling import config_sequence, sequence_key
-from orchestrator.sweep import hidden_label_bundle
+from orchestrator.trial import hidden_label_bundle
 from tests.methods.helpers import cpu_context
 from tests.methods.test_methods_catalog import all_methods
 

@@ -18,7 +18,8 @@ from contract.families import Family
 from contract.wire import GraphBundle
 from methods.gnn import MLP
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, Method, ResourceError
-from methods.sdk.service import GraphCache, MethodServicer, build_server
+from methods.sdk.caches import GraphCache
+from methods.sdk.service import MethodServicer, build_server
 from orchestrator.results import selected_results, selected_with_workflow
 from orchestrator.services.client import MethodClient, ServiceUnavailable
 from orchestrator.services.directory import Directory, ServiceDirectory, resolve_methods
@@ -354,11 +355,13 @@ class Watched(ServiceDirectory):
 
 
 def test_a_shard_asks_only_for_its_methods_services_and_loads_only_its_datasets(tmp_path, servers, monkeypatch):
+    import orchestrator.preflight as preflight_module
     import orchestrator.sweep as sweep_module
 
     loaded = []
     real_load = sweep_module.load_dataset
-    monkeypatch.setattr(sweep_module, "load_dataset", lambda name: loaded.append(name) or real_load(name))
+    for module in (sweep_module, preflight_module):  # the plan's checks and the run's jobs load datasets
+        monkeypatch.setattr(module, "load_dataset", lambda name: loaded.append(name) or real_load(name))
     first, _, _ = servers()
     second, _, _ = servers()
     families = {"fa": Family("fa", "nodeground/fa", FAMILY.module, ("qmlp",)), "fb": Family("fb", "", "", ("modes",))}

@@ -13,7 +13,7 @@ from contract.families import load_families
 from contract.v1 import method_service_pb2 as pb
 from contract.weights import load_weights_catalog
 from methods.families import method_classes
-from methods.sdk import service as service_module
+from methods.sdk import readiness as readiness_module
 from methods.sdk.service import MethodServicer, build_server
 from orchestrator.services.client import MethodClient, ServiceNotReady
 from tests.conftest import HANG_S
@@ -25,7 +25,7 @@ GRAPHANY_IDS = ("graphany-arxiv", "graphany-cora", "graphany-product", "graphany
 def graphany_service(weights, tmp_path, monkeypatch):
     """A real graphany service (gRPC on loopback) reading weights from an empty directory, re-checked every 0.2 s."""
     monkeypatch.setenv("NODEGROUND_WEIGHTS", str(tmp_path / "weights"))  # after `weights`, which names the mirror
-    monkeypatch.setattr(service_module, "READINESS_POLL_S", 0.2)
+    monkeypatch.setattr(readiness_module, "READINESS_POLL_S", 0.2)
     server, port = build_server(MethodServicer("graphany", method_classes(load_families()["graphany"])), "127.0.0.1:0")
     server.start()
     client = MethodClient(f"127.0.0.1:{port}")
@@ -95,7 +95,7 @@ def test_weights_fetched_a_moment_before_a_client_asks_count_at_once(graphany_se
     """A not-ready service re-verifies on every ask: `make weights` then `orchestrator run` at once must not be
     told "not ready" from a check made before the files arrived (the readiness poll only paces a ready service)."""
     client, directory = graphany_service
-    monkeypatch.setattr(service_module, "READINESS_POLL_S", 3600.0)
+    monkeypatch.setattr(readiness_module, "READINESS_POLL_S", 3600.0)
     assert _health(client) == health_pb2.HealthCheckResponse.NOT_SERVING  # the last check: no weights
     _copy(GRAPHANY_IDS, weights, directory)
     assert not client._stub.Describe(pb.DescribeRequest(), timeout=HANG_S).not_ready

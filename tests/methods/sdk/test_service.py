@@ -25,8 +25,10 @@ from contract.v1 import method_service_pb2_grpc as pb_grpc
 from contract.wire import GraphBundle, encode, make_bundle
 from methods.gnn import GCN, MLP
 from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, FloatParam, InputRefused
+from methods.sdk.caches import GraphCache
+from methods.sdk.device import nvidia_driver_version
 from methods.sdk.method import pick_device
-from methods.sdk.service import GraphCache, MethodServicer, nvidia_driver_version
+from methods.sdk.service import MethodServicer
 from tests.conftest import HANG_S, tiny_graph
 from tests.methods.helpers import Sleeper, in_process_service, tiny_bundle
 
