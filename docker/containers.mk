@@ -13,7 +13,7 @@
 #   make up GPU=1 [GPUS=0,1]  one replica of each family per GPU, each pinned to its device
 #   make down              stop and remove the project's containers and network (this checkout's: COMPOSE_PROJECT)
 #   make test-docker       pytest -m docker tests/docker (all but the user path and the Swarm test)
-#   make test-user-path    the README's path end to end: up, weights, run, report, validate-images, down
+#   make test-user-path    docker/README.md's path end to end: up, weights, run, report, validate-images, down
 
 PYTHON ?= .venv/bin/python
 DOCKER ?= docker
@@ -311,12 +311,11 @@ down: compose
 test-docker: install
 	$(PYTHON) -m pytest -m docker tests/docker --ignore=tests/docker/test_user_path.py --ignore=tests/docker/test_swarm.py
 
-# Not in CI until it passes again on the merged tree.
 ## The Swarm test: swarm-up, a sweep over replicas with TLS, one replica killed, swarm-down (about 3 min)
 test-swarm: install
 	$(PYTHON) -m pytest -m docker tests/docker/test_swarm.py -s
 
 # Needs the images (`make images`, `make image-centroid`) and the offline mirror.
-## The README's container path from a fresh cache: up, weights, run, report, validate, down (about 12 min)
+## docker/README.md's path from a fresh cache: up, weights, run, report, validate, down (about 12 min)
 test-user-path: install
 	$(PYTHON) -m pytest -m docker tests/docker/test_user_path.py -s
