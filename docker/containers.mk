@@ -13,7 +13,7 @@
 #   make up GPU=1 [GPUS=0,1]  one replica of each family per GPU, each pinned to its device
 #   make down              stop and remove the project's containers and network (this checkout's: COMPOSE_PROJECT)
 #   make test-docker       pytest -m docker tests/docker (all but the user path and the Swarm test)
-#   make test-user-path    the README's path end to end: up, weights, run, report, validate-images, down
+#   make test-user-path    docker/README.md's path end to end: up, weights, run, report, validate-images, down
 
 PYTHON ?= .venv/bin/python
 DOCKER ?= docker
@@ -91,6 +91,7 @@ COMPOSE ?= $(shell if $(DOCKER) compose version >/dev/null 2>&1; then echo "$(DO
 WHEELS_DIR = $(if $(filter 1,$(GPU)),$(WHEELHOUSE_CUDA),$(WHEELHOUSE))
 WHEELS_REQUIREMENTS = $(if $(filter 1,$(GPU)),-r <(grep -v '^torch==' docker/requirements.txt) -r docker/requirements-cuda.txt,-r docker/requirements.txt -r docker/requirements-orchestrator.txt)
 
+## The images' wheelhouse, the CPU closure (GPU=1: the CUDA one, about 3 GB) (minutes; needs PyPI)
 wheels: install
 	@mkdir -p $(WHEELS_DIR)
 	$(PYTHON) -m pip download --disable-pip-version-check --no-cache-dir -d $(WHEELS_DIR) \
@@ -106,7 +107,8 @@ wheels: install
 		ls $(WHEELHOUSE_CUDA)-$$f | wc -l | xargs echo "family $$f: wheels in $(WHEELHOUSE_CUDA)-$$f:"; done
 
 # Each family's own dependencies (methods/<family>/requirements.txt) into $(WHEELHOUSE_FAMILIES)/<family>
-# (seconds; `make wheels` runs it): the offline family image installs them from there.
+# (`make wheels` runs it): the offline family image installs them from there.
+## Each family's own dependencies (methods/<family>/requirements.txt) as wheels (seconds)
 family-wheels: install
 	@set -e; for r in $(wildcard methods/*/requirements.txt); do f=$$(basename $$(dirname $$r)); \
 		$(PYTHON) -m pip download --disable-pip-version-check --no-cache-dir -q -d $(WHEELHOUSE_FAMILIES)/$$f --no-deps \
@@ -128,8 +130,7 @@ tar -chf - docker/base/Dockerfile docker/requirements.txt $(if $(filter 1,$(2)),
 $(DOCKER) image prune -f --filter label=$(BUILD_STAGE_LABEL) >/dev/null
 endef
 
-# Public default: python:3.11-slim from a registry, packages from PyPI
-# (or from ./wheelhouse with OFFLINE=1).
+## nodeground/base from a public python:3.11-slim and PyPI, or ./wheelhouse with OFFLINE=1 (a few minutes)
 base:
 	$(call build_base,$(PUBLIC_BASE_IMAGE),$(OFFLINE))
 
@@ -146,7 +147,8 @@ $(ROOTFS_TAR):
 	mv $@.tmp $@
 	rm -rf $(ROOTFS_DIR)/tree
 
-# Debian base OS image from the cached rootfs (re-imported only if absent).
+# The rootfs tarball (debootstrap, root) is cached in $(ROOTFS_DIR); the image is re-imported only if absent.
+## The Debian base OS image, nodeground/base-os (minutes the first time; seconds after)
 base-os: $(ROOTFS_TAR)
 	@if $(DOCKER) image inspect $(BASE_OS_TAG) >/dev/null 2>&1; then \
 		echo "$(BASE_OS_TAG) present"; \
@@ -159,7 +161,7 @@ base-os: $(ROOTFS_TAR)
 			$(ROOTFS_TAR) $(BASE_OS_TAG); \
 	fi
 
-# Offline path: debootstrapped Debian + ./wheelhouse, no registry, no index.
+## Offline nodeground/base: debootstrapped Debian + ./wheelhouse, no registry, no index (a few minutes)
 base-offline: base-os
 	@test -n "$$(ls $(WHEELHOUSE)/*.whl 2>/dev/null)" || { echo "no wheels in $(WHEELHOUSE)/: run 'make wheels' first" >&2; exit 1; }
 	$(call build_base,$(BASE_OS_TAG),1)
@@ -180,6 +182,7 @@ LABEL_OF = f() { $(DOCKER) image inspect -f '{{index .Config.Labels "$(INPUTS_LA
 # Base only if absent (OFFLINE=1 picks the offline base); a family image is built when its inputs
 # changed (INPUTS_OF) or it is absent; REBUILD=1 builds every one anyway.
 REBUILD ?= 0
+## The base if absent, then every family image whose inputs changed (about 15 min first; seconds when current)
 images:
 	@if $(DOCKER) image inspect $(IMAGE_BASE) >/dev/null 2>&1; then \
 		echo "$(IMAGE_BASE) present"; \
@@ -208,6 +211,7 @@ images:
 # closure): its own base, nodeground/base-FAMILY:cuda, from docker/base/Dockerfile with that file as the
 # requirements (--no-deps, pip check). The context is a folder of its own: the file and, offline, hard
 # links to $(WHEELHOUSE_CUDA)-FAMILY (make wheels GPU=1 fills it). Built once; remove the image to rebuild.
+## A family's own CUDA base (FAMILY=NAME) when its CUDA pins differ; `make images GPU=1` runs it (minutes, once)
 family-base-cuda:
 	@test -n "$(FAMILY)" && test -f methods/$(FAMILY)/requirements-cuda.txt
 	@if $(DOCKER) image inspect $(IMAGE_PREFIX)/base-$(FAMILY):cuda >/dev/null 2>&1; then \
@@ -232,6 +236,7 @@ CUDA_PIN_OF = f() { sed -n 's/^torch *= *"\(.*\)".*/\1/p' methods/$$1/manifest.t
 # context is a folder holding only the requirements and hard links to $(WHEELHOUSE_CUDA)
 # (the repository root would send its CPU wheelhouse, and a CUDA one there would go
 # into every CPU build's context).
+## nodeground/base:cuda, the base with PyPI's CUDA torch (minutes; several GB)
 base-cuda:
 ifeq ($(OFFLINE),1)
 	@test -n "$$(ls $(WHEELHOUSE_CUDA)/*.whl 2>/dev/null)" || { echo "no wheels in $(WHEELHOUSE_CUDA)/: run 'make wheels GPU=1' first" >&2; exit 1; }
@@ -257,6 +262,7 @@ PROJECT_FILTER = --filter label=com.docker.compose.project=$(COMPOSE_PROJECT)
 # so that Docker does not create it root-owned and empty.
 WEIGHTS_DIR_CMD = $(if $(wildcard $(PYTHON)),$(PYTHON),python3) -m contract.weights
 
+## Build what is missing or changed, start every family's service, wait until healthy (seconds with current images)
 up: compose images $(if $(filter 1,$(GPU)),gpu-compose)
 	@for s in $(SCALE); do \
 		case " $(FAMILIES) " in *" $${s%%=*} "*) ;; \
@@ -272,11 +278,12 @@ up: compose images $(if $(filter 1,$(GPU)),gpu-compose)
 	@if [ "$(UP_WAIT)" != 0 ]; then DOCKER="$(DOCKER)" sh docker/wait-up.sh $(COMPOSE_PROJECT) $(UP_WAIT); fi
 	$(COMPOSE) -p $(COMPOSE_PROJECT) $(COMPOSE_FILES) ps
 
-# The compose file from the manifests (generated, not committed: a new family is one new folder).
+# Generated, not committed: a new family is one new folder.
+## Write .cache/compose.yaml from the family manifests (seconds)
 compose: install
 	@$(PYTHON) docker/services.py compose --out $(COMPOSE_FILE)
 
-# The GPU override for the GPUs found (GPUS=... picks them), or :cuda images on CPU when none is.
+## The compose override for the GPUs found (GPUS=... picks them), or :cuda images on CPU (seconds)
 gpu-compose: compose
 	@$(PYTHON) -m orchestrator.services.gpus --compose $(COMPOSE_FILE) --gpus "$(GPUS)" --out $(GPU_COMPOSE)
 
@@ -284,6 +291,7 @@ gpu-compose: compose
 # endpoint on the network after its container is gone, and compose then fails.
 # So whatever of this project is left afterwards is removed here, and `down`
 # fails only if something still remains.
+## Stop and remove this checkout's containers and network (seconds)
 down: compose
 	@$(COMPOSE) -p $(COMPOSE_PROJECT) $(COMPOSE_FILES) down --remove-orphans || \
 		echo "compose down failed; removing what is left of project $(COMPOSE_PROJECT)" >&2
@@ -299,13 +307,15 @@ down: compose
 	left="$$($(DOCKER) ps -aq $(PROJECT_FILTER))$$($(DOCKER) network ls -q $(PROJECT_FILTER))"; \
 	if [ -n "$$left" ]; then echo "project $(COMPOSE_PROJECT) still has containers or networks: $$left" >&2; exit 1; fi
 
+## Container tests: images, compose, hostile and broken images (about 3 min)
 test-docker: install
 	$(PYTHON) -m pytest -m docker tests/docker --ignore=tests/docker/test_user_path.py --ignore=tests/docker/test_swarm.py
 
-# The Swarm test (make swarm-up/run/down, a killed replica): not in CI until it passes again on the merged tree.
+## The Swarm test: swarm-up, a sweep over replicas with TLS, one replica killed, swarm-down (about 3 min)
 test-swarm: install
 	$(PYTHON) -m pytest -m docker tests/docker/test_swarm.py -s
 
 # Needs the images (`make images`, `make image-centroid`) and the offline mirror.
+## docker/README.md's path from a fresh cache: up, weights, run, report, validate, down (about 12 min)
 test-user-path: install
 	$(PYTHON) -m pytest -m docker tests/docker/test_user_path.py -s

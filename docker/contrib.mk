@@ -32,6 +32,7 @@ VALIDATE_ARCH ?= tiny
 # committed lock file and copied into the image: containers need no registry.
 $(NODE_METHOD_DIR)/node_modules/.package-lock.json: $(NODE_METHOD_DIR)/package.json $(NODE_METHOD_DIR)/package-lock.json
 	cd $(NODE_METHOD_DIR) && $(NPM) ci --omit=dev --no-audit --no-fund
+## The Node.js method's npm dependencies, on the host from its lock file (seconds)
 node-deps: $(NODE_METHOD_DIR)/node_modules/.package-lock.json
 
 $(NODE_ROOTFS_TAR):
@@ -47,6 +48,7 @@ $(NODE_ROOTFS_TAR):
 	mv $@.tmp $@
 	rm -rf $(ROOTFS_DIR)/tree-nodejs
 
+## The Node.js runtime image: debootstrapped Debian with nodejs, or NODE_OS_IMAGE (minutes the first time)
 node-os:
 	@if $(DOCKER) image inspect $(NODE_OS_IMAGE) >/dev/null 2>&1; then \
 		echo "$(NODE_OS_IMAGE) present"; \
@@ -62,19 +64,22 @@ node-os:
 		$(DOCKER) pull $(NODE_OS_IMAGE); \
 	fi
 
+## The Node.js method's image (a couple of minutes the first time; seconds after)
 image-$(NODE_METHOD): node-deps node-os
 	$(DOCKER) build -f $(NODE_METHOD_DIR)/Dockerfile -t $(IMAGE_PREFIX)/$(NODE_METHOD):latest \
 		--build-arg NODE_BASE=$(NODE_OS_IMAGE) .
 
 # Any other family (methods/NAME/manifest.toml: a scaffolded method, a built-in family): built on the base image.
+## nodeground/NAME from methods/NAME (a few minutes when changed; seconds when current)
 image-%:
 	@test -f methods/$*/manifest.toml || { echo "no family $* (no methods/$*/manifest.toml; scaffold one with: orchestrator methods new $*)" >&2; exit 2; }
 	@$(MAKE) --no-print-directory images FAMILIES=$*
 
+## The contract check on nodeground/NAME, sandboxed: orchestrator validate (a few minutes)
 validate-%: install
 	$(VENV)/bin/orchestrator validate $(IMAGE_PREFIX)/$*:latest $(VALIDATE_ARGS)
 
-# Every built-in family image and the Node.js method must pass the conformance check.
+## The contract check on every built-in family image and the Node.js method (several minutes)
 validate-images: install
 	@set -e; for f in $(FAMILIES) $(NODE_METHOD); do \
 		echo "validating $(IMAGE_PREFIX)/$$f"; \
@@ -82,5 +87,6 @@ validate-images: install
 			--env NODEGROUND_RANDOM_INIT_WEIGHTS=1 --env NODEGROUND_RANDOM_INIT_ARCH=$(VALIDATE_ARCH) $(VALIDATE_ARGS); \
 	done
 
+## Contributor docker tests: the scaffold's image and Lite submission, broken and hostile images (minutes)
 test-contrib: install
 	$(PYTHON) -m pytest -m docker tests/docker/test_contrib_*.py

@@ -28,17 +28,20 @@ ORCHESTRATOR_IMAGE ?= $(IMAGE_PREFIX)/orchestrator:latest
 
 # Its own tar context (the family images' context leaves the wheelhouse out); offline it carries
 # the wheelhouse, whose orchestrator wheels `make wheels` fetches.
+## nodeground/orchestrator, the image swarm-run starts (a few minutes; seconds when cached)
 image-orchestrator: images
 	tar -chf - --exclude=__pycache__ --exclude='*.pyc' docker/orchestrator/Dockerfile docker/requirements-orchestrator.txt \
 		pyproject.toml README.md contract methods orchestrator datasets $(if $(filter 1,$(OFFLINE)),$(WHEELHOUSE)) \
 		| $(DOCKER) build -f docker/orchestrator/Dockerfile -t $(ORCHESTRATOR_IMAGE) --build-arg BASE=$(BASE_TAG) --build-arg OFFLINE=$(OFFLINE) -
 
+## A single-node swarm, unless this engine is already in one (seconds)
 swarm-init:
 	@if [ "$$($(DOCKER) info --format '{{.Swarm.LocalNodeState}}')" != active ]; then \
 		$(DOCKER) swarm init --advertise-addr 127.0.0.1 >/dev/null && echo "swarm initialised (single node)"; \
 	fi
 
 # Made once and kept (a secret's content cannot change under a deployed stack).
+## The stack's self-signed certificate and token in SWARM_TLS (seconds)
 swarm-tls:
 	@mkdir -p $(SWARM_TLS)
 	@test -s $(SWARM_TLS)/cert.pem -a -s $(SWARM_TLS)/key.pem || openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
@@ -46,6 +49,7 @@ swarm-tls:
 		-keyout $(SWARM_TLS)/key.pem -out $(SWARM_TLS)/cert.pem 2>/dev/null
 	@test -s $(SWARM_TLS)/token || openssl rand -hex 32 > $(SWARM_TLS)/token
 
+## Deploy the families as a Swarm stack and wait until every replica runs (minutes; SWARM_WAIT=300 s at most)
 swarm-up: install swarm-init swarm-tls images image-orchestrator
 	@mkdir -p .cache $(SWARM_WEIGHTS)
 	$(PYTHON) docker/services.py stack --weights $(SWARM_WEIGHTS) --prefix $(IMAGE_PREFIX) --tls $(SWARM_TLS) \
@@ -59,6 +63,7 @@ swarm-up: install swarm-init swarm-tls images image-orchestrator
 		sleep 1; \
 	done
 
+## A sweep (ARGS="...") in a one-shot orchestrator container on the stack's network (the sweep's own time)
 swarm-run: install
 	@test -n "$(ARGS)" || { echo 'usage: make swarm-run ARGS="--methods ... --datasets ... --endpoint gnn=dns:///gnn:50051 --store /runs/NAME.sqlite"' >&2; exit 2; }
 	@mkdir -p $(SWARM_RUNS) $(SWARM_CACHE)
@@ -68,6 +73,7 @@ swarm-run: install
 		$(if $(NODEGROUND_MIRROR),-v $(NODEGROUND_MIRROR):/mirror:ro -e NODEGROUND_MIRROR=/mirror) \
 		$(ORCHESTRATOR_IMAGE) run --services embedded $(ARGS)
 
+## Remove the stack and its network (seconds; 90 s at most)
 swarm-down: install
 	-$(DOCKER) stack rm $(SWARM_STACK)
 	@# stack rm gives up on a network whose tasks are still stopping: remove it once they are gone.

@@ -35,7 +35,7 @@ def wait_for(condition: Callable[[], object], what: str) -> None:
 OPT_IN = {"fidelity": "make fidelity", "sweep_configs": "make sweep-configs"}
 
 
-# Where each marker's tests run when `make test` leaves them out (the README lists their durations).
+# Where each marker's tests run when `make test` leaves them out (`make help` lists their durations).
 TARGETS = {
     "slow": "make test-slow",
     "docker": "make test-docker / test-swarm / test-user-path / test-contrib",

@@ -96,7 +96,9 @@ def new(
     (model.py), the family manifest, a README."""
     for path in scaffold(name, root):
         typer.echo(f"created {path.relative_to(root) if path.is_relative_to(root) else path}")
-    typer.echo(
-        f"\nnext:\n  make image-{name}\n  orchestrator validate nodeground/{name}\n"
-        f"  orchestrator submit nodeground/{name} --datasets cora --regimes 10/10/80 --out {name}-bundle"
+    typer.echo(  # the contributor's path in order (docs/methods.md); `make describe` before the image, which copies it
+        f"\nnext:\n  make describe\n  make image-{name}\n"
+        f"  orchestrator validate nodeground/{name}\n"
+        f"  orchestrator submit nodeground/{name} --protocol lite --out {name}-lite\n"
+        f"  orchestrator report --bundle {name}-lite --reference lite --out report/"
     )

@@ -105,7 +105,7 @@ def sha256_of(path: Path) -> str:
 def is_local(url: str, sha256: str) -> bool:
     """Whether ``fetch`` can serve ``url`` without the network: a kept download or a mirror copy.
 
-    Existence only (no hashing), so listing 51 tasks stays instant; ``fetch``
+    Existence only (no hashing), so listing every catalog task stays instant; ``fetch``
     still verifies the bytes when it uses them.
     """
     known = resolve_sha256(url, sha256)

@@ -1,4 +1,4 @@
-"""The path the README gives a new user, end to end, with nothing set up that a user would not have.
+"""The path docker/README.md gives a new user, end to end, with nothing set up that a user would not have.
 
 On a fresh ``NODEGROUND_CACHE`` with ``NODEGROUND_WEIGHTS`` unset (the offline
 mirror, ``NODEGROUND_MIRROR``, is the only thing given):

@@ -204,20 +204,27 @@ def record(mirror: Path, work: Path) -> None:
     """Write ``golden/``: the trials of a fresh golden sweep and the report tables computed from them."""
     trials = run_golden_sweep(mirror, work)
     shutil.rmtree(GOLDEN, ignore_errors=True)
-    (GOLDEN / "report").mkdir(parents=True)
+    GOLDEN.mkdir(parents=True)
     shutil.copy(trials, GOLDEN / "trials.csv")
+    record_report(mirror, work)
+
+
+def record_report(mirror: Path, work: Path) -> None:
+    """Rewrite only ``golden/report`` from the recorded trials: for a change to the report alone (a new table)."""
+    shutil.rmtree(GOLDEN / "report", ignore_errors=True)
+    (GOLDEN / "report").mkdir()
     for table in sorted(write_report_tables(GOLDEN / "trials.csv", mirror, work).glob("*.csv")):
         shutil.copy(table, GOLDEN / "report" / table.name)
     print(
-        f"recorded {GOLDEN}: {len(pd.read_csv(trials))} trials, {len(list((GOLDEN / 'report').glob('*.csv')))} report "
-        "tables"
+        f"recorded {GOLDEN}: {len(pd.read_csv(GOLDEN / 'trials.csv'))} trials, "
+        f"{len(list((GOLDEN / 'report').glob('*.csv')))} report tables"
     )
 
 
-if __name__ == "__main__":  # python -m tests.integration.test_golden: record the golden files (only before a refactor)
+if __name__ == "__main__":  # python -m tests.integration.test_golden [--report]: CONTRIBUTING.md, "Golden files"
     import tempfile
 
     from tests.conftest import MIRROR
 
     with tempfile.TemporaryDirectory() as scratch:
-        record(MIRROR, Path(scratch))
+        (record_report if sys.argv[1:] == ["--report"] else record)(MIRROR, Path(scratch))

@@ -130,8 +130,8 @@ def test_parallel_defaults_to_the_replicas_found_for_the_sweep(monkeypatch):
 
 @pytest.mark.slow  # two orchestrator runs and a fetch through real processes: about a minute
 def test_missing_gfm_weights_stop_the_run_before_any_trial_and_name_the_fetch_command(tmp_path, mirror):
-    """The README path: `orchestrator run` without the weights says which and how to fetch them; after the fetch, it
-    runs."""
+    """The documented path (docs/running.md): `orchestrator run` without the weights says which and how to fetch
+    them; after the fetch, it runs."""
     env = {**ENV, "NODEGROUND_CACHE": str(tmp_path / "cache"), "NODEGROUND_MIRROR": str(mirror)}
     env.pop("NODEGROUND_WEIGHTS", None)  # the default place, as for a new user
     store = tmp_path / "runs.sqlite"
