@@ -1,7 +1,7 @@
 """Selected results: per cell, the trial that the one selection rule picks, as `show` and `export` print them.
 
 The rule (the lowest finite validation loss among ok trials, ties to the earlier trial) is
-``orchestrator.analysis.workflow.workflow_costs``; `show`, `export` and the report all read it.
+``orchestrator.trials.selection.workflow_costs``; `show`, `export` and the report all read it.
 """
 
 from __future__ import annotations
@@ -16,6 +16,14 @@ from rich.table import Table
 
 from orchestrator.protocols import without_calibration
 from orchestrator.records import ACCEPTED_STATUSES, RETRIED_STATUSES, TrialRecord
+from orchestrator.trials.load import read_store_columns
+from orchestrator.trials.selection import (
+    FULL,
+    default_view,
+    single_trial_searches_dropped,
+    unselectable_reasons,
+    workflow_costs,
+)
 
 #: Columns of ``selected_results`` (what `show` prints), in order.
 SHOW_COLUMNS = [
@@ -40,7 +48,7 @@ SHOWN_TRIAL_COLUMNS = (
     "method", "method_version", "kind", "dataset", "regime", "split", "trial_index", "status", "val_loss",
     "primary_metric", "test_primary", "protocol",
 )  # fmt: skip
-#: What `show --workflow` reads besides: the costs it prints (``orchestrator.analysis.workflow.workflow_costs``).
+#: What `show --workflow` reads besides: the costs it prints (``orchestrator.trials.selection.workflow_costs``).
 SHOWN_COST_COLUMNS = (
     "fit_service_s", "predict_service_s",
     "fit_peak_rss_bytes", "fit_peak_gpu_bytes", "predict_peak_rss_bytes", "predict_peak_gpu_bytes",
@@ -54,8 +62,6 @@ def read_shown(path: Path, costs: bool = False) -> pd.DataFrame:
     At two million rows `show --summary` peaks at about 0.4 KB a row, where reading whole rows took 5.4 KB
     (``make bench BENCH=show``).
     """
-    from orchestrator.analysis.load import read_store_columns
-
     return without_calibration(read_store_columns(path, SHOWN_TRIAL_COLUMNS + (SHOWN_COST_COLUMNS if costs else ())))
 
 
@@ -184,12 +190,10 @@ _TRIAL_FIELDS = {
 def selected_with_workflow(trials: pd.DataFrame) -> pd.DataFrame:
     """One row per (method, version, dataset, regime, split): the selected trial and the cell's workflow figures.
 
-    Selection and the cost figures both come from ``orchestrator.analysis.workflow.workflow_costs``
+    Selection and the cost figures both come from ``orchestrator.trials.selection.workflow_costs``
     (full search), the one selection rule. A column the trial table lacks (`show` reads only
     ``SHOWN_TRIAL_COLUMNS``) is left empty.
     """
-    from orchestrator.analysis.workflow import FULL, workflow_costs
-
     if trials.empty:
         return pd.DataFrame(columns=list(SELECTED_COLUMNS))
     costs = workflow_costs(trials, budgets=(), include_full=True)
@@ -284,13 +288,10 @@ def summarize(trials: pd.DataFrame) -> pd.DataFrame:
 
     Views as the report names them (``<METHOD>-Default``: trial 0; ``<METHOD>``: the full search; a
     GFM: its search), selected by the one rule (``workflow_costs``); a method whose every search in a
-    regime ran one trial is shown once, as its default (``views.single_trial_searches_dropped``).
+    regime ran one trial is shown once, as its default (``single_trial_searches_dropped``).
     ``selected`` gives the selected trial index per split (``s0:2 s1:0``); ``reason`` says, for the
-    splits without a selectable trial, what their trials ended as (``workflow.unselectable_reasons``).
+    splits without a selectable trial, what their trials ended as (``unselectable_reasons``).
     """
-    from orchestrator.analysis.views import default_view, single_trial_searches_dropped
-    from orchestrator.analysis.workflow import FULL, unselectable_reasons, workflow_costs
-
     if trials.empty:
         return pd.DataFrame(columns=list(SUMMARY_COLUMNS))
     keys = ["method", "method_version", "dataset", "regime", "split"]

@@ -14,7 +14,8 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from orchestrator.analysis.views import REFERENCE_METHOD, default_view
+from orchestrator.analysis.views import REFERENCE_METHOD
+from orchestrator.trials.selection import default_view
 
 COLUMNS = ["regime", "topic", "sentence", "figure"]
 #: The result that stands in for a missing or overlapping one (imputation, overlap audit).

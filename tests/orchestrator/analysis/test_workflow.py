@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from orchestrator.analysis.views import build_results
-from orchestrator.analysis.workflow import FULL, workflow_costs
+from orchestrator.trials.selection import FULL, workflow_costs
 
 from .conftest import trial_rows
 

@@ -1,4 +1,4 @@
-"""Workflow cost figures per (method, dataset, regime, split, budget): the one definition.
+"""The selection rule, per tuning budget, and the workflow costs it implies: the one definition.
 
 A *budget* of k means "the first k trials" (trial_index < k) of a search: k = 1 is the default
 configuration alone, and ``FULL`` is every executed trial. For each budget:
@@ -16,7 +16,8 @@ configuration alone, and ``FULL`` is every executed trial. For each budget:
 Budgets are *measured* here. The Pareto trajectories interpolate cost linearly between the
 measured default and full-search endpoints instead (``orchestrator.analysis.views``).
 
-This module needs only numpy and pandas, so the sweep engine can import it.
+What a selection is shown as is defined here too, so that `show` names and keeps the views as the
+report does: ``default_view`` and ``single_trial_searches_dropped``.
 """
 
 from __future__ import annotations
@@ -223,3 +224,20 @@ def unselectable_reasons(trials: pd.DataFrame, keys: Iterable[str] = _KEYS) -> p
         lambda g: count_words(g.droplevel(list(range(len(keys)))))
     )
     return reasons.rename("reason").reset_index()
+
+
+def default_view(method: str) -> str:
+    """The view of ``method``'s default configuration (trial 0 alone)."""
+    return f"{method}-Default"
+
+
+def single_trial_searches_dropped(tuned: pd.DataFrame) -> pd.DataFrame:
+    """The tuned rows without those of a (method, regime) whose every search ran one trial slot.
+
+    A one-trial search selects the default configuration at the default's cost, so its tuned view
+    would duplicate ``<METHOD>-Default`` (a budget-1 sweep) and battle it to a tie on every
+    partition; the method is compared once, as its default. A regime where any of its searches ran
+    more than one trial keeps the tuned view everywhere.
+    """
+    one_slot = (tuned["k"] == 1).groupby([tuned["method"], tuned["regime"]], observed=True).transform("all")
+    return tuned[~one_slot.to_numpy(dtype=bool)]
