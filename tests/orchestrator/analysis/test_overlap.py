@@ -7,12 +7,10 @@ import json
 import pandas as pd
 
 from contract.families import load_families
-from contract.space import ChoiceParam
 from orchestrator.analysis import overlap as ov
 from orchestrator.analysis.tables import compute_analysis
 from orchestrator.trials import pretraining as pr
-
-from .conftest import trial_rows
+from tests.synthetic_trials import trial_rows
 
 DATASETS = ("ogbn-arxiv", "texas", "cora-tag", "wisconsin")
 
@@ -162,16 +160,3 @@ def test_a_copy_of_wisconsin_under_another_name_is_wisconsin(mirror, tmp_path, m
         ignore_index=True,
     )
     assert ov.overlapping(both).tolist() == [False, True]
-
-
-def test_the_sweep_plans_no_checkpoint_on_its_own_pretraining_graph():
-    from orchestrator.sampling import config_sequence, sequence_key
-
-    configs = config_sequence(
-        {"checkpoint": "arxiv", "weights_file": ""},
-        (ChoiceParam("checkpoint", ("arxiv", "cora", "product", "wisconsin")),),
-        sequence_key("graphany", "wisconsin", "10/10/80", 0),
-        4,
-    )
-    kept = [c["checkpoint"] for c in configs if not pr.excluded_by_pretraining("graphany", c, "wisconsin")]
-    assert "wisconsin" in [c["checkpoint"] for c in configs] and "wisconsin" not in kept and "arxiv" in kept
