@@ -23,6 +23,7 @@ report does: ``default_view`` and ``single_trial_searches_dropped``.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -84,6 +85,108 @@ def _num(trials: pd.DataFrame, col: str) -> np.ndarray:
     return pd.to_numeric(trials[col], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
 
 
+@dataclass(frozen=True)
+class _Running:
+    """The trials sorted by group, then trial index, and each row's figures over its group's rows up to it."""
+
+    trials: pd.DataFrame
+    groups: pd.DataFrame  # each group's keys
+    starts: np.ndarray  # each group's first row
+    sizes: np.ndarray
+    group_of_row: np.ndarray
+    row_in_group: np.ndarray
+    trial_index: np.ndarray
+    use_gpu: np.ndarray  # the row's method reports GPU bytes
+    predict_peak: np.ndarray
+    fit_s: np.ndarray  # training and tuning time so far
+    fit_peak: np.ndarray  # the largest fit peak so far; -1 for none
+    n_ok: np.ndarray
+    selected: np.ndarray  # the selected row so far (``running_selection``)
+
+
+def _sorted_groups(trials: pd.DataFrame, keys: list[str]) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """(the trials sorted by group, then trial index; each group's first row; each group's size)."""
+    order = np.lexsort(
+        [trials["trial_index"].to_numpy()] + [pd.factorize(trials[k], sort=True)[0] for k in reversed(keys)]
+    )
+    df = trials.iloc[order]
+    gid = df.groupby(keys, sort=False, observed=True, dropna=False).ngroup().to_numpy()
+    # gid is contiguous after the sort; group boundaries follow from its changes.
+    starts = np.flatnonzero(np.r_[True, gid[1:] != gid[:-1]])
+    return df, starts, np.diff(np.r_[starts, len(df)])
+
+
+def _memory_peaks(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(uses GPU, fit peak, predict peak) per row: GPU bytes when the method ever reported any, CPU RSS otherwise."""
+    fit_gpu, pred_gpu = _num(df, "fit_peak_gpu_bytes"), _num(df, "predict_peak_gpu_bytes")
+    uses_gpu_row = (np.nan_to_num(fit_gpu) > 0) | (np.nan_to_num(pred_gpu) > 0)
+    method_codes = pd.factorize(df["method"])[0]
+    gpu_methods = np.zeros(method_codes.max() + 1, dtype=bool)
+    np.logical_or.at(gpu_methods, method_codes, uses_gpu_row)
+    use_gpu = gpu_methods[method_codes]
+    fit_peak = np.where(use_gpu, fit_gpu, _num(df, "fit_peak_rss_bytes"))
+    pred_peak = np.where(use_gpu, pred_gpu, _num(df, "predict_peak_rss_bytes"))
+    return use_gpu, fit_peak, pred_peak
+
+
+def _running(trials: pd.DataFrame, keys: list[str]) -> _Running:
+    """Running sums, maxima and selections within each group, vectorised with group offsets (``trials`` not empty)."""
+    df, starts, sizes = _sorted_groups(trials, keys)
+    group_of_row = np.repeat(np.arange(len(starts)), sizes)
+    use_gpu, fit_peak, pred_peak = _memory_peaks(df)
+    fit_s = np.nan_to_num(_num(df, "fit_service_s"), nan=0.0)
+    cum_fit = np.cumsum(fit_s)
+    cum_fit -= np.repeat(np.r_[0.0, cum_fit[starts[1:] - 1]], sizes)
+    fp = np.where(np.isnan(fit_peak), -1.0, fit_peak)
+    status = df["status"].astype("string").to_numpy(dtype=object, na_value="")
+    val_loss = _num(df, "val_loss")
+    candidate = selectable(status, val_loss)
+    ok_count = np.cumsum(candidate)
+    ok_count -= np.repeat(np.r_[0, ok_count[starts[1:] - 1]], sizes).astype(ok_count.dtype)
+    return _Running(
+        trials=df,
+        groups=df.iloc[starts][keys].reset_index(drop=True),
+        starts=starts,
+        sizes=sizes,
+        group_of_row=group_of_row,
+        row_in_group=np.arange(len(df)) - np.repeat(starts, sizes),
+        trial_index=df["trial_index"].to_numpy(dtype="int64"),
+        use_gpu=use_gpu,
+        predict_peak=pred_peak,
+        fit_s=cum_fit,
+        fit_peak=pd.Series(fp).groupby(group_of_row).cummax().to_numpy(),
+        n_ok=ok_count,
+        selected=running_selection(candidate, val_loss, group_of_row, starts),
+    )
+
+
+def _at_rows(run: _Running, cut: np.ndarray, label: str, k: np.ndarray) -> pd.DataFrame:
+    """The budget ``label``'s figures of each group, read at its last row within the budget (``cut``)."""
+    groups = run.group_of_row[cut]
+    sel = run.selected[cut]
+    has = ~np.isnan(sel)
+    sel_i = np.where(has, sel, 0).astype(np.int64)
+    pred_s = np.where(has, _num(run.trials, "predict_service_s")[sel_i], np.nan)
+    pp = np.where(has, run.predict_peak[sel_i], np.nan)
+    fpk = np.where(run.fit_peak[cut] < 0, np.nan, run.fit_peak[cut])
+    out = run.groups.iloc[groups].reset_index(drop=True)
+    out["budget"] = label
+    out["k"] = k[groups] if label == FULL else k
+    out["n_trials"] = run.row_in_group[cut] + 1
+    out["n_ok"] = run.n_ok[cut]
+    out["selected_trial_index"] = pd.array(np.where(has, run.trial_index[sel_i], 0), dtype="Int64")
+    out.loc[~has, "selected_trial_index"] = pd.NA
+    out["training_tuning_s"] = run.fit_s[cut]
+    out["prediction_s"] = pred_s
+    out["workflow_s"] = run.fit_s[cut] + np.nan_to_num(pred_s)
+    out["fit_peak_bytes"] = fpk
+    out["predict_peak_bytes"] = pp
+    with np.errstate(invalid="ignore"):
+        out["workflow_peak_bytes"] = np.fmax(fpk, pp)
+    out["memory_kind"] = np.where(run.use_gpu[cut], "gpu", "cpu")
+    return out
+
+
 def workflow_costs(
     trials: pd.DataFrame,
     budgets: Iterable[int] = BUDGETS,
@@ -105,84 +208,20 @@ def workflow_costs(
     budgets = sorted({int(b) for b in budgets})
     if any(b < 1 for b in budgets):
         raise ValueError("budgets count trials and must be >= 1")
+    if trials.empty or not (budgets or include_full):
+        return pd.DataFrame(columns=[*keys, *OUTPUT_COLUMNS])
 
-    order = np.lexsort(
-        [trials["trial_index"].to_numpy()] + [pd.factorize(trials[k], sort=True)[0] for k in reversed(keys)]
-    )
-    df = trials.iloc[order]
-    n = len(df)
-    gid = df.groupby(keys, sort=False, observed=True, dropna=False).ngroup().to_numpy()
-    # gid is contiguous after the sort; group boundaries follow from its changes.
-    starts = np.flatnonzero(np.r_[True, gid[1:] != gid[:-1]]) if n else np.array([], dtype=int)
-    n_groups = len(starts)
-    sizes = np.diff(np.r_[starts, n])
-    group_of_row = np.repeat(np.arange(n_groups), sizes)
-    row_in_group = np.arange(n) - np.repeat(starts, sizes)
-    trial_index = df["trial_index"].to_numpy(dtype="int64")
-
-    # GPU bytes when the method ever reported any, CPU RSS otherwise.
-    fit_gpu, pred_gpu = _num(df, "fit_peak_gpu_bytes"), _num(df, "predict_peak_gpu_bytes")
-    uses_gpu_row = (np.nan_to_num(fit_gpu) > 0) | (np.nan_to_num(pred_gpu) > 0)
-    method_codes = pd.factorize(df["method"])[0]
-    gpu_methods = np.zeros(method_codes.max() + 1 if n else 0, dtype=bool)
-    np.logical_or.at(gpu_methods, method_codes, uses_gpu_row)
-    use_gpu = gpu_methods[method_codes] if n else np.zeros(0, dtype=bool)
-    fit_peak = np.where(use_gpu, fit_gpu, _num(df, "fit_peak_rss_bytes"))
-    pred_peak = np.where(use_gpu, pred_gpu, _num(df, "predict_peak_rss_bytes"))
-
-    # Running sums / maxima / selections within each group, vectorised with group offsets.
-    fit_s = np.nan_to_num(_num(df, "fit_service_s"), nan=0.0)
-    cum_fit = np.cumsum(fit_s)
-    cum_fit -= np.repeat(np.r_[0.0, cum_fit[starts[1:] - 1]] if n_groups else [], sizes)
-    fp = np.where(np.isnan(fit_peak), -1.0, fit_peak)
-    cum_fit_peak = pd.Series(fp).groupby(group_of_row).cummax().to_numpy()
-
-    status = df["status"].astype("string").to_numpy(dtype=object, na_value="")
-    val_loss = _num(df, "val_loss")
-    candidate = selectable(status, val_loss)
-    ok_count = np.cumsum(candidate)
-    ok_count -= np.repeat(np.r_[0, ok_count[starts[1:] - 1]] if n_groups else [], sizes).astype(ok_count.dtype)
-    best_pos = running_selection(candidate, val_loss, group_of_row, starts)
-
-    group_frame = df.iloc[starts][keys].reset_index(drop=True)
-    last_slot = np.maximum.reduceat(trial_index, starts) + 1 if n else np.array([], dtype=int)
-
-    def at_rows(cut: np.ndarray, label: str, k: np.ndarray) -> pd.DataFrame:
-        groups = group_of_row[cut]
-        sel = best_pos[cut]
-        has = ~np.isnan(sel)
-        sel_i = np.where(has, sel, 0).astype(np.int64)
-        pred_s = np.where(has, _num(df, "predict_service_s")[sel_i], np.nan)
-        pp = np.where(has, pred_peak[sel_i], np.nan)
-        fpk = np.where(cum_fit_peak[cut] < 0, np.nan, cum_fit_peak[cut])
-        out = group_frame.iloc[groups].reset_index(drop=True)
-        out["budget"] = label
-        out["k"] = k[groups] if label == FULL else k
-        out["n_trials"] = row_in_group[cut] + 1
-        out["n_ok"] = ok_count[cut]
-        out["selected_trial_index"] = pd.array(np.where(has, trial_index[sel_i], 0), dtype="Int64")
-        out.loc[~has, "selected_trial_index"] = pd.NA
-        out["training_tuning_s"] = cum_fit[cut]
-        out["prediction_s"] = pred_s
-        out["workflow_s"] = cum_fit[cut] + np.nan_to_num(pred_s)
-        out["fit_peak_bytes"] = fpk
-        out["predict_peak_bytes"] = pp
-        with np.errstate(invalid="ignore"):
-            out["workflow_peak_bytes"] = np.fmax(fpk, pp)
-        out["memory_kind"] = np.where(use_gpu[cut], "gpu", "cpu")
-        return out
-
+    run = _running(trials, keys)
     frames = []
     for b in budgets:
-        within = trial_index < b
-        counts = np.bincount(group_of_row[within], minlength=n_groups)
+        within = run.trial_index < b
+        counts = np.bincount(run.group_of_row[within], minlength=len(run.starts))
         present = counts > 0
-        cut = (starts + counts - 1)[present]
-        frames.append(at_rows(cut, str(b), np.full(len(cut), b)))
+        cut = (run.starts + counts - 1)[present]
+        frames.append(_at_rows(run, cut, str(b), np.full(len(cut), b)))
     if include_full:
-        frames.append(at_rows(starts + sizes - 1, FULL, last_slot))
-    if not frames or n == 0:
-        return pd.DataFrame(columns=[*keys, *OUTPUT_COLUMNS])
+        last_slot = np.maximum.reduceat(run.trial_index, run.starts) + 1
+        frames.append(_at_rows(run, run.starts + run.sizes - 1, FULL, last_slot))
     out = pd.concat(frames, ignore_index=True)
     for col in ("budget", "memory_kind"):
         out[col] = out[col].astype("category")
@@ -196,8 +235,8 @@ OK_WITHOUT_LOSS = "ok without a finite validation loss"
 def trial_outcomes(trials: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """(outcome, selectable) per trial: its status, ``OK_WITHOUT_LOSS`` for an ok trial the rule cannot pick."""
     status = trials["status"].astype("string").fillna("").to_numpy(dtype=object)
-    selectable = (status == "ok") & np.isfinite(_num(trials, "val_loss"))
-    return np.where((status == "ok") & ~selectable, OK_WITHOUT_LOSS, status), selectable
+    can = selectable(status, _num(trials, "val_loss"))
+    return np.where((status == STATUS_OK) & ~can, OK_WITHOUT_LOSS, status), can
 
 
 def count_words(counts: pd.Series) -> str:
