@@ -25,11 +25,11 @@ from pathlib import Path
 from contract.descriptions import MethodSpec, planning_identity, read_description
 from contract.families import Family
 from contract.space import capped_epochs
-from orchestrator.analysis.overlap import excluded_by_pretraining, may_exclude
 from orchestrator.data.registry import dataset_identity, is_catalog_task, known_content_hash
 from orchestrator.records import config_hash, trial_key
 from orchestrator.sampling import SAMPLER, config_sequence, sequence_key, sequence_length
 from orchestrator.store import PLAN_ID_PREFIX, ShardPlan, read_done
+from orchestrator.trials.pretraining import excluded_by_pretraining, may_exclude
 
 DEFAULT_TIME_LIMIT_S = 3600.0  # per fit and per predict, unless the plan says otherwise
 MAX_TIME_LIMIT_S = 7 * 24 * 3600.0

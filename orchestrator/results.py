@@ -1,7 +1,7 @@
 """Selected results: per cell, the trial that the one selection rule picks, as `show` and `export` print them.
 
 The rule (the lowest finite validation loss among ok trials, ties to the earlier trial) is
-``orchestrator.analysis.workflow.workflow_costs``; `show`, `export` and the report all read it.
+``orchestrator.trials.selection.workflow_costs``; `show`, `export` and the report all read it.
 """
 
 from __future__ import annotations
@@ -16,6 +16,14 @@ from rich.table import Table
 
 from orchestrator.protocols import without_calibration
 from orchestrator.records import ACCEPTED_STATUSES, RETRIED_STATUSES, TrialRecord
+from orchestrator.trials.load import read_store_columns
+from orchestrator.trials.selection import (
+    FULL,
+    default_view,
+    single_trial_searches_dropped,
+    unselectable_reasons,
+    workflow_costs,
+)
 
 #: Columns of ``selected_results`` (what `show` prints), in order.
 SHOW_COLUMNS = [
@@ -40,7 +48,7 @@ SHOWN_TRIAL_COLUMNS = (
     "method", "method_version", "kind", "dataset", "regime", "split", "trial_index", "status", "val_loss",
     "primary_metric", "test_primary", "protocol",
 )  # fmt: skip
-#: What `show --workflow` reads besides: the costs it prints (``orchestrator.analysis.workflow.workflow_costs``).
+#: What `show --workflow` reads besides: the costs it prints (``orchestrator.trials.selection.workflow_costs``).
 SHOWN_COST_COLUMNS = (
     "fit_service_s", "predict_service_s",
     "fit_peak_rss_bytes", "fit_peak_gpu_bytes", "predict_peak_rss_bytes", "predict_peak_gpu_bytes",
@@ -54,8 +62,6 @@ def read_shown(path: Path, costs: bool = False) -> pd.DataFrame:
     At two million rows `show --summary` peaks at about 0.4 KB a row, where reading whole rows took 5.4 KB
     (``make bench BENCH=show``).
     """
-    from orchestrator.analysis.load import read_store_columns
-
     return without_calibration(read_store_columns(path, SHOWN_TRIAL_COLUMNS + (SHOWN_COST_COLUMNS if costs else ())))
 
 
@@ -184,12 +190,10 @@ _TRIAL_FIELDS = {
 def selected_with_workflow(trials: pd.DataFrame) -> pd.DataFrame:
     """One row per (method, version, dataset, regime, split): the selected trial and the cell's workflow figures.
 
-    Selection and the cost figures both come from ``orchestrator.analysis.workflow.workflow_costs``
+    Selection and the cost figures both come from ``orchestrator.trials.selection.workflow_costs``
     (full search), the one selection rule. A column the trial table lacks (`show` reads only
     ``SHOWN_TRIAL_COLUMNS``) is left empty.
     """
-    from orchestrator.analysis.workflow import FULL, workflow_costs
-
     if trials.empty:
         return pd.DataFrame(columns=list(SELECTED_COLUMNS))
     costs = workflow_costs(trials, budgets=(), include_full=True)
@@ -284,16 +288,30 @@ def summarize(trials: pd.DataFrame) -> pd.DataFrame:
 
     Views as the report names them (``<METHOD>-Default``: trial 0; ``<METHOD>``: the full search; a
     GFM: its search), selected by the one rule (``workflow_costs``); a method whose every search in a
-    regime ran one trial is shown once, as its default (``views.single_trial_searches_dropped``).
+    regime ran one trial is shown once, as its default (``single_trial_searches_dropped``).
     ``selected`` gives the selected trial index per split (``s0:2 s1:0``); ``reason`` says, for the
-    splits without a selectable trial, what their trials ended as (``workflow.unselectable_reasons``).
+    splits without a selectable trial, what their trials ended as (``unselectable_reasons``).
     """
-    from orchestrator.analysis.views import default_view, single_trial_searches_dropped
-    from orchestrator.analysis.workflow import FULL, unselectable_reasons, workflow_costs
-
     if trials.empty:
         return pd.DataFrame(columns=list(SUMMARY_COLUMNS))
-    keys = ["method", "method_version", "dataset", "regime", "split"]
+    cells = _summary_cells(trials)
+    versions = trials.groupby("method", observed=True)["method_version"].nunique()
+    rows = [
+        _summary_row(cell, g.sort_values("split"), versions)
+        for cell, g in cells.groupby(["method", "method_version", "variant", "dataset", "regime"], observed=True)
+    ]
+    out = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+    order = {"default": 0, "tuned": 1, "gfm": 1}
+    out["_o"] = out["variant"].map(order)
+    return out.sort_values(["regime", "dataset", "method", "_o"]).drop(columns="_o").reset_index(drop=True)
+
+
+_CELL_KEYS = ["method", "method_version", "dataset", "regime", "split"]
+
+
+def _summary_cells(trials: pd.DataFrame) -> pd.DataFrame:
+    """One row per view and cell: its ``variant``, the selected trial's index, metric and score, and the ``reason``
+    a cell without a selectable trial has none (the default view: trial 0's outcome alone)."""
     costs = workflow_costs(trials, budgets=(1,), include_full=True)
     costs["budget"] = costs["budget"].astype(str)
     kind = trials.drop_duplicates("method").set_index("method")["kind"].astype(str)
@@ -310,56 +328,47 @@ def summarize(trials: pd.DataFrame) -> pd.DataFrame:
         full[full["kind"] != "supervised"].assign(variant="gfm", _first_only=False),
     ]
     cells = pd.concat(parts, ignore_index=True)
-    score = trials[[*keys, "trial_index", "primary_metric", "test_primary"]].rename(
+    score = trials[[*_CELL_KEYS, "trial_index", "primary_metric", "test_primary"]].rename(
         columns={"trial_index": "selected_trial_index"}
     )
     cells = cells.astype({"selected_trial_index": "Int64"}).merge(
-        score.astype({"selected_trial_index": "Int64"}), on=[*keys, "selected_trial_index"], how="left"
+        score.astype({"selected_trial_index": "Int64"}), on=[*_CELL_KEYS, "selected_trial_index"], how="left"
     )
     first = trials[trials["trial_index"] == 0]
     why = pd.concat(
         [
-            unselectable_reasons(first, keys).assign(_first_only=True),
-            unselectable_reasons(trials, keys).assign(_first_only=False),
+            unselectable_reasons(first, _CELL_KEYS).assign(_first_only=True),
+            unselectable_reasons(trials, _CELL_KEYS).assign(_first_only=False),
         ],
         ignore_index=True,
     )
-    cells = cells.merge(why, on=[*keys, "_first_only"], how="left")
-    versions = trials.groupby("method", observed=True)["method_version"].nunique()
-    rows = []
-    for (method, version, variant, dataset, regime), g in cells.groupby(
-        ["method", "method_version", "variant", "dataset", "regime"], observed=True, sort=True
-    ):
-        g = g.sort_values("split")
-        chosen = g[g["selected_trial_index"].notna()]
-        label = f"{method}@{version}" if versions.get(method, 1) > 1 else str(method)
-        metric = chosen["primary_metric"].dropna()
-        values = chosen["test_primary"].astype(float)
-        rows.append(
-            {
-                "view": default_view(label) if variant == "default" else label,
-                "method": method,
-                "method_version": version,
-                "variant": variant,
-                "dataset": dataset,
-                "regime": regime,
-                "splits": len(g),
-                "selected_splits": len(chosen),
-                "primary_metric": metric.iloc[0] if len(metric) else "",
-                "mean": values.mean() if len(values) else float("nan"),
-                "std": values.std(ddof=1) if len(values) > 1 else float("nan"),
-                "selected": " ".join(
-                    f"s{s}:{int(i)}" for s, i in zip(chosen["split"], chosen["selected_trial_index"], strict=True)
-                ),
-                "reason": "; ".join(
-                    f"s{s}: {r}" for s, r in zip(g["split"], g["reason"], strict=True) if isinstance(r, str)
-                ),
-            }
-        )
-    out = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
-    order = {"default": 0, "tuned": 1, "gfm": 1}
-    out["_o"] = out["variant"].map(order)
-    return out.sort_values(["regime", "dataset", "method", "_o"]).drop(columns="_o").reset_index(drop=True)
+    return cells.merge(why, on=[*_CELL_KEYS, "_first_only"], how="left")
+
+
+def _summary_row(cell: tuple, g: pd.DataFrame, versions: pd.Series) -> dict[str, Any]:
+    """The summary of one view on one dataset and regime, from its splits' cells ``g`` (in split order)."""
+    method, version, variant, dataset, regime = cell
+    chosen = g[g["selected_trial_index"].notna()]
+    label = f"{method}@{version}" if versions.get(method, 1) > 1 else str(method)
+    metric = chosen["primary_metric"].dropna()
+    values = chosen["test_primary"].astype(float)
+    return {
+        "view": default_view(label) if variant == "default" else label,
+        "method": method,
+        "method_version": version,
+        "variant": variant,
+        "dataset": dataset,
+        "regime": regime,
+        "splits": len(g),
+        "selected_splits": len(chosen),
+        "primary_metric": metric.iloc[0] if len(metric) else "",
+        "mean": values.mean() if len(values) else float("nan"),
+        "std": values.std(ddof=1) if len(values) > 1 else float("nan"),
+        "selected": " ".join(
+            f"s{s}:{int(i)}" for s, i in zip(chosen["split"], chosen["selected_trial_index"], strict=True)
+        ),
+        "reason": "; ".join(f"s{s}: {r}" for s, r in zip(g["split"], g["reason"], strict=True) if isinstance(r, str)),
+    }
 
 
 def summary_table(summary: pd.DataFrame) -> Table:

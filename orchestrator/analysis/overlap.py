@@ -1,61 +1,28 @@
 """Pretraining-overlap audit (paper App. C.3).
 
-A GFM whose pretraining used a benchmark graph has not been evaluated held-out on it. Each GFM
-family's manifest declares its pretraining graphs (``methods/<family>/manifest.toml``,
-``pretraining_graphs``, catalog names). In common-universe analyses (the imputed ``all`` cohort:
-leaderboards, Pareto fronts, per-dataset tables) such a result is omitted and, like any missing
-built-in result, replaced by the matched GCN-Default result; the replacement is marked
-``overlap`` and listed in the report.
+A GFM whose pretraining used a benchmark graph has not been evaluated held-out on it (what each
+configuration was pretrained on, and how graphs are matched: ``orchestrator.trials.pretraining``).
+In common-universe analyses (the imputed ``all`` cohort: leaderboards, Pareto fronts, per-dataset
+tables) such a result is omitted and, like any missing built-in result, replaced by the matched
+GCN-Default result; the replacement is marked ``overlap`` and listed in the report. Besides the
+matching of the rule, datasets of the store with one content hash are one graph.
 
-Graphs are matched by canonical identity, not by spelling: a name or alias resolves to its
-catalog task, a task that shares another's topology (``same_topology_as``, e.g. a
-text-attributed variant) counts as that graph, a registered dataset whose content equals a
-known one's counts as that one (``registry.graph_identities``), and datasets of the store with
-one content hash are one graph.
-
-Per checkpoint: a family whose search chooses among checkpoints declares each one's graphs
-(``[pretraining_by.<key>]``), and a result is judged by the checkpoint its selected configuration
-used (GraphAny on cora with the arxiv checkpoint is held out). The sweep never runs a checkpoint on
-its own pretraining graph (``excluded_by_pretraining``); both go beyond the paper (App. C.3), which
-omits GraphAny and RGVT on ogbn-arxiv only. A family with one set of graphs (RGVT: ogbn-arxiv) is
-judged on all of them, as the paper.
+Per checkpoint: a result is judged by the checkpoint its selected configuration used (GraphAny on
+cora with the arxiv checkpoint is held out). The sweep never runs a checkpoint on its own
+pretraining graph (``excluded_by_pretraining``); both go beyond the paper (App. C.3), which omits
+GraphAny and RGVT on ogbn-arxiv only. A family with one set of graphs (RGVT: ogbn-arxiv) is judged
+on all of them, as the paper.
 """
 
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 
 import pandas as pd
 
-from contract.families import Family, load_families
+from orchestrator.trials.pretraining import families_by_method, graph_identities, graph_identity, pretrained_on
 
 _KEYS = ["view", "dataset", "regime", "split"]
-
-
-@lru_cache(maxsize=1)
-def declared_pretraining() -> dict[str, tuple[str, ...]]:
-    """Method name -> pretraining graphs its family's manifest declares (GFM families only; all checkpoints')."""
-    return {
-        m: f.pretraining_graphs for f in load_families().values() if f.pretraining_graphs is not None for m in f.methods
-    }
-
-
-@lru_cache(maxsize=1)
-def _families_by_method() -> dict[str, Family]:
-    return {m: f for f in load_families().values() if f.pretraining_graphs is not None for m in f.methods}
-
-
-def graph_identities(name: str) -> set[str]:
-    """``registry.graph_identities``, imported when needed (the dataset loaders stay out of the report's imports)."""
-    from orchestrator.data.registry import graph_identities as identities
-
-    return identities(name)
-
-
-def graph_identity(name: str) -> str:
-    """The canonical graph a catalog name stands for: catalog name, then the topology it shares."""
-    return min(graph_identities(name))
 
 
 DECLARATION_COLUMNS = ["method", "pretraining_graphs", "basis"]
@@ -63,7 +30,7 @@ DECLARATION_COLUMNS = ["method", "pretraining_graphs", "basis"]
 
 def declarations(methods: list[str]) -> pd.DataFrame:
     """What each GFM among ``methods`` declares it was pretrained on, and on what authority (its manifest)."""
-    families = _families_by_method()
+    families = families_by_method()
     rows = [
         {
             "method": m,
@@ -76,36 +43,12 @@ def declarations(methods: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=DECLARATION_COLUMNS)
 
 
-def excluded_by_pretraining(method: str, config: dict, dataset: str) -> bool:
-    """Whether a sweep skips this configuration on ``dataset``: the checkpoint it selects was pretrained on it.
-
-    Only for a family whose checkpoints' graphs differ (``pretraining_by``); a family pretrained on
-    the graph whatever it selects runs, and the audit replaces its result.
-    """
-    family = _families_by_method().get(method)
-    if family is None or not family.pretraining_by:
-        return False
-    graphs = {graph_identity(g) for g in family.pretrained_on(config)}
-    return bool(graphs & graph_identities(dataset))
-
-
-def may_exclude(method: str, dataset: str) -> bool:
-    """Whether ``excluded_by_pretraining`` can hold for some configuration of ``method`` on ``dataset``.
-
-    A plan counts a cell's trials without spelling out its configurations; only such a cell is spelled out.
-    """
-    family = _families_by_method().get(method)
-    if family is None or not family.pretraining_by:
-        return False
-    return bool({graph_identity(g) for g in family.pretraining_graphs or ()} & graph_identities(dataset))
-
-
 def overlapping(results: pd.DataFrame, declared: dict[str, tuple[str, ...]] | None = None) -> pd.Series:
     """Boolean mask: built-in GFM results on a graph the selected configuration's pretraining used.
 
     ``declared`` (method -> graphs) replaces the manifests, judging every configuration alike.
     """
-    families = _families_by_method()
+    families = families_by_method()
     identities = {d: graph_identities(d) for d in results["dataset"].astype(str).unique()}
     if "dataset_hash" in results.columns:  # one content in the store: one graph, whatever its names
         by_hash: dict[str, set[str]] = {}
@@ -129,7 +72,7 @@ def overlapping(results: pd.DataFrame, declared: dict[str, tuple[str, ...]] | No
                 parsed[key] = json.loads(key) if isinstance(config_json, str) else None
             except ValueError:
                 parsed[key] = None
-        return {graph_identity(g) for g in family.pretrained_on(parsed[key])}
+        return pretrained_on(family, parsed[key])
 
     names = results["method_name"].astype(str)
     hit = [

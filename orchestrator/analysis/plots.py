@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from orchestrator.analysis.workflow import FULL
+from orchestrator.trials.selection import FULL
 
 KIND_COLORS = {"default": "#9aa5b1", "tuned": "#1f6feb", "gfm": "#d1495b", "budget": "#8fb5ef"}
 DPI = 90

@@ -23,7 +23,6 @@ from orchestrator.analysis import ranking as rk
 from orchestrator.analysis import sensitivity as se
 from orchestrator.analysis import subgroups as sg
 from orchestrator.analysis import tuning as tu
-from orchestrator.analysis.load import AnalysisInputError
 from orchestrator.analysis.views import (
     AUDIT_COLUMNS,
     REFERENCE_METHOD,
@@ -32,7 +31,8 @@ from orchestrator.analysis.views import (
     prepare,
     reference_view,
 )
-from orchestrator.analysis.workflow import FULL, workflow_costs
+from orchestrator.trials.load import AnalysisInputError
+from orchestrator.trials.selection import FULL, workflow_costs
 
 Tables = dict[str, pd.DataFrame]
 

@@ -9,7 +9,7 @@ A view is what a leaderboard row compares:
   interpolated linearly in k between the measured default and full-search costs.
 
 Selection never looks at test metrics. Each result carries the selected trial's metrics and the
-workflow costs of ``workflow.workflow_costs``.
+workflow costs of ``orchestrator.trials.selection.workflow_costs``.
 
 Naming: ``<METHOD>`` is the method's registered name as the records store it (``gcn``), so a
 synthetic table and a real store spell views the same way. Code that needs a particular view
@@ -22,10 +22,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from orchestrator.analysis.load import METRIC_COLUMNS, complete_columns
-from orchestrator.analysis.workflow import BUDGETS, FULL, workflow_costs
-from orchestrator.analysis.workflow import COST_COLUMNS as WORKFLOW_COST_COLUMNS
 from orchestrator.records import TASK_BINARY, primary_metric_name
+from orchestrator.trials.load import METRIC_COLUMNS, complete_columns
+from orchestrator.trials.selection import BUDGETS, FULL, default_view, single_trial_searches_dropped, workflow_costs
+from orchestrator.trials.selection import COST_COLUMNS as WORKFLOW_COST_COLUMNS
 
 GROUP = ["method", "dataset", "regime", "split"]
 COST_COLUMNS = [*WORKFLOW_COST_COLUMNS, "n_trials", "n_ok"]
@@ -53,10 +53,6 @@ RESULT_COLUMNS = [
     "imputed",
     *AUDIT_COLUMNS,
 ]
-
-
-def default_view(method: str) -> str:
-    return f"{method}-Default"
 
 
 def budget_view(method: str, k: int | str) -> str:
@@ -209,18 +205,6 @@ def build_results(
         pd.concat([bud, full_pts], ignore_index=True), extra=["workflow_s_measured", "workflow_peak_bytes_measured"]
     )
     return results, budget_points
-
-
-def single_trial_searches_dropped(tuned: pd.DataFrame) -> pd.DataFrame:
-    """The tuned rows without those of a (method, regime) whose every search ran one trial slot.
-
-    A one-trial search selects the default configuration at the default's cost, so its tuned view
-    would duplicate ``<METHOD>-Default`` (a budget-1 sweep) and battle it to a tie on every
-    partition; the method is compared once, as its default. A regime where any of its searches ran
-    more than one trial keeps the tuned view everywhere.
-    """
-    one_slot = (tuned["k"] == 1).groupby([tuned["method"], tuned["regime"]], observed=True).transform("all")
-    return tuned[~one_slot.to_numpy(dtype=bool)]
 
 
 def _finish(df: pd.DataFrame, extra: list[str] | None = None) -> pd.DataFrame:

@@ -8,11 +8,11 @@ from typing import Annotated
 import pandas as pd
 import typer
 
-from orchestrator.analysis.workflow import workflow_costs
 from orchestrator.cli.errors import UserError, user_errors
 from orchestrator.protocols import without_calibration
 from orchestrator.results import selected_with_workflow
 from orchestrator.store import read_services, read_trials
+from orchestrator.trials.selection import workflow_costs
 
 FORMATS = ("parquet", "csv")
 

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.analysis.load import AnalysisInputError
+from orchestrator.trials.load import AnalysisInputError
 
 
 def _fail(message: str) -> None:
@@ -99,13 +99,13 @@ def report(
     every figure."""
     import pandas as pd
 
-    from orchestrator.analysis.load import competing, load_trials
     from orchestrator.analysis.site import build_report
     from orchestrator.analysis.subgroups import STATS_COLUMNS
     from orchestrator.reference import ReferenceError
     from orchestrator.reference.compare import with_reference
     from orchestrator.store import partial_note
     from orchestrator.submission.bundle import BundleError, load_bundle, merge_trials
+    from orchestrator.trials.load import competing, load_trials
 
     t0 = time.perf_counter()
     if store is None and not bundle:

@@ -132,10 +132,10 @@ def with_reference(
 ) -> tuple[pd.DataFrame, Comparison]:
     """The report's trials (``load_trials``'s, bundles merged) among the shipped reference ``name``, typed as the
     analysis types them, and the comparison; the user's hardware is read from the store's and bundles' records."""
-    from orchestrator.analysis.load import complete_columns
     from orchestrator.store import read_trial_columns
     from orchestrator.submission.bundle import TRIALS
     from orchestrator.submission.verify import is_verified
+    from orchestrator.trials.load import complete_columns
 
     shipped, manifest = load_reference(name)
     hosts = [*([store] if store is not None else []), *(b / TRIALS for b in bundles)]

@@ -10,7 +10,7 @@ A bundle is a directory::
     CHECKSUM          sha256 of SHA256SUMS: the bundle's checksum
 
 ``verify_bundle`` recomputes the checksums; ``load_bundle`` verifies and
-returns the trials table typed as ``orchestrator.analysis.load`` types it;
+returns the trials table typed as ``orchestrator.trials.load`` types it;
 ``merge_trials`` appends bundles to a built-in table (user rows are never
 imputed: the analysis keys that on ``origin``).
 """
@@ -24,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from orchestrator.data.fetch import sha256_of
+from orchestrator.trials.load import complete_columns, load_trials
 
 TRIALS = "trials.sqlite"
 SUBMISSION = "submission.json"
@@ -79,8 +80,6 @@ def verify_bundle(bundle: Path) -> str:
 
 def load_bundle(bundle: Path) -> pd.DataFrame:
     """The bundle's trials, verified and typed; every row must be a user submission."""
-    from orchestrator.analysis.load import load_trials
-
     verify_bundle(bundle)
     trials = load_trials(Path(bundle) / TRIALS)
     origins = set(trials["origin"].astype(str))
@@ -94,8 +93,6 @@ def load_bundle(bundle: Path) -> pd.DataFrame:
 
 def merge_trials(trials: pd.DataFrame, bundles: list[Path]) -> pd.DataFrame:
     """``trials`` plus the rows of each bundle; refuses a submitted method named like a built-in one."""
-    from orchestrator.analysis.load import complete_columns
-
     frames = [trials]
     taken = {str(m): str(o) for m, o in trials[["method", "origin"]].drop_duplicates().itertuples(index=False)}
     for bundle in bundles:

@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--store", type=Path, default=None, help="reuse an existing store instead of building one")
     args = ap.parse_args(argv)
 
-    from orchestrator.analysis.synthetic import synthetic_dataset_stats, synthetic_trials, write_store
+    from tests.synthetic_trials import synthetic_dataset_stats, synthetic_trials, write_store
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="nodeground-bench-"))
     work.mkdir(parents=True, exist_ok=True)

@@ -71,8 +71,8 @@ def _host(node: int) -> str:
 
 def _method_rows(position: int, method: str, family: str, kind: str, trials: int, names: list[str]) -> list[tuple]:
     """One method's rows, in record column order (``orchestrator.records.COLUMNS``)."""
-    from orchestrator.analysis.synthetic import synthetic_trials
     from orchestrator.records import COLUMNS
+    from tests.synthetic_trials import synthetic_trials
 
     gfm = kind == "gfm"
     frame = synthetic_trials(

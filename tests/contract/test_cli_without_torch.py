@@ -34,7 +34,7 @@ app()
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from orchestrator.analysis.synthetic import synthetic_trials, write_store
+    from tests.synthetic_trials import synthetic_trials, write_store
 
     path = tmp_path_factory.mktemp("store") / "runs.sqlite"
     trials = synthetic_trials(

@@ -1,4 +1,6 @@
-"""The dependency arrows hold: orchestrator -> contract <- methods, and the contract needs no torch.
+"""The dependency arrows hold: orchestrator -> contract <- methods, the contract needs no torch, and only the
+report command reaches the report (orchestrator.analysis); the rest of the orchestrator reads the protocol's rules
+from orchestrator.trials.
 
 A static scan of every import statement (the AST, so an import inside a function counts too).
 """
@@ -18,23 +20,38 @@ CONTRACT_DEPENDENCIES = {"numpy", "grpc", "google"}
 #: The orchestrator's readers of upstream dataset formats (PyG datasets, saved tensors) import torch
 #: inside the function that converts such a file, once per dataset; nothing else may.
 TORCH_READERS = {"orchestrator/data/loaders.py", "orchestrator/data/safe_pickle.py"}
+#: The report, and the one module outside it that may import it: the command that writes it.
+REPORT = "orchestrator.analysis"
+REPORT_COMMAND = "orchestrator/cli/report.py"
 
 
-def imports(path: Path) -> Iterator[tuple[str, int, bool]]:
-    """(top-level module imported, line, at module level) for every absolute import in ``path``."""
+def imported_names(path: Path) -> Iterator[tuple[str, int, bool]]:
+    """(dotted name imported, line, at module level) for every import in ``path``, relative ones resolved.
+
+    ``from a.b import c`` yields ``a.b.c``: ``c`` may be a module (``from orchestrator import analysis``).
+    """
     tree = ast.parse(path.read_text(), str(path))
     nested = {
         id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(f)
     }
+    package = path.relative_to(REPO).parent.parts
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module]
+        elif isinstance(node, ast.ImportFrom):
+            base = [*package[: len(package) - node.level + 1], node.module] if node.level else [node.module]
+            prefix = ".".join(part for part in base if part)
+            names = [f"{prefix}.{alias.name}" for alias in node.names]
         else:
             continue
         for name in names:
-            yield name.partition(".")[0], node.lineno, id(node) not in nested
+            yield name, node.lineno, id(node) not in nested
+
+
+def imports(path: Path) -> Iterator[tuple[str, int, bool]]:
+    """(top-level module imported, line, at module level) for every import in ``path``."""
+    for name, line, top in imported_names(path):
+        yield name.partition(".")[0], line, top
 
 
 def sources(package: str) -> list[Path]:
@@ -79,3 +96,28 @@ def test_the_methods_and_the_contract_never_import_the_orchestrator(package):
         if module == "orchestrator"
     ]
     assert not wrong, "\n".join(wrong)
+
+
+def test_only_the_report_command_imports_the_report():
+    """The planner, `show`/`export`, sweeps, submissions, the reference, merges, estimates, Slurm, every CLI command
+    but `report`, and the rules package (orchestrator.trials) never import orchestrator.analysis."""
+    scanned = [
+        path
+        for path in sources("orchestrator")
+        if not path.relative_to(REPO).is_relative_to("orchestrator/analysis")
+        and str(path.relative_to(REPO)) != REPORT_COMMAND
+    ]
+    names = {str(path.relative_to(REPO)) for path in scanned}
+    assert {"orchestrator/plan.py", "orchestrator/results.py", "orchestrator/merge.py", "orchestrator/estimate.py",
+            "orchestrator/slurm.py", "orchestrator/trials/selection.py", "orchestrator/submission/bundle.py",
+            "orchestrator/reference/compare.py"} <= names  # fmt: skip
+    wrong = [
+        f"{where(path, line)}: {path.read_text().splitlines()[line - 1].strip()}"
+        for path in scanned
+        for name, line, _ in imported_names(path)
+        if name == REPORT or name.startswith(REPORT + ".")
+    ]
+    assert not wrong, (
+        f"only {REPORT_COMMAND} imports the report; the rules it shares are in orchestrator.trials:\n"
+        + "\n".join(wrong)
+    )

@@ -204,8 +204,8 @@ def test_hostile_image_is_contained_and_recorded(tmp_path):
         assert sandbox["memory_bytes"] == 2 << 30 and sandbox["nano_cpus"] == 10**9
         assert sandbox["mounts"] == [{"source": str(weights.resolve()), "destination": "/weights", "rw": False}]
 
-    from orchestrator.analysis.load import load_trials
     from orchestrator.submission.bundle import verify_bundle
+    from orchestrator.trials.load import load_trials
 
     verify_bundle(bundle)
     submission = json.loads((bundle / "submission.json").read_text())

@@ -11,11 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from orchestrator import store as store_module
-from orchestrator.analysis.synthetic import write_store
 from orchestrator.cli.main import app
 from orchestrator.results import summarize
 from orchestrator.store import Store
-from tests.orchestrator.analysis.conftest import mixed_status_trials
+from tests.synthetic_trials import mixed_status_trials, write_store
 
 
 def _row(summary: pd.DataFrame, view: str, dataset: str) -> pd.Series:

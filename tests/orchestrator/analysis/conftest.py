@@ -11,26 +11,6 @@ import pandas as pd
 import pytest
 
 
-def trial_rows(rows: list[dict]) -> pd.DataFrame:
-    """A minimal trial table from partial rows (defaults fill the identity columns)."""
-    base = {
-        "method_version": "1",
-        "kind": "supervised",
-        "task_type": "multiclass",
-        "regime": "10/10/80",
-        "status": "ok",
-        "origin": "builtin",
-        "primary_metric": "accuracy",
-        "fit_service_s": 1.0,
-        "predict_service_s": 0.1,
-        "fit_peak_rss_bytes": 100.0,
-        "predict_peak_rss_bytes": 50.0,
-        "fit_peak_gpu_bytes": 0.0,
-        "predict_peak_gpu_bytes": 0.0,
-    }
-    return pd.DataFrame([{**base, **r} for r in rows])
-
-
 def results_rows(scores: dict[str, list[list[float]]], regime: str = "10/10/80") -> pd.DataFrame:
     """Results (view-level) table: scores[view][dataset_i][split] = primary metric."""
     rows = []
@@ -65,7 +45,7 @@ def rng():
 @pytest.fixture(scope="session")
 def small_store(tmp_path_factory):
     """A small synthetic SQLite store with one user submission, and its dataset statistics CSV."""
-    from orchestrator.analysis.synthetic import synthetic_dataset_stats, synthetic_trials, write_store
+    from tests.synthetic_trials import synthetic_dataset_stats, synthetic_trials, write_store
 
     d = tmp_path_factory.mktemp("store")
     trials = synthetic_trials(
@@ -200,39 +180,3 @@ def relabelled_report(real_store, tmp_path_factory):
     assert n > 0
     out = d / "report"
     return run_report(store, out), out
-
-
-#: The cells of ``mixed_status_trials`` whose every trial ended with one non-ok status: (method, dataset, split).
-ONLY_STATUS = {
-    "timeout": ("gcn", "d0", 0),
-    "oom": ("gcn", "d0", 1),
-    "failed": ("mlp", "d0", 0),
-    "nonfinite": ("mlp", "d0", 1),
-    "unavailable": ("gcn", "d1", 0),
-}
-
-
-def mixed_status_trials() -> pd.DataFrame:
-    """A store a sweep can write mid-way: each non-ok status is the only one of a cell (``ONLY_STATUS``), and on
-    ``d2`` only the GFM has an ok trial (every supervised trial there timed out). Two splits, two trials per
-    supervised cell, one per GFM cell; failed trials carry what a real one records (a fit time, no peaks)."""
-    rows = []
-    for dataset in ("d0", "d1", "d2", "d3"):
-        for split in (0, 1):
-            rows.append(dict(method="graphany", kind="gfm", dataset=dataset, split=split, trial_index=0,
-                             val_loss=0.6, test_primary=0.55 + 0.01 * split))  # fmt: skip
-            for method, skill in (("gcn", 0.1), ("mlp", 0.0)):
-                status = next((s for s, cell in ONLY_STATUS.items() if cell == (method, dataset, split)), "ok")
-                if dataset == "d2":
-                    status = "timeout"
-                for index in (0, 1):
-                    ok = status == "ok"
-                    rows.append(dict(
-                        method=method, dataset=dataset, split=split, trial_index=index, status=status,
-                        val_loss=0.5 - 0.1 * index if ok else np.nan,
-                        test_primary=0.6 + skill + 0.02 * index + 0.01 * split if ok else np.nan,
-                        primary_metric="accuracy" if ok else None,
-                        fit_service_s=1.0 + index, predict_service_s=0.1 if ok else np.nan,
-                        fit_peak_rss_bytes=100.0 if ok else np.nan, predict_peak_rss_bytes=50.0 if ok else np.nan,
-                    ))  # fmt: skip
-    return trial_rows(rows)

@@ -11,8 +11,7 @@ from orchestrator.analysis import sensitivity as se
 from orchestrator.analysis import tuning as tu
 from orchestrator.analysis.views import below_chance, build_results, reference_view
 from orchestrator.records import TASK_TYPES, primary_metric_name
-
-from .conftest import trial_rows
+from tests.synthetic_trials import trial_rows
 
 
 def results(rows: list[tuple]) -> pd.DataFrame:

@@ -11,10 +11,9 @@ import pytest
 from orchestrator.analysis import elo
 from orchestrator.analysis.cohorts import cell_coverage
 from orchestrator.analysis.site import _coverage, _few_datasets_warning, build_report
-from orchestrator.analysis.synthetic import synthetic_trials
 from orchestrator.analysis.tables import compute_analysis
 from orchestrator.analysis.views import prepare
-from tests.orchestrator.analysis.conftest import ONLY_STATUS, mixed_status_trials, trial_rows
+from tests.synthetic_trials import ONLY_STATUS, mixed_status_trials, synthetic_trials, trial_rows
 
 
 def test_the_bootstrap_rule_counts_distinct_resamples():

@@ -10,86 +10,78 @@ from orchestrator.analysis.findings import findings
 R = "10/10/80"
 
 
+#: The columns of each table ``tables`` builds (one regime, ``R``).
+LEADERBOARD = {
+    "regime": R,
+    "rank": [1, 2, 3, 4],
+    "view": ["gat", "gcn", "graphany", "gcn-Default"],
+    "elo": [1248.6, 1248.6, 1167.6, 1000.0],
+    "lower": [393.0, 599.0, 485.0, 900.0],
+    "upper": [3041.0, 3069.0, 2761.0, 1100.0],
+    "mean_rank": [2.0, 2.0, 2.5, 3.5],
+    "kind": ["supervised", "supervised", "gfm", "supervised"],
+    "native_datasets": [4, 4, 2, 4],
+    "imputed_datasets": [0, 0, 2, 0],
+}
+FRONT = {"regime": R, "view": ["gcn", "graphany"], "kind": ["supervised", "gfm"], "on_front": True}
+TUNING = {
+    "regime": R,
+    "method": ["mlp", "gcn"],
+    "tuning_gain": [-0.1, 8.8],
+    "k_within_1pt": [1, 5],
+    "search_trials": [5, 5],
+}
+GAP = {
+    "regime": R,
+    "method": ["gcn", "mlp"],
+    "budget": "full",
+    "val_gain": [2.0, 1.0],
+    "test_gain": [3.5, 1.1],
+    "overstatement": [-1.5, -0.1],
+}
+TASK_TYPES = {
+    "regime": R,
+    "task_type": ["binary", "binary", "multiclass", "multiclass"],
+    "metric": ["auroc", "auroc", "accuracy", "accuracy"],
+    "view": ["gcn", "gat", "mlp", "gcn"],
+    "position": [1, 1, 1, 2],
+    "datasets": [1, 1, 3, 3],
+}
+SENSITIVITY = {
+    "regime": R,
+    "task_type": ["multiclass"],
+    "metric": ["macro_f1"],
+    "views": [4],
+    "spearman": [0.4],
+    "changed_positions": [3],
+    "largest_move_view": ["graphany"],
+    "largest_move": [-2],
+}
+OVERLAP = {
+    "regime": R,
+    "view": "graphany",
+    "dataset": ["cora", "wisconsin"],
+    "split": 0,
+    "omitted_score": [0.75, 0.56],
+    "replacement_score": [0.8, np.nan],
+    "replaced": [True, False],
+}
+
+
 def tables(**over: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The report tables findings() reads, for one regime; ``over`` replaces any of them."""
-    lb = pd.DataFrame(
-        {
-            "regime": R,
-            "rank": [1, 2, 3, 4],
-            "view": ["gat", "gcn", "graphany", "gcn-Default"],
-            "elo": [1248.6, 1248.6, 1167.6, 1000.0],
-            "lower": [393.0, 599.0, 485.0, 900.0],
-            "upper": [3041.0, 3069.0, 2761.0, 1100.0],
-            "mean_rank": [2.0, 2.0, 2.5, 3.5],
-            "kind": ["supervised", "supervised", "gfm", "supervised"],
-            "native_datasets": [4, 4, 2, 4],
-            "imputed_datasets": [0, 0, 2, 0],
-        }
-    )
-    front = pd.DataFrame({"regime": R, "view": ["gcn", "graphany"], "kind": ["supervised", "gfm"], "on_front": True})
-    tuning = pd.DataFrame(
-        {
-            "regime": R,
-            "method": ["mlp", "gcn"],
-            "tuning_gain": [-0.1, 8.8],
-            "k_within_1pt": [1, 5],
-            "search_trials": [5, 5],
-        }
-    )
-    gap = pd.DataFrame(
-        {
-            "regime": R,
-            "method": ["gcn", "mlp"],
-            "budget": "full",
-            "val_gain": [2.0, 1.0],
-            "test_gain": [3.5, 1.1],
-            "overstatement": [-1.5, -0.1],
-        }
-    )
-    tt = pd.DataFrame(
-        {
-            "regime": R,
-            "task_type": ["binary", "binary", "multiclass", "multiclass"],
-            "metric": ["auroc", "auroc", "accuracy", "accuracy"],
-            "view": ["gcn", "gat", "mlp", "gcn"],
-            "position": [1, 1, 1, 2],
-            "datasets": [1, 1, 3, 3],
-        }
-    )
-    ms = pd.DataFrame(
-        {
-            "regime": R,
-            "task_type": ["multiclass"],
-            "metric": ["macro_f1"],
-            "views": [4],
-            "spearman": [0.4],
-            "changed_positions": [3],
-            "largest_move_view": ["graphany"],
-            "largest_move": [-2],
-        }
-    )
-    ov = pd.DataFrame(
-        {
-            "regime": R,
-            "view": "graphany",
-            "dataset": ["cora", "wisconsin"],
-            "split": 0,
-            "omitted_score": [0.75, 0.56],
-            "replacement_score": [0.8, np.nan],
-            "replaced": [True, False],
-        }
-    )
+    """The report tables findings() reads, for one regime, built afresh; ``over`` replaces any of them."""
+    front = pd.DataFrame(FRONT)
     t = {
-        "leaderboard": lb,
+        "leaderboard": pd.DataFrame(LEADERBOARD),
         "pareto_time": front,
         "pareto_time_budgets": front,
         "pareto_memory": front,
         "pareto_memory_budgets": front,
-        "tuning_requirements": tuning,
-        "validation_test_gap": gap,
-        "task_type_leaderboards": tt,
-        "metric_sensitivity_summary": ms,
-        "pretraining_overlap": ov,
+        "tuning_requirements": pd.DataFrame(TUNING),
+        "validation_test_gap": pd.DataFrame(GAP),
+        "task_type_leaderboards": pd.DataFrame(TASK_TYPES),
+        "metric_sensitivity_summary": pd.DataFrame(SENSITIVITY),
+        "pretraining_overlap": pd.DataFrame(OVERLAP),
         "below_chance": pd.DataFrame(columns=["view", "dataset"]),
     }
     return {**t, **over}

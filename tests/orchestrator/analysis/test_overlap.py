@@ -7,11 +7,10 @@ import json
 import pandas as pd
 
 from contract.families import load_families
-from contract.space import ChoiceParam
 from orchestrator.analysis import overlap as ov
 from orchestrator.analysis.tables import compute_analysis
-
-from .conftest import trial_rows
+from orchestrator.trials import pretraining as pr
+from tests.synthetic_trials import trial_rows
 
 DATASETS = ("ogbn-arxiv", "texas", "cora-tag", "wisconsin")
 
@@ -64,9 +63,9 @@ def test_graphany_on_ogbn_arxiv_is_replaced_by_gcn_default_in_every_common_unive
 
 
 def test_graph_identity_resolves_aliases_and_shared_topologies():
-    assert ov.graph_identity("arxiv") == ov.graph_identity("ogbn-arxiv") == "ogbn-arxiv"
-    assert ov.graph_identity("cora-tag") == ov.graph_identity("Cora") == "cora"
-    assert ov.graph_identity("my-own-graph") == "my-own-graph"
+    assert pr.graph_identity("arxiv") == pr.graph_identity("ogbn-arxiv") == "ogbn-arxiv"
+    assert pr.graph_identity("cora-tag") == pr.graph_identity("Cora") == "cora"
+    assert pr.graph_identity("my-own-graph") == "my-own-graph"
     res = pd.DataFrame(
         {
             "method_name": ["gvt", "gvt", "gcn", "gvt"],
@@ -83,7 +82,7 @@ def test_every_gfm_family_declares_its_pretraining_graphs():
     for family in load_families().values():
         kinds = {cls.kind for cls in method_classes(family)}
         assert (family.pretraining_graphs is not None) == (kinds == {"gfm"}), family.name
-    declared = ov.declared_pretraining()
+    declared = pr.declared_pretraining()
     assert "ogbn-arxiv" in declared["graphany"] and declared["gvt"] == ("ogbn-arxiv",)
     assert {m for m, graphs in declared.items() if not graphs} == {"node4all", "graphpfn", "nodepfn", "g2tfm", "ephris"}
     # every GFM says what its declaration rests on; Ephris's "none" is the vendor's claim, not a paper's
@@ -147,10 +146,10 @@ def test_a_copy_of_wisconsin_under_another_name_is_wisconsin(mirror, tmp_path, m
     assert added.exit_code == 0 and "same content as wisconsin" in " ".join(added.output.split()), added.output
     assert user_registry()["my-webpages"]["same_content_as"] == ["wisconsin"]
     assert load_dataset("my-webpages").content_hash == wisconsin.content_hash == dataset_hash("my-webpages")
-    assert ov.excluded_by_pretraining("graphany", {"checkpoint": "wisconsin"}, "my-webpages")
-    assert ov.excluded_by_pretraining("graphany", {"checkpoint": "wisconsin"}, "wisconsin")
-    assert not ov.excluded_by_pretraining("graphany", {"checkpoint": "cora"}, "my-webpages")
-    assert not ov.excluded_by_pretraining("gvt", {}, "ogbn-arxiv")  # one set of graphs: run, then replaced
+    assert pr.excluded_by_pretraining("graphany", {"checkpoint": "wisconsin"}, "my-webpages")
+    assert pr.excluded_by_pretraining("graphany", {"checkpoint": "wisconsin"}, "wisconsin")
+    assert not pr.excluded_by_pretraining("graphany", {"checkpoint": "cora"}, "my-webpages")
+    assert not pr.excluded_by_pretraining("gvt", {}, "ogbn-arxiv")  # one set of graphs: run, then replaced
     assert ov.overlapping(_gfm_results("graphany", "my-webpages", {"checkpoint": "wisconsin"})).all()
     # Another store's unregistered name with wisconsin's content hash is wisconsin too.
     both = pd.concat(
@@ -161,16 +160,3 @@ def test_a_copy_of_wisconsin_under_another_name_is_wisconsin(mirror, tmp_path, m
         ignore_index=True,
     )
     assert ov.overlapping(both).tolist() == [False, True]
-
-
-def test_the_sweep_plans_no_checkpoint_on_its_own_pretraining_graph():
-    from orchestrator.sampling import config_sequence, sequence_key
-
-    configs = config_sequence(
-        {"checkpoint": "arxiv", "weights_file": ""},
-        (ChoiceParam("checkpoint", ("arxiv", "cora", "product", "wisconsin")),),
-        sequence_key("graphany", "wisconsin", "10/10/80", 0),
-        4,
-    )
-    kept = [c["checkpoint"] for c in configs if not ov.excluded_by_pretraining("graphany", c, "wisconsin")]
-    assert "wisconsin" in [c["checkpoint"] for c in configs] and "wisconsin" not in kept and "arxiv" in kept

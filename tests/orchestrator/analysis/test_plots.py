@@ -7,7 +7,7 @@ import pandas as pd
 
 from orchestrator.analysis import plots
 from orchestrator.analysis.pareto import pareto_front
-from orchestrator.analysis.synthetic import GFMS, SUPERVISED
+from tests.synthetic_trials import GFMS, SUPERVISED
 
 
 def _boxes_overlap(a, b) -> bool:

@@ -11,12 +11,12 @@ import math
 
 import pandas as pd
 
-from orchestrator.analysis.load import load_trials
 from orchestrator.analysis.tables import compute_analysis
 from orchestrator.cli.export import export_tables
 from orchestrator.records import TrialRecord
 from orchestrator.results import selected_results
 from orchestrator.store import Store, read_services, read_trials
+from orchestrator.trials.load import load_trials
 
 NAN, INF = float("nan"), float("inf")
 #: split -> [(status, val_loss)] by trial index, and the trial the rule selects (None: none can be).

@@ -5,7 +5,7 @@ from itertools import pairwise
 import pandas as pd
 
 from orchestrator.analysis import subgroups as sg
-from orchestrator.analysis.synthetic import synthetic_dataset_stats
+from tests.synthetic_trials import synthetic_dataset_stats
 
 from .conftest import results_rows
 

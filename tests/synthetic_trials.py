@@ -1,10 +1,13 @@
-"""Synthetic trial tables shaped like the benchmark, for tests, demos and the report benchmark.
+"""Synthetic trial tables for the tests and the benchmarks: shaped like the benchmark, or written row by row.
 
-Built with vectorised numpy (no per-row Python), so the full-size table (21 methods x 51 datasets
-x 2 regimes x 5 splits x 201 trials, about 2.15 million rows) takes a few seconds.
+``synthetic_trials`` is built with vectorised numpy (no per-row Python), so the full-size table (21 methods x
+51 datasets x 2 regimes x 5 splits x 201 trials, about 2.15 million rows) takes a few seconds; ``trial_rows``
+and ``mixed_status_trials`` are small tables whose every row a test spells out.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -66,65 +69,93 @@ def synthetic_trials(
     kinds = ["supervised"] * len(supervised) + ["gfm"] * len(gfms) + ["supervised"] * len(user_methods)
     origins = ["builtin"] * (len(supervised) + len(gfms)) + [f"user:{m.lower()}" for m in user_methods]
     trials_per = [n_trials] * len(supervised) + [gfm_trials or n_trials] * len(gfms) + [n_trials] * len(user_methods)
-    m_skill = rng.normal(0, 0.03, len(methods))
-    ds_base = rng.uniform(0.55, 0.9, n_datasets)
-    md_skill = rng.normal(0, 0.03, (len(methods), n_datasets))
-    m_cost = 10 ** rng.uniform(-1, 1, len(methods))
-    ds_cost = 10 ** rng.uniform(-0.5, 1.5, n_datasets)
-    num_classes = stats["num_classes"].to_numpy()
-    binary = num_classes == 2
-
+    world = _World(
+        m_skill=rng.normal(0, 0.03, len(methods)),
+        ds_base=rng.uniform(0.55, 0.9, n_datasets),
+        md_skill=rng.normal(0, 0.03, (len(methods), n_datasets)),
+        m_cost=10 ** rng.uniform(-1, 1, len(methods)),
+        ds_cost=10 ** rng.uniform(-0.5, 1.5, n_datasets),
+        num_classes=stats["num_classes"].to_numpy(),
+        n_regimes=len(regimes),
+        n_splits=n_splits,
+        failure_rate=failure_rate,
+    )
     parts = []
     for mi, (m, kind, origin, nt) in enumerate(zip(methods, kinds, origins, trials_per, strict=True)):
         ds = np.arange(n_datasets)
         if kind == "gfm" and gfm_max_classes is not None:
-            ds = ds[num_classes[ds] <= gfm_max_classes]
+            ds = ds[world.num_classes[ds] <= gfm_max_classes]
         if origin != "builtin":
             ds = ds[:-1]
-        grid = np.array(np.meshgrid(ds, np.arange(len(regimes)), np.arange(n_splits), np.arange(nt), indexing="ij"))
-        d, r, s, t = (a.ravel() for a in grid)
-        n = len(d)
-        # trial quality: default is decent, sampled configs scatter around the tuned optimum
-        q = ds_base[d] + m_skill[mi] + md_skill[mi, d] + 0.04 * r + rng.normal(0, 0.015, n)
-        q = np.where(t == 0, q - 0.03, q - np.abs(rng.normal(0, 0.04, n)))
-        q = np.clip(q, 0.01, 0.995)
-        score = np.clip(q + rng.normal(0, 0.01, n), 0, 1)
-        val_loss = -np.log(np.clip(q + rng.normal(0, 0.01, n), 1e-3, 0.999))
-        status = np.where(rng.random(n) < failure_rate * (t > 0), "failed", "ok")
-        ok = status == "ok"
-        fit = m_cost[mi] * ds_cost[d] * (1 + 0.3 * rng.random(n)) * (1 + r)
-        fit_rss = (2e8 + 1e7 * m_cost[mi] * ds_cost[d]) * (1 + 0.2 * rng.random(n))
-        gpu = (
-            (5e8 * m_cost[mi] * ds_cost[d] * (1 + 0.2 * rng.random(n))) if kind == "gfm" or mi % 2 == 0 else np.zeros(n)
-        )
-        parts.append(
-            pd.DataFrame(
-                {
-                    "method": m,
-                    "kind": kind,
-                    "origin": origin,
-                    "d": d,
-                    "r": r,
-                    "split": s,
-                    "trial_index": t,
-                    "status": status,
-                    "val_loss": np.where(ok, val_loss, np.nan),
-                    "score": np.where(ok, score, np.nan),
-                    "fit_service_s": np.where(ok, fit, fit * 0.5),
-                    "predict_service_s": np.where(ok, 0.05 * fit, np.nan),
-                    "fit_peak_rss_bytes": fit_rss,
-                    "predict_peak_rss_bytes": np.where(ok, 0.8 * fit_rss, np.nan),
-                    "fit_peak_gpu_bytes": gpu,
-                    "predict_peak_gpu_bytes": np.where(ok, 0.7 * gpu, np.nan),
-                }
-            )
-        )
+        parts.append(_method_trials(rng, world, mi, m, kind, origin, ds, nt))
     df = pd.concat(parts, ignore_index=True)
-    n = len(df)
-    dsn = np.array(stats["dataset"])
-    df["dataset"] = pd.Categorical.from_codes(df.pop("d"), categories=dsn)
+    df["dataset"] = pd.Categorical.from_codes(df.pop("d"), categories=np.array(stats["dataset"]))
     df["regime"] = pd.Categorical.from_codes(df.pop("r"), categories=list(regimes))
-    is_bin = binary[df["dataset"].cat.codes.to_numpy()]
+    _add_metrics(df, world.num_classes)
+    return _with_full_schema(df) if full_schema else df
+
+
+@dataclass(frozen=True)
+class _World:
+    """What every method's trials are drawn from: skills, costs and the datasets' class counts."""
+
+    m_skill: np.ndarray
+    ds_base: np.ndarray
+    md_skill: np.ndarray
+    m_cost: np.ndarray
+    ds_cost: np.ndarray
+    num_classes: np.ndarray
+    n_regimes: int
+    n_splits: int
+    failure_rate: float
+
+
+def _method_trials(
+    rng: np.random.Generator, world: _World, mi: int, m: str, kind: str, origin: str, ds: np.ndarray, nt: int
+) -> pd.DataFrame:
+    """Method ``mi``'s trials on datasets ``ds``: dataset and regime as codes (``d``, ``r``), the score apart."""
+    grid = np.array(
+        np.meshgrid(ds, np.arange(world.n_regimes), np.arange(world.n_splits), np.arange(nt), indexing="ij")
+    )
+    d, r, s, t = (a.ravel() for a in grid)
+    n = len(d)
+    # trial quality: default is decent, sampled configs scatter around the tuned optimum
+    q = world.ds_base[d] + world.m_skill[mi] + world.md_skill[mi, d] + 0.04 * r + rng.normal(0, 0.015, n)
+    q = np.where(t == 0, q - 0.03, q - np.abs(rng.normal(0, 0.04, n)))
+    q = np.clip(q, 0.01, 0.995)
+    score = np.clip(q + rng.normal(0, 0.01, n), 0, 1)
+    val_loss = -np.log(np.clip(q + rng.normal(0, 0.01, n), 1e-3, 0.999))
+    status = np.where(rng.random(n) < world.failure_rate * (t > 0), "failed", "ok")
+    ok = status == "ok"
+    m_cost, ds_cost = world.m_cost[mi], world.ds_cost[d]
+    fit = m_cost * ds_cost * (1 + 0.3 * rng.random(n)) * (1 + r)
+    fit_rss = (2e8 + 1e7 * m_cost * ds_cost) * (1 + 0.2 * rng.random(n))
+    gpu = (5e8 * m_cost * ds_cost * (1 + 0.2 * rng.random(n))) if kind == "gfm" or mi % 2 == 0 else np.zeros(n)
+    return pd.DataFrame(
+        {
+            "method": m,
+            "kind": kind,
+            "origin": origin,
+            "d": d,
+            "r": r,
+            "split": s,
+            "trial_index": t,
+            "status": status,
+            "val_loss": np.where(ok, val_loss, np.nan),
+            "score": np.where(ok, score, np.nan),
+            "fit_service_s": np.where(ok, fit, fit * 0.5),
+            "predict_service_s": np.where(ok, 0.05 * fit, np.nan),
+            "fit_peak_rss_bytes": fit_rss,
+            "predict_peak_rss_bytes": np.where(ok, 0.8 * fit_rss, np.nan),
+            "fit_peak_gpu_bytes": gpu,
+            "predict_peak_gpu_bytes": np.where(ok, 0.7 * gpu, np.nan),
+        }
+    )
+
+
+def _add_metrics(df: pd.DataFrame, num_classes: np.ndarray) -> None:
+    """The test metrics from the score (binary datasets report AUROC first), in place."""
+    is_bin = num_classes[df["dataset"].cat.codes.to_numpy()] == 2
     score = df.pop("score").to_numpy()
     ok = df["status"].to_numpy() == "ok"
     df["task_type"] = np.where(is_bin, TASK_BINARY, TASK_MULTICLASS)
@@ -138,8 +169,11 @@ def synthetic_trials(
     df["val_accuracy"] = np.where(ok, np.exp(-df["val_loss"]), np.nan)
     df["num_classes"] = num_classes[df["dataset"].cat.codes.to_numpy()]
     df["is_default"] = df["trial_index"] == 0
-    if not full_schema:
-        return df
+
+
+def _with_full_schema(df: pd.DataFrame) -> pd.DataFrame:
+    """Every column of the record contract, in its order: the bookkeeping ones made up, the rest empty."""
+    ok = df["status"].to_numpy() == "ok"
     df["method_version"] = "1.0"
     df["family"] = df["method"]
     df["dataset_hash"] = df["dataset"].astype(str)
@@ -205,3 +239,59 @@ def write_store(df: pd.DataFrame, path, chunk_rows: int = 200_000) -> None:
         con.commit()
     finally:
         con.close()
+
+
+def trial_rows(rows: list[dict]) -> pd.DataFrame:
+    """A minimal trial table from partial rows (defaults fill the identity columns)."""
+    base = {
+        "method_version": "1",
+        "kind": "supervised",
+        "task_type": "multiclass",
+        "regime": "10/10/80",
+        "status": "ok",
+        "origin": "builtin",
+        "primary_metric": "accuracy",
+        "fit_service_s": 1.0,
+        "predict_service_s": 0.1,
+        "fit_peak_rss_bytes": 100.0,
+        "predict_peak_rss_bytes": 50.0,
+        "fit_peak_gpu_bytes": 0.0,
+        "predict_peak_gpu_bytes": 0.0,
+    }
+    return pd.DataFrame([{**base, **r} for r in rows])
+
+
+#: The cells of ``mixed_status_trials`` whose every trial ended with one non-ok status: (method, dataset, split).
+ONLY_STATUS = {
+    "timeout": ("gcn", "d0", 0),
+    "oom": ("gcn", "d0", 1),
+    "failed": ("mlp", "d0", 0),
+    "nonfinite": ("mlp", "d0", 1),
+    "unavailable": ("gcn", "d1", 0),
+}
+
+
+def mixed_status_trials() -> pd.DataFrame:
+    """A store a sweep can write mid-way: each non-ok status is the only one of a cell (``ONLY_STATUS``), and on
+    ``d2`` only the GFM has an ok trial (every supervised trial there timed out). Two splits, two trials per
+    supervised cell, one per GFM cell; failed trials carry what a real one records (a fit time, no peaks)."""
+    rows = []
+    for dataset in ("d0", "d1", "d2", "d3"):
+        for split in (0, 1):
+            rows.append(dict(method="graphany", kind="gfm", dataset=dataset, split=split, trial_index=0,
+                             val_loss=0.6, test_primary=0.55 + 0.01 * split))  # fmt: skip
+            for method, skill in (("gcn", 0.1), ("mlp", 0.0)):
+                status = next((s for s, cell in ONLY_STATUS.items() if cell == (method, dataset, split)), "ok")
+                if dataset == "d2":
+                    status = "timeout"
+                for index in (0, 1):
+                    ok = status == "ok"
+                    rows.append(dict(
+                        method=method, dataset=dataset, split=split, trial_index=index, status=status,
+                        val_loss=0.5 - 0.1 * index if ok else np.nan,
+                        test_primary=0.6 + skill + 0.02 * index + 0.01 * split if ok else np.nan,
+                        primary_metric="accuracy" if ok else None,
+                        fit_service_s=1.0 + index, predict_service_s=0.1 if ok else np.nan,
+                        fit_peak_rss_bytes=100.0 if ok else np.nan, predict_peak_rss_bytes=50.0 if ok else np.nan,
+                    ))  # fmt: skip
+    return trial_rows(rows)

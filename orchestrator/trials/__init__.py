@@ -1,0 +1,8 @@
+"""The protocol's rules over the trial table, shared by the planner, `show`, `export`, submissions and the report.
+
+- ``load``: a store, Parquet or CSV file read into the typed trial table;
+- ``selection``: the selection rule per tuning budget, the workflow costs it implies, and the views it yields;
+- ``pretraining``: the graphs a foundation model's configuration was pretrained on, and the sweep's exclusion rule.
+
+The report (``orchestrator.analysis``) imports these; nothing here imports the report.
+"""
