@@ -11,6 +11,7 @@ from typing import Any
 
 import tomllib
 
+from contract.errors import UserError
 from orchestrator.data.cache import (
     cache_path,
     catalog_identity,
@@ -53,7 +54,7 @@ REQUIRED = (
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
-class DatasetError(LookupError):
+class DatasetError(LookupError, UserError):
     """Unknown dataset name, or a catalog entry that is not well-formed."""
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from contract.errors import UserError
 from contract.families import Family, family_of, load_families
 from contract.security import Security
 from orchestrator.services.client import MethodClient, Replica, ServiceNotReady, ServiceUnavailable
@@ -91,7 +92,7 @@ class Directory:
             self.release(replica)
 
 
-class UnknownMethod(LookupError):
+class UnknownMethod(LookupError, UserError):
     pass
 
 
