@@ -59,7 +59,7 @@ def message_of(exc: BaseException) -> str:
 
 def crash_log(exc: BaseException) -> Path | None:
     """Write ``exc``'s traceback under the cache's ``logs/`` (else the temp directory); where it went."""
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     for folder in (cache_dir() / "logs", Path(tempfile.gettempdir())):
         path = folder / f"orchestrator-crash-{stamp}-{os.getpid()}.log"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -96,7 +96,7 @@ def build_command(
         protocol=LITE.name, budget=LITE.budget, regimes=list(LITE.regimes), splits=list(LITE.splits),
         methods=methods, missing=missing, datasets=complete,
         pending={d: h for d, h in sizing.hours.items() if d not in complete}, hardware=_hardware(rows),
-        builds=[*previous, {"finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        builds=[*previous, {"finished": datetime.now(UTC).isoformat(timespec="seconds"),
                             "wall_s": round(time.perf_counter() - started, 1), "cpu_s": round(cpu_seconds() - cpu, 1),
                             "datasets_added": [d for d in complete if d in todo], "commit": _commit()}],
     )  # fmt: skip

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import difflib
 import re
+import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 from contract.errors import UserError
 from orchestrator.data.cache import (

@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from contract.errors import UserError
@@ -111,7 +111,7 @@ def resolve_methods(names: list[str], families: dict[str, Family] | None = None)
 
 def timestamp() -> str:
     """Now, in UTC to the millisecond (ISO 8601): when a replica started, when a trial started and ended."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 @dataclass
