@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import typer
-from typer._click.exceptions import UsageError
+from typer._click.exceptions import UsageError  # private to Typer: pyproject.toml pins its range
 
 from contract.errors import UserError
 from contract.weights import cache_dir
