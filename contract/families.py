@@ -17,11 +17,10 @@ import functools
 import os
 import re
 import sys
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 # The manifests are data beside the method code: read as files, never imported.
 ROOT = Path(__file__).resolve().parents[1] / "methods"

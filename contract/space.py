@@ -12,13 +12,14 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from contract.errors import UserError
 from contract.v1 import method_service_pb2 as pb
 
 ConfigValue = int | float | str | bool
 Config = dict[str, ConfigValue]
 
 
-class ConfigError(ValueError):
+class ConfigError(ValueError, UserError):
     """A configuration does not fit the method's space (unknown key, wrong type, out of range)."""
 
 

@@ -23,11 +23,10 @@ import hashlib
 import json
 import os
 import re
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
-
-import tomllib
 
 from contract.families import ROOT as METHODS_ROOT
 

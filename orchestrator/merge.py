@@ -48,7 +48,7 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -171,7 +171,7 @@ class Completeness:
             "summary": self.summary(),
             "gaps": [g.__dict__ for g in self.gaps],
             "legacy_shards": [list(shard) for shard in self.legacy],
-            "merged_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "merged_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
 
 

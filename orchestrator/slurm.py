@@ -51,7 +51,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -402,7 +402,7 @@ class ShardState:
     updated_at: str = ""
 
     def save(self, path: Path) -> None:
-        self.updated_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self.updated_at = datetime.now(UTC).isoformat(timespec="seconds")
         write_atomically(path, json.dumps(asdict(self), indent=2) + "\n")
 
     @classmethod

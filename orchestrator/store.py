@@ -47,6 +47,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from contract.errors import UserError
 from orchestrator.records import COLUMNS, RETRIED_STATUSES, STATUS_TIMEOUT, TrialRecord, current_key
 
 TRIAL_ORDER = "ORDER BY method, dataset, regime, split, trial_index"  # how the store hands out its trials
@@ -151,7 +152,7 @@ class ShardPlan:
     keys: tuple[str, ...]  # this shard's trial keys
 
 
-class StoreBusy(RuntimeError):
+class StoreBusy(RuntimeError, UserError):
     """Another orchestrator is writing this store."""
 
 

@@ -13,8 +13,9 @@ from rich.table import Table
 
 from orchestrator.calibrate import PROBE_GRAPHS, Progress, calibrate
 from orchestrator.cli.errors import UserError, user_errors
+from orchestrator.cli.options import EndpointOpt, ServicesOpt, parse_endpoints
 from orchestrator.cli.progress import cpu_seconds
-from orchestrator.cli.run import ENDPOINT_HELP, SERVICES_HELP, open_services, parse_endpoints
+from orchestrator.cli.services import open_services
 from orchestrator.cli.specs import plan_specs
 from orchestrator.data.fetch import cache_dir
 from orchestrator.plan import SweepPlan
@@ -90,8 +91,8 @@ def calibrate_command(
         Path | None,
         typer.Option(help="The probe's store (default: this machine's, $NODEGROUND_CACHE/calibration.sqlite)."),
     ] = None,
-    endpoint: Annotated[list[str], typer.Option(help=ENDPOINT_HELP)] = [],  # noqa: B006
-    services: Annotated[str, typer.Option(help=SERVICES_HELP)] = "auto",
+    endpoint: EndpointOpt = [],  # noqa: B006
+    services: ServicesOpt = "auto",
 ) -> None:
     """Time each method on synthetic graphs of growing size (the cost probe), for `plan --estimate` on this hardware.
 

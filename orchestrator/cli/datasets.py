@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from orchestrator.cli.errors import UserError, user_errors
-from orchestrator.cli.run import parse_regimes
+from orchestrator.cli.options import parse_regimes
 from orchestrator.data.registry import add_user_dataset, is_builtin_name, list_tasks, load_dataset, resolve_name, tasks
 from orchestrator.data.splits import ALL_REGIMES, export_splits
 from orchestrator.data.stats import SUBGROUP_PROPERTIES, stats_rows

@@ -1,8 +1,8 @@
 """Bad input ends in one clear line on stderr and a non-zero exit, never a traceback.
 
 One handler for every command (``fail``, which the app's group ``orchestrator.cli.main.LazyGroup`` calls, and
-``user_errors`` for a command called on its own): the errors ``expected()`` lists are something the user can fix and
-print ``error: ...``;
+``user_errors`` for a command called on its own): the errors ``EXPECTED`` names are something the user can fix and
+print ``error: ...`` (every package's own such errors derive from ``contract.errors.UserError``);
 a usage error (an unknown flag, ``--budget 1.5``) prints Typer's message on one line instead of its
 usage box; anything else is a bug: one ``error:`` line naming the file the full traceback went to.
 All of them exit 2; Ctrl-C exits 130.
@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import typer
-from typer._click.exceptions import UsageError
+from typer._click.exceptions import UsageError  # private to Typer: pyproject.toml pins its range
 
+from contract.errors import UserError
 from contract.weights import cache_dir
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -33,41 +34,12 @@ EXIT_INTERRUPTED = 130
 _MAX_PATH_SHOWN = 160  # an OSError's path in the one line (a 5,000-character store path stays readable)
 
 
-class UserError(Exception):
-    """Something the user can fix; the message says what."""
-
-
-@functools.cache
-def expected() -> tuple[type[BaseException], ...]:
-    """The errors a user can fix. Imported when an error is reported: `orchestrator --help` or a mistyped command
-    loads none of the modules that define them."""
-    from contract.space import ConfigError
-    from orchestrator.data.fetch import FetchError
-    from orchestrator.data.graph import GraphError
-    from orchestrator.data.loaders import LoaderError
-    from orchestrator.data.registry import DatasetError
-    from orchestrator.data.splits import SplitError
-    from orchestrator.data.user import UserDatasetError
-    from orchestrator.services.client import ServiceUnavailable
-    from orchestrator.services.directory import UnknownMethod
-    from orchestrator.store import StoreBusy
-
-    return (
-        UserError,
-        DatasetError,
-        UnknownMethod,
-        SplitError,
-        GraphError,
-        FetchError,
-        LoaderError,
-        UserDatasetError,
-        ConfigError,
-        ServiceUnavailable,
-        StoreBusy,
-        OSError,  # FileNotFoundError, PermissionError, a name too long, a full disk, ...
-        sqlite3.DatabaseError,
-        ValueError,
-    )
+EXPECTED: tuple[type[BaseException], ...] = (
+    UserError,  # the packages' errors a user can fix: a flag, a dataset, a store in use, a service not started, ...
+    OSError,  # FileNotFoundError, PermissionError, a name too long, a full disk, ...
+    sqlite3.DatabaseError,
+    ValueError,
+)
 
 
 def _shown_path(path: object) -> str:
@@ -87,7 +59,7 @@ def message_of(exc: BaseException) -> str:
 
 def crash_log(exc: BaseException) -> Path | None:
     """Write ``exc``'s traceback under the cache's ``logs/`` (else the temp directory); where it went."""
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     for folder in (cache_dir() / "logs", Path(tempfile.gettempdir())):
         path = folder / f"orchestrator-crash-{stamp}-{os.getpid()}.log"
@@ -107,7 +79,7 @@ def fail(exc: BaseException) -> NoReturn:
         raise typer.Exit(EXIT_INTERRUPTED) from None
     if isinstance(exc, UsageError):
         print(f"error: {message_of(UserError(exc.format_message()))}", file=sys.stderr)
-    elif isinstance(exc, expected()):
+    elif isinstance(exc, EXPECTED):
         print(f"error: {message_of(exc)}", file=sys.stderr)
     else:
         log = crash_log(exc)

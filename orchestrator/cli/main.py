@@ -13,7 +13,7 @@ import importlib
 from typing import Any
 
 import typer
-from typer import _click
+from typer import _click  # private to Typer: pyproject.toml pins the range that has it (test_floors.py)
 from typer._click.exceptions import NoArgsIsHelpError
 from typer.core import TyperCommand, TyperGroup
 

@@ -13,18 +13,7 @@ from rich.table import Table
 
 from orchestrator.cli.calibrate import calibration_store, run_probe
 from orchestrator.cli.errors import UserError, user_errors
-from orchestrator.cli.run import (
-    ENDPOINT_HELP,
-    SERVICES_HELP,
-    TIME_LIMIT_HELP,
-    BudgetOpt,
-    DatasetsOpt,
-    ProtocolOpt,
-    RegimesOpt,
-    SplitsOpt,
-    build_plan,
-    parse_endpoints,
-)
+from orchestrator.cli.options import ENDPOINT_HELP, SERVICES_HELP, HardwareOpt, SweepFlags, flag_groups, parse_endpoints
 from orchestrator.cli.specs import plan_specs
 from orchestrator.data.registry import resolve_name
 from orchestrator.estimate import (
@@ -40,12 +29,13 @@ from orchestrator.estimate import (
     shard_costs,
     summarise,
 )
-from orchestrator.plan import DEFAULT_TIME_LIMIT_S, Plan, make_plan, stored_done
+from orchestrator.plan import Plan, make_plan, stored_done
 
-HARDWARE_HELP = (
-    "The hardware whose records price the plan, as the estimate names it (a CPU model and threads, or a GPU), or a "
-    "part of that name only one hardware has (default: the hardware most records ran on)."
+ESTIMATE_HELP = (
+    "Also price the plan: hours and peak memory, from the --from stores and this machine's cost probe (run first "
+    "when no --from is given)."
 )
+FROM_HELP = "A run store whose records the estimate learns from (repeatable)."
 
 
 @dataclass
@@ -94,24 +84,19 @@ def shard_table(computed: Plan, shards: int, done: list[int] | None, costs: list
 
 
 @user_errors
+@flag_groups
 def plan(
-    methods: Annotated[str, typer.Option(help="Comma-separated method names, as for `run`.")],
-    datasets: DatasetsOpt = None,
-    regimes: RegimesOpt = None,
-    splits: SplitsOpt = None,
-    budget: BudgetOpt = None,
-    protocol: ProtocolOpt = None,
+    sweep: SweepFlags,
     shards: Annotated[int, typer.Option(help="Number of shards to list (as for `run --shard I/N`).")] = 1,
     store: Annotated[
         Path | None, typer.Option(help="A run store: count the planned trials it holds (those a rerun skips).")
     ] = None,
-    time_limit: Annotated[float, typer.Option(help=TIME_LIMIT_HELP)] = DEFAULT_TIME_LIMIT_S,
     endpoint: Annotated[
         list[str], typer.Option(help=f"{ENDPOINT_HELP} Its Describe plans the methods it names (as in `run`).")
     ] = [],  # noqa: B006
     estimate: Annotated[bool, typer.Option("--estimate", help=ESTIMATE_HELP)] = False,
     from_stores: Annotated[list[Path], typer.Option("--from", help=FROM_HELP)] = [],  # noqa: B006
-    hardware: Annotated[str | None, typer.Option(help=HARDWARE_HELP)] = None,
+    hardware: HardwareOpt = None,
     services: Annotated[str, typer.Option(help=f"For the probe: {SERVICES_HELP}")] = "auto",
 ) -> None:
     """Print the cells and trials of a sweep per shard: from the families' descriptions and the catalog alone.
@@ -126,7 +111,7 @@ def plan(
         raise UserError(f"--shards must be at least 1, got {shards}")
     if from_stores and not estimate:
         raise UserError("--from is read by --estimate; add --estimate")
-    sweep_plan = build_plan(methods, datasets, regimes, splits, budget, time_limit, protocol=protocol)
+    sweep_plan = sweep.plan()
     computed = make_plan(sweep_plan, plan_specs(sweep_plan.methods, parse_endpoints(endpoint)))
     done = None
     if store is not None and store.exists():
@@ -149,13 +134,6 @@ def plan(
     console.print(estimate_table(computed, model, cell_costs))
     for line in estimate_notes(computed, model, cell_costs, stores):
         typer.echo(line)
-
-
-ESTIMATE_HELP = (
-    "Also price the plan: hours and peak memory, from the --from stores and this machine's cost probe (run first "
-    "when no --from is given)."
-)
-FROM_HELP = "A run store whose records the estimate learns from (repeatable)."
 
 
 def pricing_stores(methods: tuple[str, ...], given: list[Path], endpoint: list[str], services: str) -> list[Path]:
@@ -297,7 +275,7 @@ def backtest_command(
             "this many times larger in nodes, e.g. 5.",
         ),
     ] = None,
-    hardware: Annotated[str | None, typer.Option(help=HARDWARE_HELP)] = None,
+    hardware: HardwareOpt = None,
 ) -> None:
     """Check `plan --estimate` on records: fit on part of the stores, predict held-out whole datasets, print the error.
 

@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from orchestrator.records import STATUS_OK, TrialRecord
 from orchestrator.sweep import Progress as SweepProgress
+from orchestrator.sweep import Sweep
 
 BAR_REFRESH_HZ = 2  # a terminal bar redraws at most this often (rich's default, 10 Hz, cost ~11% of a long sweep)
 PLAIN_INTERVAL_S = 30.0  # without a terminal (a file, a SLURM log): one line at most this often, and one at the end
@@ -173,6 +174,16 @@ def run_with_progress(sweep_run: Callable[[SweepProgress], list[TrialRecord]], c
             refresh()
 
         return sweep_run(SweepProgress(on_total=on_total, on_skip=on_skip, on_trial=on_trial))
+
+
+def sweep_with_progress(sweep: Sweep) -> list[TrialRecord]:
+    """Run the sweep, its progress drawn on stderr (a bar on a terminal, plain lines otherwise)."""
+
+    def run(hooks: SweepProgress) -> list[TrialRecord]:
+        sweep.progress = hooks
+        return sweep.run()
+
+    return run_with_progress(run, Console(stderr=True))
 
 
 def cpu_seconds() -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -15,8 +15,9 @@ from rich.console import Console
 from contract.families import load_families
 from orchestrator.cli.calibrate import calibration_store, run_probe
 from orchestrator.cli.errors import UserError, user_errors
-from orchestrator.cli.progress import cpu_seconds
-from orchestrator.cli.run import build_plan, open_services, protocol_datasets, sweep_with_progress
+from orchestrator.cli.options import TimeLimitOpt, build_plan, protocol_datasets
+from orchestrator.cli.progress import cpu_seconds, sweep_with_progress
+from orchestrator.cli.services import open_services
 from orchestrator.cli.specs import plan_specs
 from orchestrator.estimate import fit_cost_model, read_records
 from orchestrator.plan import DEFAULT_TIME_LIMIT_S, SweepPlan, make_plan
@@ -52,9 +53,7 @@ def build_command(
     from_stores: Annotated[
         list[Path], typer.Option("--from", help="More records to price with (repeatable), e.g. an earlier sweep here.")
     ] = [],  # noqa: B006
-    time_limit: Annotated[
-        float, typer.Option(help="Time limit of each fit and each predict, in seconds.")
-    ] = DEFAULT_TIME_LIMIT_S,
+    time_limit: TimeLimitOpt = DEFAULT_TIME_LIMIT_S,
     out: Annotated[
         Path, typer.Option(help="Where the table and manifest go (default: the package's reference/).")
     ] = REFERENCE_DIR,
@@ -97,7 +96,7 @@ def build_command(
         protocol=LITE.name, budget=LITE.budget, regimes=list(LITE.regimes), splits=list(LITE.splits),
         methods=methods, missing=missing, datasets=complete,
         pending={d: h for d, h in sizing.hours.items() if d not in complete}, hardware=_hardware(rows),
-        builds=[*previous, {"finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        builds=[*previous, {"finished": datetime.now(UTC).isoformat(timespec="seconds"),
                             "wall_s": round(time.perf_counter() - started, 1), "cpu_s": round(cpu_seconds() - cpu, 1),
                             "datasets_added": [d for d in complete if d in todo], "commit": _commit()}],
     )  # fmt: skip

@@ -14,21 +14,12 @@ from rich.table import Table
 
 from orchestrator.cli.errors import UserError, user_errors
 from orchestrator.cli.merge import PARTIAL_HELP, echo_report
-from orchestrator.cli.plan import HARDWARE_HELP, pricing_stores
-from orchestrator.cli.run import (
-    SERVICES_HELP,
-    TIME_LIMIT_HELP,
-    BudgetOpt,
-    DatasetsOpt,
-    ProtocolOpt,
-    RegimesOpt,
-    SplitsOpt,
-    build_plan,
-)
+from orchestrator.cli.options import HardwareOpt, ServicesOpt, SweepFlags, flag_groups
+from orchestrator.cli.plan import pricing_stores
 from orchestrator.cli.specs import plan_specs
 from orchestrator.estimate import fit_cost_model, read_records, shard_costs
 from orchestrator.merge import merge_stores
-from orchestrator.plan import DEFAULT_TIME_LIMIT_S, SweepPlan, make_plan
+from orchestrator.plan import SweepPlan, make_plan
 from orchestrator.slurm import (
     BASE_MEM_GIB,
     DEFAULT_MAX_REQUEUES,
@@ -81,10 +72,28 @@ SbatchOpt = Annotated[
 ]
 
 
+@dataclasses.dataclass(frozen=True)
+class SbatchFlags:
+    """Each task's resource request as `submit` and `resubmit` take it (None: not given)."""
+
+    partition: PartitionOpt = None
+    time: TimeOpt = None
+    cpus_per_task: CpusOpt = None
+    mem: MemOpt = None
+    gres: GresOpt = None
+    sbatch_arg: SbatchOpt = dataclasses.field(default_factory=list)
+
+    def given(self) -> dict[str, object]:
+        """The flags given, by their name in the job's saved resources (``extra``: the further sbatch flags)."""
+        named = {k: v for k, v in dataclasses.asdict(self).items() if k != "sbatch_arg" and v is not None}
+        return named | ({"extra": list(self.sbatch_arg)} if self.sbatch_arg else {})
+
+
 @app.command("submit")
 @user_errors
+@flag_groups
 def submit_command(
-    methods: Annotated[str, typer.Option(help="Comma-separated method names, as for `run`.")],
+    sweep: SweepFlags,
     shards: Annotated[
         int,
         typer.Option(
@@ -97,20 +106,9 @@ def submit_command(
             "--dir", help="Job directory (shared by the nodes): scripts, one store per shard, logs, the merged store."
         ),
     ],
-    datasets: DatasetsOpt = None,
-    regimes: RegimesOpt = None,
-    splits: SplitsOpt = None,
-    budget: BudgetOpt = None,
-    protocol: ProtocolOpt = None,
-    time_limit: Annotated[float, typer.Option(help=TIME_LIMIT_HELP)] = DEFAULT_TIME_LIMIT_S,
-    services: Annotated[str, typer.Option(help=SERVICES_HELP)] = "embedded",
+    sbatch: SbatchFlags,
+    services: ServicesOpt = "embedded",
     parallel: Annotated[int, typer.Option(help="Trials in flight per task (give each task as many CPUs or GPUs).")] = 1,
-    partition: PartitionOpt = None,
-    time: TimeOpt = None,
-    cpus_per_task: CpusOpt = None,
-    mem: MemOpt = None,
-    gres: GresOpt = None,
-    sbatch_arg: SbatchOpt = [],  # noqa: B006
     max_requeues: Annotated[
         int, typer.Option(help="Times a task may requeue itself before its time limit (each needs a stored trial).")
     ] = DEFAULT_MAX_REQUEUES,
@@ -129,37 +127,27 @@ def submit_command(
             "`plan --estimate --from`): --mem and --time not given come from the largest shard's estimate.",
         ),
     ] = [],  # noqa: B006
-    hardware: Annotated[str | None, typer.Option(help=HARDWARE_HELP)] = None,
+    hardware: HardwareOpt = None,
 ) -> None:
     """Submit the sweep as `--shards` array tasks plus a merge job that runs once all of them ended."""
     if shards < 1:
         raise UserError(f"--shards must be at least 1, got {shards}")
-    if parallel < 1 or (cpus_per_task is not None and cpus_per_task < 1):
+    if parallel < 1 or (sbatch.cpus_per_task is not None and sbatch.cpus_per_task < 1):
         raise UserError("--cpus-per-task and --parallel must be at least 1")
     if max_requeues < 0 or not publish_every > 0:
         raise UserError("--max-requeues must be at least 0 and --publish-every a positive number of seconds")
-    sweep_plan = build_plan(methods, datasets, regimes, splits, budget, time_limit, protocol=protocol)  # checked now
+    sweep_plan = sweep.plan()  # checked now
     estimate = shard_estimate(sweep_plan, shards, parallel, estimate_from, hardware) if estimate_from else None
-    resources = task_resources(parallel, cpus_per_task, mem, time, partition, gres, sbatch_arg, estimate)
-    check_time(resources.time, time_limit)
-    run_args = ["--methods", methods, "--datasets", ",".join(sweep_plan.datasets),
-                "--regimes", ",".join(sweep_plan.regimes), "--splits", ",".join(map(str, sweep_plan.splits)),
-                "--budget", str(sweep_plan.budget), "--time-limit", str(time_limit), "--services", services,
-                "--parallel", str(parallel), *(["--protocol", protocol] if protocol else [])]  # fmt: skip
-    directory = directory.resolve()
-    if (directory / JOB_FILE).exists():
-        raise UserError(
-            f"{directory} already holds a submitted sweep: resume it with "
-            f"`orchestrator slurm resubmit --dir {directory}`"
-        )
-    directory.mkdir(parents=True, exist_ok=True)
+    resources = task_resources(parallel, sbatch.cpus_per_task, sbatch.mem, sbatch.time, sbatch.partition, sbatch.gres,
+                               sbatch.sbatch_arg, estimate)  # fmt: skip
+    check_time(resources.time, sweep.time_limit)
     job = SlurmJob(
-        str(directory),
+        str(_fresh_directory(directory)),
         shards,
-        run_args,
+        _run_args(sweep, sweep_plan, services, parallel),
         resources.sbatch_args(),
         resources=dataclasses.asdict(resources),
-        time_limit=time_limit,
+        time_limit=sweep.time_limit,
         python=python or sys.executable,
         env=sweep_env(),
         max_requeues=max_requeues,
@@ -172,6 +160,26 @@ def submit_command(
     typer.echo(f"submitted array job {array} ({shards} shard(s); {' '.join(job.sbatch_args)}) and merge job {merge}")
     typer.echo(f"stores: {job.path}/shard-<I>.sqlite; merged: {job.path / MERGED_STORE}; logs: {job.path / 'logs'}")
     typer.echo(f"progress: orchestrator slurm status --dir {job.path}")
+
+
+def _run_args(sweep: SweepFlags, plan: SweepPlan, services: str, parallel: int) -> list[str]:
+    """The `orchestrator run` flags every task runs its shard with: the sweep as checked, its names resolved."""
+    return ["--methods", sweep.methods, "--datasets", ",".join(plan.datasets),
+            "--regimes", ",".join(plan.regimes), "--splits", ",".join(map(str, plan.splits)),
+            "--budget", str(plan.budget), "--time-limit", str(sweep.time_limit), "--services", services,
+            "--parallel", str(parallel), *(["--protocol", sweep.protocol] if sweep.protocol else [])]  # fmt: skip
+
+
+def _fresh_directory(directory: Path) -> Path:
+    """The job directory, created; refused when it holds a submitted sweep already (resubmit resumes that)."""
+    directory = directory.resolve()
+    if (directory / JOB_FILE).exists():
+        raise UserError(
+            f"{directory} already holds a submitted sweep: resume it with "
+            f"`orchestrator slurm resubmit --dir {directory}`"
+        )
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
 
 
 def shard_estimate(
@@ -198,20 +206,16 @@ def shard_estimate(
 
 @app.command("resubmit")
 @user_errors
+@flag_groups
 def resubmit_command(
     directory: Annotated[Path, typer.Option("--dir", help="The job directory of `orchestrator slurm submit`.")],
+    sbatch: SbatchFlags,
     only: Annotated[
         str | None,
         typer.Option(
             help="Comma-separated shard indices to resubmit (default: every shard that is neither complete nor queued)."
         ),
     ] = None,
-    partition: PartitionOpt = None,
-    time: TimeOpt = None,
-    cpus_per_task: CpusOpt = None,
-    mem: MemOpt = None,
-    gres: GresOpt = None,
-    sbatch_arg: SbatchOpt = [],  # noqa: B006
 ) -> None:
     """Resubmit shards (after a cancel, a failure or a refused requeue): each resumes from its published store, and a
     new merge waits for every shard still to run. Resource flags override those of the submission."""
@@ -222,11 +226,7 @@ def resubmit_command(
         raise UserError(f"--only must be comma-separated shard indices, got {only!r}") from None
     if wanted is not None and (bad := [i for i in wanted if not 0 <= i < job.shards]):
         raise UserError(f"--only: shard indices must lie in 0..{job.shards - 1}, got {bad}")
-    given = {"partition": partition, "time": time, "cpus_per_task": cpus_per_task, "mem": mem, "gres": gres}
-    saved = job.resources or {"cpus_per_task": 1, "extra": []}
-    merged = {**saved, **{k: v for k, v in given.items() if v is not None}}
-    if sbatch_arg:
-        merged["extra"] = list(sbatch_arg)
+    merged = {**(job.resources or {"cpus_per_task": 1, "extra": []}), **sbatch.given()}
     resources = task_resources(
         1,
         merged.get("cpus_per_task"),

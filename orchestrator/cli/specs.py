@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contract.descriptions import GENERATOR, MethodSpec, description_path
 from orchestrator.cli.errors import UserError
-from orchestrator.cli.run import named_by_endpoint
+from orchestrator.cli.services import named_by_endpoint
 from orchestrator.plan import described_specs
 from orchestrator.services.client import MethodClient, ServiceUnavailable
 from orchestrator.services.directory import resolve_methods

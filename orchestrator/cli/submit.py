@@ -13,7 +13,15 @@ import typer
 from rich.console import Console
 
 from orchestrator.cli.errors import UserError, user_errors
-from orchestrator.cli.run import PROTOCOL_HELP, BudgetOpt, DatasetsOpt, RegimesOpt, SplitsOpt, build_plan
+from orchestrator.cli.options import (
+    PROTOCOL_HELP,
+    BudgetOpt,
+    DatasetsOpt,
+    RegimesOpt,
+    SplitsOpt,
+    TimeLimitOpt,
+    build_plan,
+)
 from orchestrator.cli.validate import SandboxCpusOpt, SandboxEnvOpt, SandboxMemoryOpt, SandboxWeightsOpt, parse_env
 from orchestrator.plan import DEFAULT_TIME_LIMIT_S
 from orchestrator.services.sandbox import SandboxLimits
@@ -40,9 +48,7 @@ def submit(
     submission_id: Annotated[
         str, typer.Option("--id", help="Submission id; records get origin user:<id> (default: from the image digest).")
     ] = "",
-    time_limit: Annotated[
-        float, typer.Option(help="Time limit of each fit and each predict, in seconds.")
-    ] = DEFAULT_TIME_LIMIT_S,
+    time_limit: TimeLimitOpt = DEFAULT_TIME_LIMIT_S,
     memory: SandboxMemoryOpt = "8g",
     cpus: SandboxCpusOpt = 2.0,
     weights: SandboxWeightsOpt = None,

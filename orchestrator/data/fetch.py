@@ -25,12 +25,13 @@ from urllib.parse import urlparse
 
 import pooch
 
+from contract.errors import UserError
 from contract.weights import cache_dir
 
 UNVERIFIED = "unverified"
 
 
-class FetchError(RuntimeError):
+class FetchError(RuntimeError, UserError):
     """A file could not be obtained or did not verify."""
 
 

@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from contract.errors import UserError
 from orchestrator.records import TASK_BINARY, TASK_MULTICLASS
 
 
-class GraphError(ValueError):
+class GraphError(ValueError, UserError):
     """A graph cannot be used: shapes, ranges, non-finite features, too few classes."""
 
 

@@ -31,12 +31,13 @@ from typing import Any
 
 import numpy as np
 
+from contract.errors import UserError
 from orchestrator.data.fetch import FetchError, cache_dir, fetch
 from orchestrator.data.graph import Graph, GraphError, canonicalize, exclude_small_classes
 from orchestrator.data.safe_pickle import UnsafeFileError, load_tensor_file, no_pickled_code
 
 
-class LoaderError(RuntimeError):
+class LoaderError(RuntimeError, UserError):
     """A reader is missing or produced something that is not a single-label node-classification graph."""
 
 

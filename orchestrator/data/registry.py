@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import difflib
 import re
+import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import tomllib
-
+from contract.errors import UserError
 from orchestrator.data.cache import (
     cache_path,
     catalog_identity,
@@ -53,7 +53,7 @@ REQUIRED = (
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
-class DatasetError(LookupError):
+class DatasetError(LookupError, UserError):
     """Unknown dataset name, or a catalog entry that is not well-formed."""
 
 

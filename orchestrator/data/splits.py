@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from contract.errors import UserError
+
 if TYPE_CHECKING:
     from orchestrator.data.graph import Graph
 
@@ -28,7 +30,7 @@ PUBLIC = "public"  # the partitions a source publishes (Planetoid, Heterophilous
 ALL_REGIMES = (*REGIMES, PUBLIC)
 
 
-class SplitError(ValueError):
+class SplitError(ValueError, UserError):
     """Unknown regime, index out of range, or classes too small to stratify."""
 
 

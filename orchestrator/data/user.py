@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from contract.errors import UserError
 from contract.settings import ADD_MEMORY, SettingError
 from orchestrator.data.cache import read_graph, save_graph
 from orchestrator.data.fetch import cache_dir
@@ -46,7 +47,7 @@ def accepted_names() -> str:
     return "; ".join(f"{what}: {' | '.join(names)}" for what, names in _KEYS.items())
 
 
-class UserDatasetError(ValueError):
+class UserDatasetError(ValueError, UserError):
     """A user dataset file cannot be registered; the message says what is wrong."""
 
 

@@ -33,6 +33,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from contract import handover
 from contract.descriptions import MethodSpec, spec_from_proto
+from contract.errors import UserError
 from contract.security import CA_ENV, Security
 from contract.space import Config, config_to_proto
 from contract.v1 import method_service_pb2 as pb
@@ -61,7 +62,7 @@ FIT_DEADLINE_GRACE_S = 10.0  # the gRPC deadline of a fit exceeds its time limit
 STREAM_INSTEAD = (grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.NOT_FOUND)
 
 
-class ServiceUnavailable(RuntimeError):
+class ServiceUnavailable(RuntimeError, UserError):
     """The endpoint does not answer (not started, crashed, or unreachable)."""
 
 

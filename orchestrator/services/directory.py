@@ -26,9 +26,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
+from contract.errors import UserError
 from contract.families import Family, family_of, load_families
 from contract.security import Security
 from orchestrator.services.client import MethodClient, Replica, ServiceNotReady, ServiceUnavailable
@@ -91,7 +92,7 @@ class Directory:
             self.release(replica)
 
 
-class UnknownMethod(LookupError):
+class UnknownMethod(LookupError, UserError):
     pass
 
 
@@ -110,7 +111,7 @@ def resolve_methods(names: list[str], families: dict[str, Family] | None = None)
 
 def timestamp() -> str:
     """Now, in UTC to the millisecond (ISO 8601): when a replica started, when a trial started and ended."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 @dataclass

@@ -33,7 +33,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
 
@@ -121,7 +121,7 @@ class EmbeddedService:
 
     def start(self) -> str:
         started = time.perf_counter()
-        self.started_at = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+        self.started_at = datetime.now(UTC).isoformat(timespec="milliseconds")
         stderr: int | IO[bytes] = subprocess.DEVNULL
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,7 @@ import os
 import shlex
 import sys
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -181,7 +181,7 @@ def benchmark(request: Submission, say: Any = print) -> dict[str, Any]:
         "format": "nodeground-submission-v1",
         "id": ident,
         "origin": f"user:{ident}",
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "image": dict(sandbox.info),
         "describe": MessageToDict(described, preserving_proto_field_name=True),
         "hardware": hardware(),

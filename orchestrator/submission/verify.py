@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -124,7 +124,7 @@ def verify(bundle: Path, full: Path) -> Verdict:
     source, rerun = full_trials(full)
     verdict = check(lite, rerun, checksum, source)
     if verdict.ok:
-        record = {**asdict(verdict), "verified_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        record = {**asdict(verdict), "verified_at": datetime.now(UTC).isoformat(timespec="seconds")}
         (bundle / VERIFICATION).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     else:
         (bundle / VERIFICATION).unlink(missing_ok=True)

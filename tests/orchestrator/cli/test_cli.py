@@ -116,7 +116,7 @@ def test_run_then_rerun_resumes_and_show_prints_the_selection(tmp_path):
 
 
 def test_parallel_defaults_to_the_replicas_found_for_the_sweep(monkeypatch):
-    from orchestrator.cli.run import replicas_found
+    from orchestrator.cli.services import replicas_found
 
     found = {"gnn": ["a:1", "b:1", "c:1", "d:1"], "graphany": ["e:1"], "gcn": ["f:1", "g:1"]}
     assert replicas_found({"gcn", "gnn"}, found) == 4  # one container per GPU on 4 GPUs
@@ -229,7 +229,7 @@ def test_run_exits_non_zero_and_summarises_when_a_trial_failed(tmp_path, modes, 
 
 
 def test_repeated_endpoints_are_replicas():
-    from orchestrator.cli.run import parse_endpoints
+    from orchestrator.cli.options import parse_endpoints
 
     assert parse_endpoints(["gnn=127.0.0.1:1", "gnn=127.0.0.1:2", "mlp=h:3", "gnn=127.0.0.1:1"]) == {
         "gnn": ["127.0.0.1:1", "127.0.0.1:2"],

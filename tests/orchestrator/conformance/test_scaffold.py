@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-
 import tomllib
+
 from typer.testing import CliRunner
 
 from contract.families import load_families

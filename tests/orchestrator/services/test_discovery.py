@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from orchestrator.cli.main import app
-from orchestrator.cli.run import parse_endpoints
+from orchestrator.cli.options import parse_endpoints
 from orchestrator.services.directory import ServiceDirectory, resolve_methods
 from orchestrator.services.discovery import DiscoveryError, resolve_replicas
 from tests.conftest import TINY_SWEEP
