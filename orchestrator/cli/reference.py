@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 
 from contract.families import load_families
-from orchestrator.cli.calibrate import calibration_store, run_probe
+from orchestrator.cli.calibrate import run_probe
 from orchestrator.cli.errors import UserError, user_errors
 from orchestrator.cli.options import TimeLimitOpt, build_plan, protocol_datasets
 from orchestrator.cli.progress import cpu_seconds, sweep_with_progress
@@ -33,6 +33,7 @@ from orchestrator.reference import (
     write_reference,
 )
 from orchestrator.reference.build import PINNED_KERNELS, complete_datasets, reference_methods, size_up, table_rows
+from orchestrator.reference.compare import user_hardware
 from orchestrator.store import Store, read_trials
 
 app = typer.Typer(help="The reference records the project ships: build (resume, extend) and show them.")
@@ -73,8 +74,12 @@ def build_command(
     seeded = _seed(store, out)
     err.print(f"reference: {len(methods)} methods, {len(plan.datasets)} datasets, {computed.total:,} trials; "
               f"{seeded:,} rows from the shipped table", markup=False)  # fmt: skip
-    run_probe(methods, calibration_store(), [], "auto")
-    model = fit_cost_model(read_records([store, calibration_store(), *from_stores]))
+    # The probe times what the build runs (one-thread services, pinned kernels), in the build's own store: a default
+    # probe's two-thread services priced the first build at about half its time. The services inherit the settings.
+    os.environ.update(PINNED_KERNELS)
+    probe = store.with_name("calibration.sqlite")
+    run_probe(methods, probe, [], "auto")
+    model = fit_cost_model(read_records([store, probe, *from_stores]), user_hardware(read_records([probe])))
     done = complete_datasets(read_trials(store), computed)
     sizing = size_up(computed, model, hours, done, PARALLEL)
     todo = [d for d in sizing.run if d not in done]
@@ -83,7 +88,6 @@ def build_command(
               f"this build runs {', '.join(todo) or 'nothing new'}", markup=False)  # fmt: skip
     if todo:
         narrowed = SweepPlan(**{**vars(plan), "datasets": tuple(todo)})
-        os.environ.update(PINNED_KERNELS)  # the services inherit it: every row reruns to itself on another machine
         with open_services(plan.methods, store, [], "embedded", PARALLEL) as found:
             sweep = found.sweep(narrowed, warmup=True)
             sweep_with_progress(sweep)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pandas as pd
 import pytest
 
@@ -96,7 +98,10 @@ def test_a_first_build_from_nothing_ships_a_table_and_the_next_resumes_from_it(m
     monkeypatch.setattr(command, "reference_methods", lambda families: (["mlp"], {"graphpfn": "no weights here"}))
     monkeypatch.setattr(command, "protocol_datasets", lambda protocol: "texas")
 
+    probes = []
+
     def probe(methods, store, *args):  # the cost probe's records, without its minutes: texas-sized mlp trials
+        probes.append((store, os.environ["NODEGROUND_THREADS"]))  # it times the build's own one-thread services
         with Store(store) as target:
             target.write_rows(rows(["mlp"], ["texas"]).to_dict("records"))
 
@@ -105,6 +110,7 @@ def test_a_first_build_from_nothing_ships_a_table_and_the_next_resumes_from_it(m
     build = ["build", "--hours", "1", "--store", str(store), "--out", str(out)]
     first = CliRunner().invoke(command.app, build)
     assert first.exit_code == 0, first.output
+    assert probes == [(tmp_path / "work" / "calibration.sqlite", "1")]
     table, manifest = load_reference("lite", out)
     assert (
         manifest.datasets == ["texas"]
