@@ -62,7 +62,8 @@ def build_command(
     """Run the Lite tier of every reference method on the datasets that fit in --hours, and write the shipped table.
 
     Resumable: the shipped table's rows go back into the store first, so a build only adds what is missing; the
-    datasets that do not fit are pending in the manifest with their estimated hours.
+    datasets that do not fit are pending in the manifest with their estimated hours. An interrupted build (Ctrl-C)
+    still writes the datasets it completed and its own time, then exits 130.
     """
     if not hours > 0:
         raise UserError(f"--hours must be positive, got {hours:g}")
@@ -86,11 +87,15 @@ def build_command(
     priced = ", ".join(f"{d} {h:.2f}" for d, h in sizing.hours.items())
     err.print(f"reference: estimated wall hours per dataset: {priced}; "
               f"this build runs {', '.join(todo) or 'nothing new'}", markup=False)  # fmt: skip
+    interrupted = False
     if todo:
         narrowed = SweepPlan(**{**vars(plan), "datasets": tuple(todo)})
-        with open_services(plan.methods, store, [], "embedded", PARALLEL) as found:
-            sweep = found.sweep(narrowed, warmup=True)
-            sweep_with_progress(sweep)
+        try:
+            with open_services(plan.methods, store, [], "embedded", PARALLEL) as found:
+                sweep = found.sweep(narrowed, warmup=True)
+                sweep_with_progress(sweep)
+        except KeyboardInterrupt:  # what is complete still ships, and this build's time is counted
+            interrupted = True
     trials = read_trials(store)
     complete = complete_datasets(trials, computed)
     keys = {t.key for t in computed.trials([c for c in computed.cells if c.dataset in complete])}
@@ -102,10 +107,13 @@ def build_command(
         pending={d: h for d, h in sizing.hours.items() if d not in complete}, hardware=_hardware(rows),
         builds=[*previous, {"finished": datetime.now(UTC).isoformat(timespec="seconds"),
                             "wall_s": round(time.perf_counter() - started, 1), "cpu_s": round(cpu_seconds() - cpu, 1),
-                            "datasets_added": [d for d in complete if d in todo], "commit": _commit()}],
+                            "datasets_added": [d for d in complete if d in todo], "commit": _commit(),
+                            "interrupted": interrupted}],
     )  # fmt: skip
     write_reference(rows, manifest, out)
     show(out)
+    if interrupted:
+        raise KeyboardInterrupt  # the one handler: "interrupted: ... rerun the same command to resume", exit 130
 
 
 def _seed(store: Path, root: Path) -> int:

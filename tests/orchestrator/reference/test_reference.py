@@ -125,6 +125,16 @@ def test_a_first_build_from_nothing_ships_a_table_and_the_next_resumes_from_it(m
     assert f"{2 * LITE.budget} rows from the shipped table" in second.output and "runs nothing new" in second.output
     assert paths("lite", out)[0].read_bytes() == shipped_bytes and len(read_manifest("lite", out).builds) == 2
 
+    def interrupt(sweep):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(command, "protocol_datasets", lambda protocol: "texas,cornell")
+    monkeypatch.setattr(command, "sweep_with_progress", interrupt)  # Ctrl-C during cornell
+    third = CliRunner().invoke(command.app, build)
+    assert third.exit_code == 130, third.output
+    after = read_manifest("lite", out)  # what was complete still ships, and the interrupted build is counted
+    assert after.datasets == ["texas"] and "cornell" in after.pending and after.builds[-1]["interrupted"] is True
+
 
 def test_a_build_runs_the_smallest_datasets_whose_wall_hours_fit(monkeypatch):
     """Hours are the build's own: each dataset's service hours over the services running side by side; the first
