@@ -30,6 +30,9 @@ REFERENCE = "reference"
 SUBMITTED = "submitted (lite)"
 VERIFIED = "verified"
 ENTRY_COLUMNS = ("method", "status", "hardware", "cells", "cells_expected", "missing")
+#: The origin of a store's method that the reference lacks (a scaffold run in the user's clone is "builtin" there):
+#: like a bundle's "user:<id>", so its missing cells stay missing instead of taking the imputed gcn-Default result.
+ENTRANT_ORIGIN = "user:store"
 
 
 @dataclass
@@ -63,6 +66,9 @@ def compare(
         & user["split"].astype(int).isin(manifest.splits)
         & (user["trial_index"].astype(int) < manifest.budget)
     ]
+    if "origin" in held.columns:  # an entrant the reference lacks competes as a submission: named, never imputed
+        entrant = ~held["method"].astype(str).isin(manifest.methods) & (held["origin"].astype(str) == "builtin")
+        held = held.assign(origin=held["origin"].astype(str).mask(entrant, ENTRANT_ORIGIN))
     notes = []
     dropped = len(user) - len(held)
     if dropped:
@@ -72,7 +78,7 @@ def compare(
             "configurations of each cell) and are not compared"
         )
     remeasured = set(held["method"].astype(str)) & set(manifest.methods)
-    shipped = reference[~reference["method"].astype(str).isin(remeasured)].copy()
+    shipped = reference[~reference["method"].astype(str).isin(remeasured)].assign(origin="builtin")
     if hardware != manifest.hardware:
         shipped = shipped.assign(**{c: float("nan") for c in COST_COLUMNS if c in shipped.columns})
         notes.append(

@@ -7,7 +7,7 @@ import math
 
 from orchestrator.protocols import LITE
 from orchestrator.reference.build import table_rows
-from orchestrator.reference.compare import REFERENCE, SUBMITTED, compare, user_hardware
+from orchestrator.reference.compare import ENTRANT_ORIGIN, REFERENCE, SUBMITTED, compare, user_hardware
 from tests.orchestrator.reference.conftest import rows
 from tests.orchestrator.reference.test_reference import manifest
 
@@ -30,6 +30,8 @@ def test_the_users_trials_count_on_the_reference_cells_and_missing_ones_are_name
     assert set(held["dataset"]) == {"texas"} and held["trial_index"].max() == made.budget - 1  # the Lite prefix only
     assert any("outside the lite reference" in n for n in result.notes)
     assert set(result.entries.loc[result.entries["status"] == REFERENCE, "method"]) == {"gcn", "mlp"}
+    origins = result.trials.drop_duplicates("method").set_index("method")["origin"]
+    assert origins["mine"] == ENTRANT_ORIGIN and origins["gcn"] == "builtin"  # the entrant is never imputed
 
 
 def test_costs_of_another_machine_never_join_the_users_on_a_frontier():

@@ -79,6 +79,8 @@ def test_a_scaffolded_method_run_alone_is_ranked_among_the_reference(mirror, tmp
     board = pd.read_csv(site / "tables" / "leaderboard.csv")
     ranked = set(board["view"].str.removesuffix("-Default"))
     assert {"democi", *manifest.methods} <= ranked  # everyone who competes is rated, the contribution among them
+    mine = board[board["view"].str.startswith("democi")]
+    assert (mine["imputed_datasets"] == 0).all() and (mine["missing_datasets"] > 0).all()  # an entrant: never imputed
 
     url = (site / "index.html").resolve().as_uri()
     run = chromium(["--window-size=1400,1000", "--virtual-time-budget=15000", "--dump-dom", url], tmp_path / "p1")
