@@ -105,7 +105,7 @@ test-slow: $(STAMP)
 	$(PYTHON) -m pytest -m "slow and $(NOT_HERE)" -q
 
 # Root, Debian's slurm-wlm and munge (plus slurmdbd and mariadb-server for sacct); docs/cluster.md.
-## A sharded sweep as a SLURM job array on a one-node cluster started here (about 5 min)
+## A sharded sweep as a SLURM job array on a one-node cluster started here (about 8 min)
 test-slurm: $(STAMP)
 	tests/slurm/local_cluster.sh start
 	$(PYTHON) -m pytest -m slurm tests/slurm -q -s
