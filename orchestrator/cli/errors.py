@@ -5,11 +5,13 @@ One handler for every command (``fail``, which the app's group ``orchestrator.cl
 print ``error: ...`` (every package's own such errors derive from ``contract.errors.UserError``);
 a usage error (an unknown flag, ``--budget 1.5``) prints Typer's message on one line instead of its
 usage box; anything else is a bug: one ``error:`` line naming the file the full traceback went to.
-All of them exit 2; Ctrl-C exits 130.
+All of them exit 2; Ctrl-C exits 130. A reader that closes the pipe (``orchestrator reference show | head``) has
+what it wanted: the command ends quietly with exit 1, as Click and Rich end their own writes to a closed pipe.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import functools
 import os
@@ -31,6 +33,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_USAGE = 2  # bad input, or a bug reported in one line: nothing ran, or what ran is stored
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 1  # Click's and Rich's code for a closed pipe: one code, whichever wrote
 _MAX_PATH_SHOWN = 160  # an OSError's path in the one line (a 5,000-character store path stays readable)
 
 
@@ -74,6 +77,13 @@ def crash_log(exc: BaseException) -> Path | None:
 
 def fail(exc: BaseException) -> NoReturn:
     """Report ``exc`` in one line on stderr and exit (see the module docstring)."""
+    if isinstance(exc, BrokenPipeError):
+        # what is still buffered for the closed pipe would fail again at exit: it goes nowhere instead
+        with contextlib.suppress(OSError, ValueError):  # ValueError: a stdout with no descriptor (tests)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        raise typer.Exit(EXIT_BROKEN_PIPE) from None
     if isinstance(exc, KeyboardInterrupt):
         print("interrupted: finished trials are stored; rerun the same command to resume", file=sys.stderr)
         raise typer.Exit(EXIT_INTERRUPTED) from None

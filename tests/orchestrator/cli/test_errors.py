@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 import typer
 
 from contract.errors import UserError
 from contract.space import ConfigError
-from orchestrator.cli.errors import EXIT_USAGE, fail
+from orchestrator.cli.errors import EXIT_BROKEN_PIPE, EXIT_USAGE, fail
 from orchestrator.data.fetch import FetchError
 from orchestrator.data.graph import GraphError
 from orchestrator.data.loaders import LoaderError
@@ -44,3 +48,17 @@ def test_the_cli_prints_its_message_in_one_line(error, base, capsys):
         fail(error("what to fix\nand why"))
     assert exited.value.exit_code == EXIT_USAGE
     assert capsys.readouterr().err == "error: what to fix (+1 more lines)\n"
+
+
+@pytest.mark.parametrize("command", [["reference", "show"], ["methods", "list"]], ids=["print", "rich"])
+def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(command):
+    read, write = os.pipe()
+    os.close(read)  # `| head` that has had its lines: every write now fails with EPIPE
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "orchestrator", *command], stdout=write, stderr=subprocess.PIPE, text=True,
+            timeout=120,
+        )  # fmt: skip
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (EXIT_BROKEN_PIPE, "")
