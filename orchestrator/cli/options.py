@@ -17,6 +17,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from contract.families import load_families
 from orchestrator.cli.errors import UserError
 from orchestrator.data.registry import is_available, resolve_name, tasks
 from orchestrator.data.splits import ALL_REGIMES, SPLIT_INDICES
@@ -28,6 +29,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 MAX_BUDGET = 10_000  # trials per cell; the protocol uses 201
 ALL_DATASETS = "all"  # --datasets all: the whole catalog (the protocol)
+ALL_METHODS = "all"  # --methods all: every method of this checkout's families (the protocol's, and a scaffold's)
 DEFAULT_REGIMES, DEFAULT_SPLITS, DEFAULT_BUDGET = "10/10/80", "0", 1  # without a --protocol
 
 TIME_LIMIT_HELP = (
@@ -51,7 +53,10 @@ HARDWARE_HELP = (
     "part of that name only one hardware has (default: the hardware most records ran on)."
 )
 
-MethodsOpt = Annotated[str, typer.Option(help="Comma-separated method names, e.g. mlp,gcn.")]
+MethodsOpt = Annotated[
+    str,
+    typer.Option(help="Comma-separated method names, e.g. mlp,gcn; all = every method of the families in methods/."),
+]
 ProtocolOpt = Annotated[str | None, typer.Option(help=PROTOCOL_HELP)]
 DatasetsOpt = Annotated[
     str | None,
@@ -212,6 +217,13 @@ def parse_regimes(value: str) -> list[str]:
     return names
 
 
+def parse_methods(value: str) -> list[str]:
+    """Comma-separated method names; ``all`` is every method the families in ``methods/`` declare, in their order."""
+    if value.strip() == ALL_METHODS:
+        return [m for family in load_families().values() for m in family.methods]
+    return csv_items(value, "methods")
+
+
 def parse_datasets(value: str) -> list[str]:
     """Comma-separated dataset names or aliases as catalog names; ``all`` is the whole catalog (the protocol)."""
     if value.strip() == ALL_DATASETS:
@@ -259,7 +271,7 @@ def build_plan(
     check_count("budget", budget, MAX_BUDGET)
     check_time_limit(time_limit)
     return SweepPlan(
-        methods=() if methods is None else tuple(csv_items(methods, "methods")),
+        methods=() if methods is None else tuple(parse_methods(methods)),
         datasets=tuple(parse_datasets(datasets)),
         regimes=tuple(parse_regimes(regimes or (",".join(named.regimes) if named else DEFAULT_REGIMES))),
         splits=tuple(parse_splits(splits or (",".join(map(str, named.splits)) if named else DEFAULT_SPLITS))),

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from typer.testing import CliRunner
 
+from contract.families import load_families
 from orchestrator.cli.options import SweepFlags, flag_groups
 
 
@@ -50,3 +51,10 @@ def test_a_direct_call_takes_the_defaults(capsys):
 def test_sweep_flags_plan_checks_every_value():
     plan = SweepFlags(methods="mlp", datasets="synthetic-homophilous", budget=3).plan("1/2")
     assert plan.methods == ("mlp",) and plan.budget == 3 and plan.shard == (1, 2)
+
+
+def test_methods_all_names_every_method_of_the_families_once():
+    plan = SweepFlags(methods="all", datasets="synthetic-homophilous").plan("0/1")
+    declared = {m for family in load_families().values() for m in family.methods}
+    assert set(plan.methods) == declared and len(plan.methods) == len(declared) >= 22
+    assert {"mlp", "gcn", "graphany"} <= declared
