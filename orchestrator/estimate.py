@@ -14,7 +14,9 @@ weight (multiply-adds; bytes). So a method's cost grows with the work it does: m
 attention in what it attends over, an MLP in nodes x features; its memory has per-node, per-arc and per-feature
 terms. A family that declares no prior gets ``GENERIC_PRIOR`` (linear in nodes x features and in arcs).
 
-Fitted on the ``ok`` records of one hardware, with errors relative (trials span milliseconds to hours):
+Fitted on the ``ok`` records of one hardware, with errors relative (trials span milliseconds to hours): for time,
+relative to the prediction (``_mean_fit``, so each trial's estimate is its mean and a sweep's sum is unbiased); for
+memory, relative to the record:
 
 1. the prior's shape: ``a``, ``b`` and one scale ``s`` on the prior's weighted sum, ``s`` at least the floor a
    machine's peak speed allows (``work_floor``; memory: ``MEMORY_FLOOR`` of the declared bytes). Three numbers,
@@ -73,6 +75,8 @@ SIZE_NAMES = ("nodes", "edges", "arcs", "features", "classes", "train")
 PATIENCE_KEY = "patience"  # the SDK's early stopping reads it (methods.sdk.method.train_epochs)
 WORK_UNIT = 1e9  # time terms in giga multiply-adds, memory terms in GiB: columns of like scale
 PRIOR_RECORDS = 2.0  # a term's prior weighs as much as this many records' relative errors
+MEAN_FIT_ROUNDS = 8  # reweightings of a time fit toward errors relative to its prediction (``_mean_fit``)
+MIN_SCALE_SHARE = 0.05  # a reweighting scales a record's error by at least this share of the record
 CPU_PEAK_GMACS = 50.0  # giga multiply-adds a second one CPU thread can do at most (vector peak): the time floor
 GPU_PEAK_GMACS = 50_000.0  # and one GPU
 MEMORY_FLOOR = 0.5  # a peak holds at least this share of the bytes the prior's terms declare
@@ -306,13 +310,16 @@ def _nonnegative_fit(
     offset: np.ndarray | None = None,
     prior: np.ndarray | None = None,
     strength: float = 0.0,
+    scale: np.ndarray | None = None,
 ) -> np.ndarray:
-    """theta >= 0 minimising sum(((offset + columns @ theta) / target - 1)^2), plus ``strength`` times
-    sum(((theta_m - prior_m) / prior_m)^2) over the columns with a positive prior."""
+    """theta >= 0 minimising sum(((offset + columns @ theta - target) / scale)^2) (``scale`` by default the target:
+    relative errors), plus ``strength`` times sum(((theta_m - prior_m) / prior_m)^2) over the columns with a
+    positive prior."""
     from scipy.optimize import nnls  # only a price needs it: `orchestrator --help` stays light
 
-    relative = columns / target[:, None]
-    wanted = np.ones(len(target)) - (offset / target if offset is not None else 0.0)
+    scale = target if scale is None else scale
+    relative = columns / scale[:, None]
+    wanted = (target - (offset if offset is not None else 0.0)) / scale
     if prior is not None and strength > 0:
         held = [m for m in range(columns.shape[1]) if np.isfinite(prior[m]) and prior[m] > 0]
         rows = np.zeros((len(held), columns.shape[1]))
@@ -329,23 +336,46 @@ def _nonnegative_fit(
     return theta
 
 
+def _mean_fit(
+    columns: np.ndarray,
+    target: np.ndarray,
+    offset: np.ndarray | None = None,
+    prior: np.ndarray | None = None,
+    strength: float = 0.0,
+) -> np.ndarray:
+    """``_nonnegative_fit`` with errors relative to the prediction (iteratively reweighted), not to the record.
+
+    Seconds are a sum over a sweep's trials, so a trial's estimate should be its mean. Errors relative to the record
+    are not: an over-estimate costs more than an under-estimate of the same factor, so they pull every estimate
+    low, most where the records are fewest (the largest graphs), and flatten the growth with size. Errors relative
+    to the prediction (a gamma model's weights) are unbiased for the mean under multiplicative noise."""
+    theta = _nonnegative_fit(columns, target, offset, prior, strength)
+    base = offset if offset is not None else 0.0
+    for _ in range(MEAN_FIT_ROUNDS):
+        predicted = np.maximum(base + columns @ theta, MIN_SCALE_SHARE * target)
+        theta = _nonnegative_fit(columns, target, offset, prior, strength, scale=predicted)
+    return theta
+
+
 def _shape_fit(
-    columns: np.ndarray, weights: np.ndarray, target: np.ndarray, constants: int, floor: float
+    columns: np.ndarray, weights: np.ndarray, target: np.ndarray, constants: int, floor: float, fit=_nonnegative_fit
 ) -> np.ndarray:
     """Step 1: the ``constants`` leading columns free, the rest as the prior's weighted sum times one scale (at
     least ``floor``); the implied weight of every column."""
     weighted = columns[:, constants:] @ weights[constants:]
-    theta = _nonnegative_fit(np.column_stack([columns[:, :constants], weighted]), target)
+    theta = fit(np.column_stack([columns[:, :constants], weighted]), target)
     if theta[-1] < floor:  # the records cannot tell the scale (or say less than a machine's peak allows)
-        theta = np.append(_nonnegative_fit(columns[:, :constants], target, offset=floor * weighted), floor)
+        theta = np.append(fit(columns[:, :constants], target, offset=floor * weighted), floor)
     return np.concatenate([theta[:constants], theta[-1] * weights[constants:]])
 
 
-def _term_fit(columns: np.ndarray, target: np.ndarray, shape: np.ndarray, constants: int) -> np.ndarray:
+def _term_fit(
+    columns: np.ndarray, target: np.ndarray, shape: np.ndarray, constants: int, fit=_nonnegative_fit
+) -> np.ndarray:
     """Step 2: every column's own weight, the size terms pulled toward the shape fit's."""
     prior = shape.copy()
     prior[:constants] = math.nan  # the constants are the records' alone
-    return _nonnegative_fit(columns, target, prior=prior, strength=PRIOR_RECORDS)
+    return fit(columns, target, prior=prior, strength=PRIOR_RECORDS)
 
 
 # ---- the configuration factor -------------------------------------------------------
@@ -516,12 +546,12 @@ def _fit_once(
     configs: Sequence[Mapping], floor: float,
 ) -> _Fitted:  # fmt: skip
     """Steps 1-3 on one set of records (all of a method's, or all but one dataset's for the held-out errors)."""
-    shape = _shape_fit(time_x, design.time_weights, seconds, 2, floor)
+    shape = _shape_fit(time_x, design.time_weights, seconds, 2, floor, _mean_fit)
     factor = NO_FACTOR
-    theta = _term_fit(time_x, seconds, shape, 2)
+    theta = _term_fit(time_x, seconds, shape, 2, _mean_fit)
     for _ in range(2):  # the factor explains what the terms leave, then the terms are refitted without it
         factor = ConfigFactor.fit(configs, np.log(seconds) - np.log(np.maximum(time_x @ theta, 1e-9)))
-        theta = _term_fit(time_x, seconds / factor(configs), shape, 2)
+        theta = _term_fit(time_x, seconds / factor(configs), shape, 2, _mean_fit)
     predicted = np.maximum(time_x @ theta, 1e-9) * factor(configs)
     memory_shape = _shape_fit(memory_x, design.memory_weights, peaks, 1, MEMORY_FLOOR)
     mu = _term_fit(memory_x, peaks, memory_shape, 1)

@@ -163,19 +163,23 @@ def test_backtest_prints_predicted_against_measured_per_method_and_the_median(tm
 
 
 def test_predicted_hours_are_an_expectation_so_sums_of_noisy_trials_are_not_priced_low():
-    """Times vary log-normally around the model (load, early stopping) and a sweep's hours are a sum: fitted on
-    relative errors, the model would price a sum low (at sigma 1, by 40%); the rescale makes the sum come out."""
+    """Times vary log-normally around the model (load, early stopping) and a sweep's hours are a sum: fitted on errors
+    relative to the records, the model would price a sum low (at sigma 1, by 40%); fitted on errors relative to its
+    predictions, each trial's estimate is its mean, and the sum comes out."""
     import pandas as pd
 
-    from orchestrator.estimate import fit_cost_model
+    from orchestrator.estimate import fit_cost_model, size_values, sizes_of, trial_costs
     from tests.orchestrator.test_estimate import SMALL, probe, records
 
     rng = np.random.default_rng(0)
-    frame = pd.concat([records(SMALL), probe()])
-    frame["fit_service_s"] *= rng.lognormal(0, 1.0, len(frame))
-    model = fit_cost_model(frame).methods["gcn"]
-    costs = model.fitted
-    assert costs.rescale > 1.2  # the mean of exp(N(0, 1)) is 1.65
+    clean = pd.concat([records(SMALL), probe()])
+    noisy = clean.assign(fit_service_s=clean["fit_service_s"] * rng.lognormal(0, 1.0, len(clean)))
+    costs = trial_costs(clean)
+    costs = costs[costs["method"] == "gcn"]
+    sizes = sizes_of(costs["dataset"])
+    values = [size_values(sizes[d], r) for d, r in zip(costs["dataset"], costs["regime"], strict=True)]
+    priced = [fit_cost_model(f).methods["gcn"].seconds(values, list(costs["config"])).sum() for f in (clean, noisy)]
+    assert 1.3 < priced[1] / priced[0] < 2.2, priced  # the mean of exp(N(0, 1)) is 1.65
 
 
 @pytest.mark.slow
