@@ -1,4 +1,8 @@
-"""A shipped reference cell reruns to itself: the same configurations, the same selection, the same metrics."""
+"""A shipped reference cell reruns to itself: the same configurations, the same selection, the same metrics.
+
+On the reference's own hardware every trial's metrics agree. On another CPU the kernels differ in their last bits,
+so a trial's training can take another turn (early stopping at another epoch); the configurations, the selection
+and the selected trial's metrics must still agree."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.data.registry import dataset_size
+from orchestrator.host import hardware_of
 from orchestrator.reference import load_reference
 from orchestrator.reference.build import PINNED_KERNELS
 from orchestrator.store import read_trials
@@ -39,7 +44,10 @@ def test_one_shipped_cell_reruns_to_the_same_selection_and_metrics(mirror, tmp_p
     shipped = cell.set_index("trial_index").sort_index()
     assert list(rerun["config_hash"]) == list(shipped["config_hash"])  # the same configurations, in order
     assert set(rerun["protocol"]) == {"lite"} and rerun["val_loss"].idxmin() == shipped["val_loss"].idxmin()
+    same_hardware = {hardware_of(h) for h in rerun["host_json"]} == {manifest.hardware}
+    rows = shipped.index if same_hardware else [shipped["val_loss"].idxmin()]
     for column in COMPARED:
-        both = shipped[column].notna() & rerun[column].notna()
-        assert (shipped[column].isna() == rerun[column].isna()).all(), column
-        assert ((shipped.loc[both, column] - rerun.loc[both, column]).abs() <= TOLERANCE).all(), column
+        both = shipped.loc[rows, column].notna() & rerun.loc[rows, column].notna()
+        assert (shipped.loc[rows, column].isna() == rerun.loc[rows, column].isna()).all(), column
+        difference = (shipped.loc[rows, column] - rerun.loc[rows, column])[both].abs()
+        assert (difference <= TOLERANCE).all(), (column, same_hardware, difference.max())
