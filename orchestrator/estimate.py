@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -357,8 +357,16 @@ def _mean_fit(
     return theta
 
 
+Fit = Callable[..., np.ndarray]  # _nonnegative_fit, or _mean_fit for time
+
+
 def _shape_fit(
-    columns: np.ndarray, weights: np.ndarray, target: np.ndarray, constants: int, floor: float, fit=_nonnegative_fit
+    columns: np.ndarray,
+    weights: np.ndarray,
+    target: np.ndarray,
+    constants: int,
+    floor: float,
+    fit: Fit = _nonnegative_fit,
 ) -> np.ndarray:
     """Step 1: the ``constants`` leading columns free, the rest as the prior's weighted sum times one scale (at
     least ``floor``); the implied weight of every column."""
@@ -370,7 +378,7 @@ def _shape_fit(
 
 
 def _term_fit(
-    columns: np.ndarray, target: np.ndarray, shape: np.ndarray, constants: int, fit=_nonnegative_fit
+    columns: np.ndarray, target: np.ndarray, shape: np.ndarray, constants: int, fit: Fit = _nonnegative_fit
 ) -> np.ndarray:
     """Step 2: every column's own weight, the size terms pulled toward the shape fit's."""
     prior = shape.copy()

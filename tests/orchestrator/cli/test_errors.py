@@ -21,6 +21,7 @@ from orchestrator.data.user import UserDatasetError
 from orchestrator.services.client import ServiceUnavailable
 from orchestrator.services.directory import UnknownMethod
 from orchestrator.store import StoreBusy
+from tests.conftest import HANG_S
 
 # each with the base it had before the one base: `except ValueError` and the like still catch it
 USER_ERRORS = [
@@ -57,7 +58,7 @@ def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(command):
     try:
         done = subprocess.run(
             [sys.executable, "-m", "orchestrator", *command], stdout=write, stderr=subprocess.PIPE, text=True,
-            timeout=120,
+            timeout=HANG_S,
         )  # fmt: skip
     finally:
         os.close(write)
