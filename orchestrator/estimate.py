@@ -3,24 +3,29 @@
 The model, one per method and hardware (``hardware_of``: a GPU by name and memory, else the CPU model and the
 threads the service computed with)::
 
-    seconds    = factor(config) x (a + b x epochs + epochs x sum_k theta_k work_k + sum_j theta_j once_j)
+    seconds    = factor(config) x (a + b x epochs + epochs x sum_o c_o overhead_o + epochs x sum_k theta_k work_k
+                                  + sum_j theta_j once_j)
     peak bytes = m + sum_l mu_l memory_l
 
-Every ``work``, ``once`` and ``memory`` term comes from the method's *cost prior*, which its family declares as
-data beside its search space (``[cost]`` in ``methods/<family>/manifest.toml``, ``[cost.<method>]`` for one
-method; ``cost_prior``): a product of graph sizes (``nodes``, ``edges``, ``arcs`` = nodes + 2 x edges, the messages
-one propagation sends, ``features``, ``classes``, ``train`` = training nodes) and configuration values, with a
-weight (multiply-adds; bytes). So a method's cost grows with the work it does: message passing linearly in arcs,
-attention in what it attends over, an MLP in nodes x features; its memory has per-node, per-arc and per-feature
-terms. A family that declares no prior gets ``GENERIC_PRIOR`` (linear in nodes x features and in arcs).
+Every ``overhead``, ``work``, ``once`` and ``memory`` term comes from the method's *cost prior*, which its family
+declares as data beside its search space (``[cost]`` in ``methods/<family>/manifest.toml``, ``[cost.<method>]`` for
+one method; ``cost_prior``): a product of graph sizes (``nodes``, ``edges``, ``arcs`` = nodes + 2 x edges, the
+messages one propagation sends, ``features``, ``classes``, ``train`` = training nodes) and configuration values, with
+a weight (multiply-adds; bytes). So a method's cost grows with the work it does: message passing linearly in arcs,
+attention in what it attends over, an MLP in nodes x features, a dropout in the elements it draws for; its memory
+has per-node, per-arc and per-feature terms. An ``overhead`` is configuration values only (layers, propagation
+steps): the framework's fixed calls per epoch, which on small graphs outweigh the work and would otherwise be
+charged to the work terms that grow with depth. A family that declares no prior gets ``GENERIC_PRIOR`` (linear in
+nodes x features and in arcs).
 
 Fitted on the ``ok`` records of one hardware, with errors relative (trials span milliseconds to hours): for time,
 relative to the prediction (``_mean_fit``, so each trial's estimate is its mean and a sweep's sum is unbiased); for
 memory, relative to the record:
 
-1. the prior's shape: ``a``, ``b`` and one scale ``s`` on the prior's weighted sum, ``s`` at least the floor a
-   machine's peak speed allows (``work_floor``; memory: ``MEMORY_FLOOR`` of the declared bytes). Three numbers,
-   which records of a few small graphs already determine;
+1. the prior's shape: ``a``, ``b``, the ``c_o`` (``Design.free_columns``: the records alone weigh them) and one
+   scale ``s`` on the prior's weighted sum, ``s`` at least the floor a machine's peak speed allows (``work_floor``;
+   memory: ``MEMORY_FLOOR`` of the declared bytes). A few numbers, which records of a few small graphs already
+   determine;
 2. every term's own weight, pulled toward ``s`` x its prior weight with the strength of ``PRIOR_RECORDS``
    records: where records vary a term (graphs of growing size: the calibration probe, ``orchestrator calibrate``)
    they set it; where they say nothing (every graph with one feature count) the prior holds it;
@@ -119,8 +124,8 @@ class Term:
     @classmethod
     def parse(cls, text: str, weight: object, where: str) -> Term:
         factors = tuple(part.strip() for part in str(text).split("*"))
-        if not all(factors) or any(f.startswith("=") or f.endswith("=") for f in factors):
-            raise PriorError(f"{where}: term {text!r} must be names joined by '*' (a name, or key=value)")
+        if not all(factors) or not all(_factor_form(f) for f in factors):
+            raise PriorError(f"{where}: term {text!r} must be names joined by '*' (a name, key=value, or key>number)")
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight < math.inf:
             raise PriorError(f"{where}: the weight of {text!r} must be a positive number, got {weight!r}")
         return cls(factors, float(weight))
@@ -129,31 +134,58 @@ class Term:
         return math.prod(size[f] for f in self.factors if f in SIZE_NAMES)
 
     def config_part(self, config: Mapping[str, Any]) -> float:
-        """The configuration's factors: a key's number (1 where it has none), ``key=value`` 1 or 0."""
+        """The configuration's factors: a key's number (1 where it has none); ``key=value`` 1 where the configuration
+        says so, else 0; ``key>number`` 1 where its number is larger (a dropout that runs at all), else 0."""
         product = 1.0
         for factor in self.factors:
             if factor in SIZE_NAMES:
                 continue
-            key, equals, value = factor.partition("=")
+            key, sign, value = _split_factor(factor)
             given = config.get(key)
-            if equals:
+            if sign == "=":
                 product *= float(str(given).lower() == value.lower())
+            elif sign == ">":
+                product *= float(_number(given) > float(value))
             elif isinstance(given, (int, float)):
                 product *= float(given)
         return product
 
     def config_keys(self) -> set[str]:
-        return {f.partition("=")[0] for f in self.factors if f not in SIZE_NAMES}
+        return {_split_factor(f)[0] for f in self.factors if f not in SIZE_NAMES}
+
+
+def _split_factor(factor: str) -> tuple[str, str, str]:
+    """A term's factor as (key, sign, value): sign "=" or ">" (a comparison), or "" for a plain name."""
+    for sign in ("=", ">"):
+        key, found, value = factor.partition(sign)
+        if found:
+            return key.strip(), sign, value.strip()
+    return factor, "", ""
+
+
+def _factor_form(factor: str) -> bool:
+    key, sign, value = _split_factor(factor)
+    if not key or (sign and not value):
+        return False
+    if sign == ">":
+        try:
+            return math.isfinite(float(value))
+        except ValueError:
+            return False
+    return True
 
 
 @dataclass(frozen=True)
 class CostPrior:
-    """What a method's trial costs grow with: per-epoch work, once-per-trial work and the bytes of its peak."""
+    """What a method's trial costs grow with: per-epoch work, once-per-trial work and the bytes of its peak, and
+    the configuration values an epoch's fixed cost grows with (``overhead``: framework calls per layer or step,
+    whatever the graph; the records alone weigh them, as they weigh the trial's and the epoch's constants)."""
 
     epoch: tuple[Term, ...]
     once: tuple[Term, ...]
     memory: tuple[Term, ...]
     source: str  # where it is declared
+    overhead: tuple[Term, ...] = ()  # weight NaN: no prior weight
 
     def problems(self, config_keys: Iterable[str]) -> list[str]:
         """Factors that are neither a size nor a key of the method's configuration (empty when none)."""
@@ -161,7 +193,7 @@ class CostPrior:
         return [
             f"{self.source}: {t.name} names {sorted(t.config_keys() - keys)}, neither a size ({', '.join(SIZE_NAMES)}) "
             "nor a configuration key"
-            for t in (*self.epoch, *self.once, *self.memory)
+            for t in (*self.overhead, *self.epoch, *self.once, *self.memory)
             if t.config_keys() - keys
         ]
 
@@ -173,6 +205,7 @@ GENERIC_PRIOR = CostPrior(
     source="the generic prior (no [cost] in the family's manifest)",
 )
 PRIOR_PARTS = ("epoch", "once", "memory")
+OVERHEAD_PART = "overhead"
 
 
 def cost_prior(method: str, family: Family | None) -> CostPrior:
@@ -183,11 +216,12 @@ def cost_prior(method: str, family: Family | None) -> CostPrior:
     assert family is not None
     own = declared.get(method, {})
     where = f"methods/{family.name}/manifest.toml [cost{'.' + method if own else ''}]"
-    unknown = [k for k in declared if k not in PRIOR_PARTS and k not in family.methods]
-    unknown += [k for k in own if k not in PRIOR_PARTS]
+    known = (*PRIOR_PARTS, OVERHEAD_PART)
+    unknown = [k for k in declared if k not in known and k not in family.methods]
+    unknown += [k for k in own if k not in known]
     if unknown:
         raise PriorError(
-            f"{where}: unknown part(s) {', '.join(map(str, unknown))}; a prior has {', '.join(PRIOR_PARTS)}, and a "
+            f"{where}: unknown part(s) {', '.join(map(str, unknown))}; a prior has {', '.join(known)}, and a "
             f"table per method of the family ({', '.join(family.methods)})"
         )
     parts = {}
@@ -196,7 +230,23 @@ def cost_prior(method: str, family: Family | None) -> CostPrior:
         if not isinstance(table, dict):
             raise PriorError(f"{where}: {part} must be a table of term = weight")
         parts[part] = tuple(Term.parse(t, w, where) for t, w in table.items())
-    return CostPrior(parts["epoch"], parts["once"], parts["memory"], where)
+    return CostPrior(parts["epoch"], parts["once"], parts["memory"], where, _overhead(own, declared, where))
+
+
+def _overhead(own: Mapping, declared: Mapping, where: str) -> tuple[Term, ...]:
+    """The ``overhead`` list: products of configuration values only (a graph size there would be work, not
+    overhead), unweighted."""
+    names = own.get(OVERHEAD_PART, declared.get(OVERHEAD_PART, []))
+    if not isinstance(names, list):
+        raise PriorError(f"{where}: {OVERHEAD_PART} must be a list of configuration values (names joined by '*')")
+    terms = tuple(Term.parse(name, 1.0, where) for name in names)
+    for term in terms:
+        if any(f in SIZE_NAMES for f in term.factors):
+            raise PriorError(
+                f"{where}: {OVERHEAD_PART} term {term.name!r} names a graph size; one that grows with the graph is "
+                "work (epoch)"
+            )
+    return tuple(Term(t.factors, math.nan) for t in terms)
 
 
 # ---- graph sizes ----------------------------------------------------------------
@@ -261,16 +311,23 @@ def sizes_of(datasets: Iterable[str]) -> dict[str, Size]:
 
 @dataclass(frozen=True)
 class Design:
-    """A method's prior as design columns: time [trial, epoch, work..., once...], memory [base, memory...]."""
+    """A method's prior as design columns: time [trial, epoch, overhead..., work..., once...], memory [base,
+    memory...]."""
 
     prior: CostPrior
     has_epochs: bool  # the method trains for epochs (its configuration has ``max_epochs``)
 
     @property
+    def free_columns(self) -> int:
+        """The leading time columns the records alone weigh: the trial's and the epoch's constants, the overheads."""
+        return 2 + len(self.prior.overhead)
+
+    @property
     def time_weights(self) -> np.ndarray:
-        """The prior weight of each time column (NaN: the two constants, which the prior does not weigh)."""
+        """The prior weight of each time column (NaN: the free columns, which the prior does not weigh)."""
         return np.array(
-            [math.nan, math.nan, *(t.weight for t in self.prior.epoch), *(t.weight for t in self.prior.once)]
+            [math.nan] * self.free_columns
+            + [*(t.weight for t in self.prior.epoch), *(t.weight for t in self.prior.once)]
         )
 
     @property
@@ -281,11 +338,12 @@ class Design:
         self, sizes: Sequence[Mapping[str, float]], configs: Sequence[Mapping], epochs: np.ndarray
     ) -> np.ndarray:
         rows = [
-            [1.0, e, *(e * t.size_part(s) * t.config_part(c) / WORK_UNIT for t in self.prior.epoch)]
+            [1.0, e, *(e * t.config_part(c) for t in self.prior.overhead)]
+            + [e * t.size_part(s) * t.config_part(c) / WORK_UNIT for t in self.prior.epoch]
             + [t.size_part(s) * t.config_part(c) / WORK_UNIT for t in self.prior.once]
             for s, c, e in zip(sizes, configs, epochs, strict=True)
         ]
-        return np.asarray(rows, dtype=float).reshape(len(rows), 2 + len(self.prior.epoch) + len(self.prior.once))
+        return np.asarray(rows, dtype=float).reshape(len(rows), len(self.time_weights))
 
     def memory_columns(self, sizes: Sequence[Mapping[str, float]], configs: Sequence[Mapping]) -> np.ndarray:
         rows = [
@@ -297,7 +355,7 @@ class Design:
     def work(self, size: Mapping[str, float], config: Mapping, epochs: float) -> float:
         """The prior's weighted work of one trial (giga multiply-adds): how large a graph is, to this method."""
         columns = self.time_columns([size], [config], np.array([epochs]))[0]
-        return float(np.nansum(columns[2:] * self.time_weights[2:]))
+        return float(np.nansum(columns * self.time_weights))
 
     def held(self, size: Mapping[str, float], config: Mapping) -> float:
         """The prior's bytes at the peak (GiB)."""
@@ -364,25 +422,25 @@ def _shape_fit(
     columns: np.ndarray,
     weights: np.ndarray,
     target: np.ndarray,
-    constants: int,
+    free: int,
     floor: float,
     fit: Fit = _nonnegative_fit,
 ) -> np.ndarray:
-    """Step 1: the ``constants`` leading columns free, the rest as the prior's weighted sum times one scale (at
-    least ``floor``); the implied weight of every column."""
-    weighted = columns[:, constants:] @ weights[constants:]
-    theta = fit(np.column_stack([columns[:, :constants], weighted]), target)
+    """Step 1: the ``free`` leading columns (constants, overheads) on their own, the rest as the prior's weighted sum
+    times one scale (at least ``floor``); the implied weight of every column."""
+    weighted = columns[:, free:] @ weights[free:]
+    theta = fit(np.column_stack([columns[:, :free], weighted]), target)
     if theta[-1] < floor:  # the records cannot tell the scale (or say less than a machine's peak allows)
-        theta = np.append(fit(columns[:, :constants], target, offset=floor * weighted), floor)
-    return np.concatenate([theta[:constants], theta[-1] * weights[constants:]])
+        theta = np.append(fit(columns[:, :free], target, offset=floor * weighted), floor)
+    return np.concatenate([theta[:free], theta[-1] * weights[free:]])
 
 
 def _term_fit(
-    columns: np.ndarray, target: np.ndarray, shape: np.ndarray, constants: int, fit: Fit = _nonnegative_fit
+    columns: np.ndarray, target: np.ndarray, shape: np.ndarray, free: int, fit: Fit = _nonnegative_fit
 ) -> np.ndarray:
     """Step 2: every column's own weight, the size terms pulled toward the shape fit's."""
     prior = shape.copy()
-    prior[:constants] = math.nan  # the constants are the records' alone
+    prior[:free] = math.nan  # the constants and overheads are the records' alone
     return fit(columns, target, prior=prior, strength=PRIOR_RECORDS)
 
 
@@ -554,12 +612,13 @@ def _fit_once(
     configs: Sequence[Mapping], floor: float,
 ) -> _Fitted:  # fmt: skip
     """Steps 1-3 on one set of records (all of a method's, or all but one dataset's for the held-out errors)."""
-    shape = _shape_fit(time_x, design.time_weights, seconds, 2, floor, _mean_fit)
+    free = design.free_columns
+    shape = _shape_fit(time_x, design.time_weights, seconds, free, floor, _mean_fit)
     factor = NO_FACTOR
-    theta = _term_fit(time_x, seconds, shape, 2, _mean_fit)
+    theta = _term_fit(time_x, seconds, shape, free, _mean_fit)
     for _ in range(2):  # the factor explains what the terms leave, then the terms are refitted without it
         factor = ConfigFactor.fit(configs, np.log(seconds) - np.log(np.maximum(time_x @ theta, 1e-9)))
-        theta = _term_fit(time_x, seconds / factor(configs), shape, 2, _mean_fit)
+        theta = _term_fit(time_x, seconds / factor(configs), shape, free, _mean_fit)
     predicted = np.maximum(time_x @ theta, 1e-9) * factor(configs)
     memory_shape = _shape_fit(memory_x, design.memory_weights, peaks, 1, MEMORY_FLOOR)
     mu = _term_fit(memory_x, peaks, memory_shape, 1)
@@ -859,7 +918,8 @@ def _reference(model: MethodModel, plan: Plan) -> _Reference:
     epochs = np.array([model.epochs.expected(c) if design.has_epochs else 1.0 for c in configs])
     factors = fitted.factor(configs) * fitted.rescale
     parts = [
-        [1.0, e, *(e * t.config_part(c) for t in design.prior.epoch), *(t.config_part(c) for t in design.prior.once)]
+        [1.0, e, *(e * t.config_part(c) for t in (*design.prior.overhead, *design.prior.epoch))]
+        + [t.config_part(c) for t in design.prior.once]
         for c, e in zip(configs, epochs, strict=True)
     ]
     time_means = (np.asarray(parts) * factors[:, None]).mean(axis=0)
@@ -878,6 +938,7 @@ def _size_parts(model: MethodModel, size: Mapping[str, float]) -> tuple[np.ndarr
     time = [
         1.0,
         1.0,
+        *(1.0 for _ in prior.overhead),
         *(t.size_part(size) / WORK_UNIT for t in prior.epoch),
         *(t.size_part(size) / WORK_UNIT for t in prior.once),
     ]
@@ -1167,11 +1228,14 @@ def _backtest_method(
 def prior_table(families: Mapping[str, Family] | None = None) -> str:
     """Every method's cost prior as a Markdown table (docs/estimate.md holds it; a test keeps the two equal)."""
     families = load_families() if families is None else families
-    lines = ["| family | method | per epoch | once per trial | peak bytes |", "| --- | --- | --- | --- | --- |"]
+    lines = [
+        "| family | method | overhead per epoch | per epoch | once per trial | peak bytes |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for family in families.values():
         for method in family.methods:
             prior = cost_prior(method, family)
-            parts = [
+            parts = [", ".join(t.name for t in prior.overhead) or "-"] + [
                 ", ".join(f"{t.weight:g} {t.name}" for t in terms) or "-"
                 for terms in (prior.epoch, prior.once, prior.memory)
             ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -16,15 +17,19 @@ from orchestrator.data.registry import dataset_size
 from orchestrator.estimate import (
     GENERIC_PRIOR,
     KAPPA,
+    OVERHEAD_PART,
     SIZE_NAMES,
     Z80,
     CostPrior,
     EpochsModel,
     PriorError,
     Size,
+    Term,
+    _predict_seconds,
     backtest,
     cost_prior,
     fit_cost_model,
+    fit_method,
     interval,
     size_values,
     trial_costs,
@@ -120,7 +125,8 @@ def test_a_term_the_records_cannot_tell_apart_keeps_the_prior_weight():
     theta = model.fitted.theta
     weights = model.design.time_weights
     names = [t.name for t in model.design.prior.epoch]
-    feature, dense = names.index("nodes*features*hidden") + 2, names.index("nodes*hidden*hidden*num_layers") + 2
+    free = model.design.free_columns
+    feature, dense = names.index("nodes*features*hidden") + free, names.index("nodes*hidden*hidden*num_layers") + free
     assert theta[feature] > 0 and theta[dense] > 0
     assert 0.2 < (theta[feature] / theta[dense]) / (weights[feature] / weights[dense]) < 5
 
@@ -197,6 +203,10 @@ def test_every_family_declares_a_prior_over_sizes_and_its_own_configuration_keys
         ({"epoch": {"nodes": True}}, "must be a positive number"),
         ({"epochs": {"nodes": 1}}, "unknown part"),
         ({"epoch": "nodes"}, "must be a table"),
+        ({"epoch": {"nodes*dropout>": 1}}, "key>number"),
+        ({"epoch": {"nodes*dropout>low": 1}}, "key>number"),
+        ({"overhead": "num_layers"}, "must be a list"),
+        ({"overhead": ["nodes*num_layers"]}, "names a graph size"),
     ],
 )
 def test_a_malformed_prior_is_refused_in_one_line(table, message):
@@ -206,6 +216,43 @@ def test_a_malformed_prior_is_refused_in_one_line(table, message):
     with pytest.raises(PriorError, match=message) as caught:
         cost_prior("m", family)
     assert "\n" not in str(caught.value) and "methods/x/manifest.toml" in str(caught.value)
+
+
+def test_a_comparison_counts_a_term_where_the_configuration_runs_it_at_all():
+    """A dropout draws a random number per element at any rate above 0, and none at 0 (torch skips it)."""
+    term = Term.parse("nodes*features*input_dropout>0", 64, "here")
+    assert [term.config_part({"input_dropout": p}) for p in (0.0, 0.05, 0.6)] == [0.0, 1.0, 1.0]
+    assert term.config_part({}) == 0.0 and term.config_part({"input_dropout": "high"}) == 0.0
+    assert term.config_keys() == {"input_dropout"}
+    assert Term.parse("nodes*jk=lstm*num_layers>2", 1, "here").config_part({"jk": "lstm", "num_layers": 3}) == 1.0
+
+
+def overhead_law(size: Size, regime: str, config: dict, epochs: float) -> tuple[float, float]:
+    """gcn's law plus what a CPU framework pays per layer and epoch whatever the graph (5 ms here)."""
+    seconds, peak = gcn_law(size, regime, config, epochs)
+    return seconds + epochs * 0.005 * config["num_layers"], peak
+
+
+def test_a_per_layer_overhead_is_weighed_by_the_records_alone():
+    """A framework's fixed calls per layer and epoch are no graph's work: the family's ``overhead`` gives them a
+    column that no prior weight pulls on, and the fit finds the 5 ms the records hold; without it the same records
+    fit worse (the calls are charged to work terms that grow with depth and with the graph)."""
+    frame = pd.concat([records(SMALL, overhead_law), records([g.name for g in PROBE_GRAPHS], overhead_law, 1, True)])
+    costs = trial_costs(frame)
+    sizes = {name: _size(name) for name in costs["dataset"].unique()}
+    family = load_families()["gnn"]
+    plain = dataclasses.replace(family, cost={k: v for k, v in family.cost.items() if k != OVERHEAD_PART})
+    errors = {}
+    for name, fam in (("overhead", family), ("plain", plain)):
+        model = fit_method(costs, sizes, {"gnn": fam})
+        assert model is not None
+        values = [size_values(sizes[d], r) for d, r in zip(costs["dataset"], costs["regime"], strict=True)]
+        epochs = np.array([float(i["epochs"]) for i in costs["info"]])
+        predicted = _predict_seconds(model.design, model.fitted, values, list(costs["config"]), epochs)
+        errors[name] = float(np.sqrt(np.mean(np.log(predicted / costs["seconds"].to_numpy()) ** 2)))
+        if name == "overhead":
+            assert model.design.free_columns == 3 and 0.6 < model.fitted.theta[2] / 0.005 < 1.5, model.fitted.theta
+    assert errors["overhead"] < 0.11 < errors["plain"], errors  # the records' noise is 10%
 
 
 def test_a_prior_names_sizes_and_configuration_keys_only():
