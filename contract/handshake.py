@@ -12,6 +12,7 @@ from __future__ import annotations
 READY_PREFIX = "NODEGROUND_LISTENING"
 PARENT_PID_ENV = "NODEGROUND_PARENT_PID"
 GRAPH_DIR_ENV = "NODEGROUND_GRAPH_DIR"
+DEVICE_ENV = "NODEGROUND_DEVICE"  # the torch device a service computes on (default: the first GPU, else the CPU)
 SERVICE_PORT = 50051
 FAMILY_LABEL = "nodeground.family"
 PORT_LABEL = "nodeground.port"

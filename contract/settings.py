@@ -114,7 +114,10 @@ MAX_MODELS = Setting(
     "fitted models held without Release before the least recently used is dropped",
     "--max-models",
 )
-THREADS = Setting("NODEGROUND_THREADS", int, 1, 4096, None, "torch threads of a service")
+# One thread per service, one service per core: a one-thread service keeps its pace when other work shares the
+# machine (a two-thread one on two cores with one kept busy ran 3-4x slower, 19-29x under heavier load), and two
+# one-thread services beat one two-thread service at every size tried (docs/running.md#threads-and-kernels).
+THREADS = Setting("NODEGROUND_THREADS", int, 1, 4096, 1, "torch threads of a service")
 MEMORY_BUDGET_BYTES = Setting(
     "NODEGROUND_MEMORY_BUDGET_BYTES", int, 1, MAX_BYTES, None, "bytes a fit may plan on (default: 75% of the free)"
 )

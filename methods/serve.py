@@ -23,6 +23,7 @@ import torch
 
 from contract.families import Family, load_families
 from contract.handshake import GRAPH_DIR_ENV, READY_PREFIX, SERVICE_PORT
+from contract.hardware import PINNED, KernelPolicyError, kernel_environment, kernel_policy, kernels_in_effect
 from contract.security import Security, SecurityError
 from contract.settings import (
     GRAPH_CACHE_BYTES,
@@ -153,8 +154,12 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
     try:
         limits = settings(args)
-    except SettingError as exc:
+        policy = kernel_policy()
+    except (SettingError, KernelPolicyError) as exc:
         parser.error(str(exc))
+    if policy == PINNED and kernels_in_effect() != PINNED:  # the libraries read their kernels' variables as they load
+        argv = sys.argv[1:] if argv is None else argv
+        os.execve(sys.executable, [sys.executable, "-m", "methods.serve", *argv], kernel_environment(os.environ))
     families = load_families()
     if args.family is None:
         parser.error("--family is required (or set NODEGROUND_FAMILY)")
@@ -169,11 +174,13 @@ def main(argv: list[str] | None = None) -> int:
         print(check(family, args.pip_check.read_text() if args.pip_check else None))
         return 0
     kept = keep_freed_memory()
-    threads = THREADS.read()
-    if threads is not None:
-        torch.set_num_threads(int(threads))
+    torch.set_num_threads(int(THREADS.read() or 1))
     logging.getLogger("nodeground.serve").info(
-        "family %s, torch threads %d, freed memory kept between epochs: %s", args.family, torch.get_num_threads(), kept
+        "family %s, torch threads %d, %s kernels, freed memory kept between epochs: %s",
+        args.family,
+        torch.get_num_threads(),
+        kernels_in_effect(),
+        kept,
     )
     servicer = MethodServicer(
         family.name,

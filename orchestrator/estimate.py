@@ -72,7 +72,7 @@ from orchestrator.data.synthetic import CALIBRATION_PREFIX
 from orchestrator.host import hardware_of
 from orchestrator.plan import Cell, Plan, shard_index
 from orchestrator.protocols import CALIBRATION
-from orchestrator.records import STATUS_OK
+from orchestrator.records import STATUS_OK, call_seconds
 from orchestrator.sampling import config_sequence
 from orchestrator.store import read_trial_columns
 
@@ -696,6 +696,8 @@ RECORD_COLUMNS = (
     "protocol",
     "fit_service_s",
     "predict_service_s",
+    "fit_cpu_s",
+    "predict_cpu_s",
     "fit_peak_rss_bytes",
     "predict_peak_rss_bytes",
     "fit_peak_gpu_bytes",
@@ -707,6 +709,13 @@ def read_records(stores: Sequence[Path]) -> pd.DataFrame:
     """The columns an estimate reads, from every given store (read-only)."""
     frames = [read_trial_columns(path, RECORD_COLUMNS) for path in stores]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(RECORD_COLUMNS))
+
+
+def _column(frame: pd.DataFrame, name: str) -> np.ndarray:
+    """A numeric column as floats, all NaN where the records predate it."""
+    if name not in frame:
+        return np.full(len(frame), np.nan)
+    return pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=float)
 
 
 def _json(text: object) -> dict:
@@ -727,6 +736,7 @@ def trial_costs(records: pd.DataFrame) -> pd.DataFrame:
     if ran.empty:
         return pd.DataFrame(columns=[*COST_COLUMNS, "seconds", "gpu", "cpu"])
     hosts = [_json(h) for h in ran["host_json"]]
+    gpu = ran[["fit_peak_gpu_bytes", "predict_peak_gpu_bytes"]].fillna(0).astype(float).max(axis=1).to_numpy()
     protocol = ran["protocol"] if "protocol" in ran else pd.Series([None] * len(ran), index=ran.index)
     out = pd.DataFrame(
         {
@@ -737,14 +747,24 @@ def trial_costs(records: pd.DataFrame) -> pd.DataFrame:
             "config": [_json(c) for c in ran["config_json"]],
             "info": [_json(i) for i in ran["fit_info_json"]] if "fit_info_json" in ran else [{}] * len(ran),
             "hardware": [hardware_of(h) for h in ran["host_json"]],
-            "threads": [float(h.get("compute_threads") or h.get("cpu_count") or 1) for h in hosts],
+            # CPU seconds add up every thread's work, so a floor per thread is theirs; wall seconds divide it
+            "threads": np.where(
+                np.isnan(_column(ran, "fit_cpu_s")) | (gpu > 0),
+                [float(h.get("compute_threads") or h.get("cpu_count") or 1) for h in hosts],
+                1.0,
+            ),
             "calibration": (
                 protocol.eq(CALIBRATION) | ran["dataset"].astype(str).str.startswith(CALIBRATION_PREFIX)
             ).to_numpy(),
-            "seconds": (ran["fit_service_s"].astype(float) + ran["predict_service_s"].fillna(0).astype(float)).clip(
-                lower=1e-4
+            "seconds": np.clip(
+                call_seconds(ran["fit_service_s"], _column(ran, "fit_cpu_s"), ran["fit_peak_gpu_bytes"])
+                + np.nan_to_num(
+                    call_seconds(ran["predict_service_s"], _column(ran, "predict_cpu_s"), ran["predict_peak_gpu_bytes"])
+                ),
+                1e-4,
+                None,
             ),
-            "gpu": ran[["fit_peak_gpu_bytes", "predict_peak_gpu_bytes"]].fillna(0).astype(float).max(axis=1),
+            "gpu": gpu,
             "cpu": ran[["fit_peak_rss_bytes", "predict_peak_rss_bytes"]].fillna(0).astype(float).max(axis=1),
         }
     )

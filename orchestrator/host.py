@@ -58,8 +58,10 @@ def hardware() -> dict[str, Any]:
 
 
 def hardware_of(record_host_json: str | None) -> str:
-    """The hardware a record ran on, as the estimate prices it: a GPU by name and memory; else the CPU model and the
-    threads the service computed with (a CPU trial's time depends on both); ``cpu`` where the record does not say.
+    """The hardware a record ran on, as the estimate prices it: a GPU by name and memory; else the CPU model, the
+    threads the service computed with and its kernels (a CPU trial's time depends on all three: "AMD EPYC, 1 thread,
+    native kernels"); ``cpu`` where the record does not say. A record written before services reported their kernels
+    names none.
 
     Records of one hardware share this line exactly, so a price never mixes two machines' records.
     """
@@ -79,7 +81,12 @@ def hardware_of(record_host_json: str | None) -> str:
     model, threads = host.get("cpu_model"), host.get("compute_threads")
     if not model:
         return "cpu"
-    return f"{model}, {threads} thread{'s' if threads != 1 else ''}" if isinstance(threads, int) else str(model)
+    parts = [str(model)]
+    if isinstance(threads, int):
+        parts.append(f"{threads} thread{'s' if threads != 1 else ''}")
+    if isinstance(host.get("kernels"), str) and host["kernels"]:
+        parts.append(f"{host['kernels']} kernels")
+    return ", ".join(parts)
 
 
 def _installed_version(distribution: str) -> str | None:

@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 # Trial outcome labels. Only "ok" rows carry metrics and take part in selection.
 STATUS_OK = "ok"
 STATUS_FAILED = "failed"  # the method raised, or the service answered with an error
@@ -34,6 +36,20 @@ TASK_TYPES = (TASK_BINARY, TASK_MULTICLASS)  # the one list: registry checks, an
 def primary_metric_name(task_type: str) -> str:
     """The metric a task is scored on (test_primary, val_primary, the leaderboards): AUROC for binary tasks."""
     return "auroc" if task_type == TASK_BINARY else "accuracy"
+
+
+def call_seconds(wall_s: Any, cpu_s: Any, gpu_bytes: Any) -> np.ndarray:
+    """A call's time as NodeGround counts it (every cost in the report and the price), per record.
+
+    On a CPU it is the service process's CPU seconds: what the call took from the machine, which other work on a
+    shared machine does not lengthen; for a one-thread service (the default) it is the call's wall time on an idle
+    machine. On a GPU (a peak of GPU bytes above 0) it is the service's wall seconds, and so it is for a record that
+    has no CPU seconds (written before they were measured, or by a service that does not report them).
+    """
+    wall = np.asarray(wall_s, dtype=float)
+    cpu = np.asarray(cpu_s, dtype=float)
+    gpu = np.nan_to_num(np.asarray(gpu_bytes, dtype=float))
+    return np.where(np.isnan(cpu) | (gpu > 0), wall, cpu)
 
 
 def config_hash(config: dict[str, Any]) -> str:
@@ -87,9 +103,11 @@ class TrialRecord:
     time_limit_s: float | None = None  # the limit per fit and per predict this trial ran under
     # service-side measurements (the method's own compute)
     fit_service_s: float | None = None
+    fit_cpu_s: float | None = None  # the service process's CPU seconds during the fit (None: not reported)
     fit_peak_rss_bytes: int | None = None
     fit_peak_gpu_bytes: int | None = None
     predict_service_s: float | None = None
+    predict_cpu_s: float | None = None
     predict_peak_rss_bytes: int | None = None
     predict_peak_gpu_bytes: int | None = None
     # orchestrator-side end-to-end wall time per call (includes transfer)

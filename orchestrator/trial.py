@@ -256,6 +256,7 @@ class TrialRunner:
         stats = _check_stats(reply.stats if reply.HasField("stats") else None, "fit")
         record.fit_e2e_s = fit.e2e_seconds
         record.fit_service_s = stats.seconds
+        record.fit_cpu_s = stats.cpu_seconds or None
         record.fit_peak_rss_bytes = stats.peak_rss_bytes
         record.fit_peak_gpu_bytes = stats.peak_gpu_bytes
         info = _fit_info(reply)
@@ -286,6 +287,7 @@ class TrialRunner:
         stats = _check_stats(predicted.stats, "predict")
         record.predict_e2e_s = predicted.e2e_seconds
         record.predict_service_s = stats.seconds
+        record.predict_cpu_s = stats.cpu_seconds or None
         record.predict_peak_rss_bytes = stats.peak_rss_bytes
         record.predict_peak_gpu_bytes = stats.peak_gpu_bytes
         scoring = time.perf_counter()
@@ -331,12 +333,11 @@ def _check_stats(stats: pb.CallStats | None, call: str) -> pb.CallStats:
     """The call's own measurements, refused (ReplyError) when missing or not a finite, non-negative time and memory."""
     if stats is None:
         raise ReplyError(f"{call} reply carries no stats")
-    if not (
-        np.isfinite(stats.seconds) and stats.seconds >= 0 and stats.peak_rss_bytes >= 0 and stats.peak_gpu_bytes >= 0
-    ):
+    times = (stats.seconds, stats.cpu_seconds)
+    if not (all(np.isfinite(t) and t >= 0 for t in times) and stats.peak_rss_bytes >= 0 and stats.peak_gpu_bytes >= 0):
         raise ReplyError(
-            f"{call} stats are not a finite, non-negative time and memory: {stats.seconds!r} s, "
-            f"{stats.peak_rss_bytes} / {stats.peak_gpu_bytes} bytes"
+            f"{call} stats are not finite, non-negative times and memory: {stats.seconds!r} s, "
+            f"{stats.cpu_seconds!r} CPU s, {stats.peak_rss_bytes} / {stats.peak_gpu_bytes} bytes"
         )
     return stats
 

@@ -125,7 +125,7 @@ class DescribeRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class DescribeResponse(_message.Message):
-    __slots__ = ("methods", "family", "device", "device_name", "driver_version", "cuda_version", "not_ready", "fit_labels", "graphs_received", "shared_graph_dir", "cpu_model", "compute_threads", "device_memory_bytes")
+    __slots__ = ("methods", "family", "device", "device_name", "driver_version", "cuda_version", "not_ready", "fit_labels", "graphs_received", "shared_graph_dir", "cpu_model", "compute_threads", "device_memory_bytes", "kernels")
     METHODS_FIELD_NUMBER: _ClassVar[int]
     FAMILY_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
@@ -139,6 +139,7 @@ class DescribeResponse(_message.Message):
     CPU_MODEL_FIELD_NUMBER: _ClassVar[int]
     COMPUTE_THREADS_FIELD_NUMBER: _ClassVar[int]
     DEVICE_MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    KERNELS_FIELD_NUMBER: _ClassVar[int]
     methods: _containers.RepeatedCompositeFieldContainer[MethodInfo]
     family: str
     device: str
@@ -152,7 +153,8 @@ class DescribeResponse(_message.Message):
     cpu_model: str
     compute_threads: int
     device_memory_bytes: int
-    def __init__(self, methods: _Optional[_Iterable[_Union[MethodInfo, _Mapping]]] = ..., family: _Optional[str] = ..., device: _Optional[str] = ..., device_name: _Optional[str] = ..., driver_version: _Optional[str] = ..., cuda_version: _Optional[str] = ..., not_ready: _Optional[_Iterable[_Union[NotReady, _Mapping]]] = ..., fit_labels: _Optional[bool] = ..., graphs_received: _Optional[int] = ..., shared_graph_dir: _Optional[str] = ..., cpu_model: _Optional[str] = ..., compute_threads: _Optional[int] = ..., device_memory_bytes: _Optional[int] = ...) -> None: ...
+    kernels: str
+    def __init__(self, methods: _Optional[_Iterable[_Union[MethodInfo, _Mapping]]] = ..., family: _Optional[str] = ..., device: _Optional[str] = ..., device_name: _Optional[str] = ..., driver_version: _Optional[str] = ..., cuda_version: _Optional[str] = ..., not_ready: _Optional[_Iterable[_Union[NotReady, _Mapping]]] = ..., fit_labels: _Optional[bool] = ..., graphs_received: _Optional[int] = ..., shared_graph_dir: _Optional[str] = ..., cpu_model: _Optional[str] = ..., compute_threads: _Optional[int] = ..., device_memory_bytes: _Optional[int] = ..., kernels: _Optional[str] = ...) -> None: ...
 
 class NotReady(_message.Message):
     __slots__ = ("method", "weights_id", "reason")
@@ -231,14 +233,16 @@ class UploadGraphResponse(_message.Message):
     def __init__(self, graph_hash: _Optional[str] = ..., already_held: _Optional[bool] = ..., service_seconds: _Optional[float] = ...) -> None: ...
 
 class CallStats(_message.Message):
-    __slots__ = ("seconds", "peak_rss_bytes", "peak_gpu_bytes")
+    __slots__ = ("seconds", "peak_rss_bytes", "peak_gpu_bytes", "cpu_seconds")
     SECONDS_FIELD_NUMBER: _ClassVar[int]
     PEAK_RSS_BYTES_FIELD_NUMBER: _ClassVar[int]
     PEAK_GPU_BYTES_FIELD_NUMBER: _ClassVar[int]
+    CPU_SECONDS_FIELD_NUMBER: _ClassVar[int]
     seconds: float
     peak_rss_bytes: int
     peak_gpu_bytes: int
-    def __init__(self, seconds: _Optional[float] = ..., peak_rss_bytes: _Optional[int] = ..., peak_gpu_bytes: _Optional[int] = ...) -> None: ...
+    cpu_seconds: float
+    def __init__(self, seconds: _Optional[float] = ..., peak_rss_bytes: _Optional[int] = ..., peak_gpu_bytes: _Optional[int] = ..., cpu_seconds: _Optional[float] = ...) -> None: ...
 
 class FitRequest(_message.Message):
     __slots__ = ("method", "graph_hash", "train_nodes", "val_nodes", "config", "seed", "time_limit_seconds", "train_labels", "val_labels")

@@ -15,7 +15,7 @@ from torch import Tensor, nn
 from torch_geometric.nn import APPNP as APPNPProp
 from torch_geometric.nn import FAConv, GCN2Conv, JumpingKnowledge
 
-from methods.sdk import Config
+from methods.sdk import Config, feature_dropout
 from methods.sdk.graph_ops import WeightedPropagation
 
 _ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F.gelu, "elu": F.elu}
@@ -56,7 +56,7 @@ class LayerStack(nn.Module):
                 for i in range(num_hidden)
             )
         self.dropout = nn.Dropout(float(config["dropout"]))
-        self.input_dropout = nn.Dropout(float(config["input_dropout"]))
+        self.input_dropout = float(config["input_dropout"])
         self.act = _ACTIVATIONS[str(config["activation"])]
         self.uses_graph = uses_graph
         self.num_hidden = num_hidden
@@ -71,7 +71,7 @@ class LayerStack(nn.Module):
         return layer(h, edge_index) if self.uses_graph else layer(h)
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
-        h = self.input_dropout(x)
+        h = feature_dropout(x, self.input_dropout, self.training)
         outs = []
         for i in range(self.num_hidden):
             z = self._run(self.layers[i], h, edge_index)
@@ -107,7 +107,7 @@ class _Encoder(nn.Module):
         self.dropout, self.input_dropout = float(config["dropout"]), float(config[input_dropout])
 
     def forward(self, x: Tensor) -> Tensor:
-        h = F.dropout(x, self.input_dropout, self.training)
+        h = feature_dropout(x, self.input_dropout, self.training)
         for i, lin in enumerate(self.lins):
             if i > 0:
                 h = F.dropout(h, self.dropout, self.training)
@@ -157,7 +157,7 @@ class GCNIINet(_InitialResidualNet):
         return GCN2Conv(hidden, alpha, theta, layer=i + 1, shared_weights=True, cached=True, add_self_loops=False)
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
-        h = F.dropout(x, self.dropout, self.training)
+        h = feature_dropout(x, self.dropout, self.training)
         h = x0 = F.relu(self.lin_in(h))
         for conv, norm in zip(self.convs, self.norms, strict=True):
             h = F.dropout(h, self.dropout, self.training)
@@ -207,7 +207,7 @@ class FAGCNNet(_InitialResidualNet):
         return FAConv(hidden, eps=eps, dropout=attn_dropout, cached=True, add_self_loops=False)
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
-        h = F.dropout(x, self.dropout, self.training)
+        h = feature_dropout(x, self.dropout, self.training)
         h = x0 = F.dropout(F.relu(self.lin_in(h)), self.dropout, self.training)
         for conv, norm in zip(self.convs, self.norms, strict=True):
             h = norm(conv(h, x0, edge_index))

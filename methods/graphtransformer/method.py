@@ -40,7 +40,7 @@ from methods.sdk.graph_ops import (
 )
 from methods.sdk.method import graph_tensors
 
-VERSION = "2026-11-29"
+VERSION = "2026-12-07"  # the SDK's fast dropout, feature dropout of nonzeros, fused Adam; NAGphormer trains on its rows
 
 
 class _MemoryChecked(TorchNodeClassifier):
@@ -206,6 +206,9 @@ class NAGphormer(_MemoryChecked):
                     tokens[:, k] = x
             graph.cache[key] = tokens
         return (graph.cache[key],)
+
+    def row_inputs(self, inputs: tuple[Any, ...], nodes: torch.Tensor) -> tuple[Any, ...]:
+        return (inputs[0][nodes],)
 
     def build_model(self, config: Config, in_dim: int, out_dim: int) -> nn.Module:
         return NAGphormerNet(config, in_dim + int(config["pe_dim"]), out_dim)

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import GATConv, GCNConv, GINConv, GPSConv
 
-from methods.sdk import Config
+from methods.sdk import Config, feature_dropout
 
 # ---- Polynormer -------------------------------------------------------------------
 
@@ -86,7 +86,7 @@ class PolynormerNet(nn.Module):
         return False
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
-        x = F.dropout(x, self.in_dropout, self.training)
+        x = feature_dropout(x, self.in_dropout, self.training)
         x_local: Tensor | int = 0
         for h_lin, conv, lin, ln, bn in zip(self.h_lins, self.convs, self.lins, self.lns, self.bns, strict=True):
             h = F.relu(h_lin(x))
@@ -256,7 +256,7 @@ class GraphGPSNet(nn.Module):
         self.lin_out = nn.Linear(hidden, out_dim)
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
-        h = self.lin_in(F.dropout(x, self.input_dropout, self.training))
+        h = self.lin_in(feature_dropout(x, self.input_dropout, self.training))
         for layer in self.layers:
             h = layer(h, edge_index)
         return self.lin_out(h)

@@ -12,7 +12,7 @@ from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, FloatPara
 from methods.sdk.frozen import SELECTION, HeadState, frozen_representations, located_state_dict, train_head
 from methods.sdk.method import graph_tensors, seed_everything
 
-VERSION = "2026-12-02"
+VERSION = "2026-12-07"  # the SDK's head training: fast dropout, fused Adam
 
 
 class Node4All(Method):

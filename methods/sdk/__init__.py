@@ -7,6 +7,7 @@ imports only the SDK and its own modules.
 """
 
 from contract.space import ChoiceParam, Config, ConfigError, FloatParam, IntParam
+from methods.sdk.dropout import feature_dropout
 from methods.sdk.memory import ResourceError, available_memory_bytes, require_memory
 from methods.sdk.method import (
     FLOAT_BYTES,
@@ -40,6 +41,7 @@ __all__ = [
     "GraphTensors",
     "available_memory_bytes",
     "edge_message_bytes",
+    "feature_dropout",
     "graph_tensors",
     "require_memory",
 ]

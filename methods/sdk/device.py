@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from contract.hardware import cpu_model
+from contract.hardware import cpu_model, kernels_in_effect
 
 _REPORTED_LIBRARIES = ("torch", "torch_geometric", "numpy", "scipy", "grpcio", "protobuf")
 
@@ -52,14 +52,15 @@ def nvidia_driver_version(
 def device_fields(device: torch.device) -> dict[str, Any]:
     """DescribeResponse's device fields: what the records name as the hardware and CUDA stack of a trial.
 
-    The CPU model and the threads torch computes with are what a CPU trial's cost depends on (the estimate
-    prices per hardware); a GPU's name and memory, a GPU trial's.
+    The CPU model, the threads torch computes with and the kernels its libraries run (``contract.hardware``) are what
+    a CPU trial's cost depends on (the estimate prices per hardware); a GPU's name and memory, a GPU trial's.
     """
     fields: dict[str, Any] = {
         "device": str(device),
         "cuda_version": torch.version.cuda or "",
         "cpu_model": cpu_model(),
         "compute_threads": torch.get_num_threads(),
+        "kernels": kernels_in_effect(),
     }
     if device.type == "cuda":
         fields["device_name"] = torch.cuda.get_device_name(device)

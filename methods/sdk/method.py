@@ -23,8 +23,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from contract.handshake import DEVICE_ENV
 from contract.space import EPOCHS_KEY, ChoiceParam, Config, FloatParam, IntParam, Param, validate_config
 from contract.wire import GraphBundle
+from methods.sdk import dropout
 from methods.sdk.weights import unverified_allowed, weights_problems
 
 
@@ -77,9 +79,7 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % (2**32))
     torch.manual_seed(seed)
-
-
-DEVICE_ENV = "NODEGROUND_DEVICE"
+    dropout.seed(seed)
 
 
 def pick_device(uses_gpu: bool) -> torch.device:
@@ -241,9 +241,26 @@ def train_epochs(
     when it returns True (the model changed its function, e.g. a warm-up phase
     ended) selection and patience start afresh. Its ``min_epochs`` attribute, if
     set, keeps early stopping from ending training before that many epochs.
+
+    Dropout draws from the SDK's fast generator while the loop runs (``methods.sdk.dropout``: the same law).
     """
     if rule not in SELECTION_RULES:
         raise ValueError(f"selection rule must be one of {list(SELECTION_RULES)}, got {rule!r}")
+    with dropout.fast_dropout():
+        return _train_epochs(model, optimizer, train_logits, val_logits, y_train, y_val, config, ctx, rule)
+
+
+def _train_epochs(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    train_logits: Callable[[], torch.Tensor],
+    val_logits: Callable[[], torch.Tensor],
+    y_train: torch.Tensor,
+    y_val: torch.Tensor,
+    config: Config,
+    ctx: FitContext,
+    rule: str,
+) -> EpochSelection:
     set_epoch = getattr(model, "set_epoch", None)
     best = EpochSelection(-1, 0, float("inf"), -1.0)
     best_state: dict[str, torch.Tensor] | None = None
@@ -275,9 +292,13 @@ def train_epochs(
 
 
 def make_optimizer(params: Any, config: Config) -> torch.optim.Optimizer:
-    """Adam, or AdamW when ``config["optimizer"]`` says so, at the config's ``lr`` and ``weight_decay``."""
+    """Adam, or AdamW when ``config["optimizer"]`` says so, at the config's ``lr`` and ``weight_decay``.
+
+    The fused implementation updates every parameter in one kernel instead of a dozen small ones per tensor (the
+    same update rule; an epoch of a small graph is mostly such fixed calls).
+    """
     optimizer_cls = torch.optim.AdamW if config.get("optimizer") == "adamw" else torch.optim.Adam
-    return optimizer_cls(params, lr=float(config["lr"]), weight_decay=float(config["weight_decay"]))
+    return optimizer_cls(params, lr=float(config["lr"]), weight_decay=float(config["weight_decay"]), fused=True)
 
 
 # The search space of the training keys ``TorchNodeClassifier`` reads; a method adds its model's keys.
@@ -302,6 +323,9 @@ class TorchNodeClassifier(Method):
       model's forward; by default ``(x, edge_index)``. Derived tensors (hop
       features, a graph without self-loops, ...) belong in ``graph.cache`` so
       that every fit on the same graph reuses them.
+    - ``row_inputs(inputs, nodes)``: the inputs of ``nodes`` alone, for a model
+      whose node logits depend on that node's rows alone (trains on the rows
+      it reads).
     - ``param_groups(model, config)``: optimizer parameter groups, for methods
       whose papers use per-module learning rates or weight decay.
     - ``check_resources(graph, config, device)``: raise ``ResourceError`` with
@@ -318,6 +342,17 @@ class TorchNodeClassifier(Method):
     def model_inputs(self, graph: GraphBundle, config: Config, device: torch.device) -> tuple[Any, ...]:
         data = graph_tensors(graph, device)
         return (data.x, data.edge_index)
+
+    def row_inputs(self, inputs: tuple[Any, ...], nodes: torch.Tensor) -> tuple[Any, ...] | None:
+        """The forward's inputs for ``nodes`` alone, where a node's logits depend on its own input rows alone.
+
+        A per-node model (an MLP, a Transformer over each node's precomputed tokens) then trains on the training
+        rows and is checked on the validation rows, instead of running every node to read a few (NAGphormer on
+        Cora with 10% labels: about a fifth of the work). None, the default, runs the forward on every node. The
+        training forward of a model with batch norm runs on every node all the same: its statistics are the
+        batch's, and the batch is the whole graph.
+        """
+        return None
 
     def param_groups(self, model: nn.Module, config: Config) -> list[dict[str, Any]]:
         return [{"params": [p for p in model.parameters() if p.requires_grad]}]
@@ -339,11 +374,22 @@ class TorchNodeClassifier(Method):
         val_t = torch.as_tensor(val, dtype=torch.long, device=ctx.device)
         y_train, y_val = data.y[train_t], data.y[val_t]
 
-        def logits(nodes: torch.Tensor) -> torch.Tensor:
-            return _head(model(*inputs), binary)[nodes]
+        batch_statistics = any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules())
+        train_rows = None if batch_statistics else self.row_inputs(inputs, train_t)
+        val_rows = self.row_inputs(inputs, val_t)
+
+        def logits(nodes: torch.Tensor, rows: tuple[Any, ...] | None) -> torch.Tensor:
+            return _head(model(*rows), binary) if rows is not None else _head(model(*inputs), binary)[nodes]
 
         selected = train_epochs(
-            model, optimizer, lambda: logits(train_t), lambda: logits(val_t), y_train, y_val, config, ctx
+            model,
+            optimizer,
+            lambda: logits(train_t, train_rows),
+            lambda: logits(val_t, val_rows),
+            y_train,
+            y_val,
+            config,
+            ctx,
         )
         ctx.info.update(selected.info())
         return TrainedModel(module=model, device=ctx.device, binary=binary, config=dict(config))

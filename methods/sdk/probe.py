@@ -52,7 +52,12 @@ def high_water_mark_bytes() -> int | None:
 
 
 class ResourceProbe:
-    """``with ResourceProbe() as p: ...`` then read ``p.seconds``, ``p.peak_rss_bytes``, ``p.peak_gpu_bytes``.
+    """``with ResourceProbe() as p: ...`` then read ``p.seconds``, ``p.cpu_seconds``, ``p.peak_rss_bytes``,
+    ``p.peak_gpu_bytes``.
+
+    ``cpu_seconds`` is the process's CPU time over the call (every thread's, user and system): what the call took
+    from the machine. Other work on a shared machine lengthens ``seconds`` but not it, so for a one-thread service
+    it is the call's wall time on an idle machine.
 
     ``p.kernel_peak`` says whether the kernel's high-water mark measured the call (else the sampler did).
     """
@@ -65,6 +70,7 @@ class ResourceProbe:
         self._thread: threading.Thread | None = None
         self.kernel_peak = False
         self.seconds = 0.0
+        self.cpu_seconds = 0.0
         self.peak_rss_bytes = 0
         self.peak_gpu_bytes = 0
 
@@ -79,6 +85,7 @@ class ResourceProbe:
             self._thread = threading.Thread(target=self._sample, name="rss-probe", daemon=True)
             self._thread.start()
         self._start = time.perf_counter()
+        self._cpu_start = time.process_time()
         return self
 
     def _sample(self) -> None:
@@ -94,6 +101,7 @@ class ResourceProbe:
             torch.cuda.synchronize()
             self.peak_gpu_bytes = int(torch.cuda.max_memory_allocated())
         self.seconds = time.perf_counter() - self._start
+        self.cpu_seconds = time.process_time() - self._cpu_start
         if self.kernel_peak:
             peak = high_water_mark_bytes()
             self.peak_rss_bytes = peak if peak is not None else self._process.memory_info().rss

@@ -288,7 +288,10 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         return pb.FitResponse(
             model_handle=handle,
             stats=pb.CallStats(
-                seconds=probe.seconds, peak_rss_bytes=probe.peak_rss_bytes, peak_gpu_bytes=probe.peak_gpu_bytes
+                seconds=probe.seconds,
+                cpu_seconds=probe.cpu_seconds,
+                peak_rss_bytes=probe.peak_rss_bytes,
+                peak_gpu_bytes=probe.peak_gpu_bytes,
             ),
             info={k: value_to_proto(_plain(v)) for k, v in ctx.info.items()},
         )
@@ -329,7 +332,10 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
                 context.abort(grpc.StatusCode.INTERNAL, f"predict failed: {type(exc).__name__}: {exc}")
         chunks[-1].stats.CopyFrom(
             pb.CallStats(
-                seconds=probe.seconds, peak_rss_bytes=probe.peak_rss_bytes, peak_gpu_bytes=probe.peak_gpu_bytes
+                seconds=probe.seconds,
+                cpu_seconds=probe.cpu_seconds,
+                peak_rss_bytes=probe.peak_rss_bytes,
+                peak_gpu_bytes=probe.peak_gpu_bytes,
             )
         )
         yield from chunks

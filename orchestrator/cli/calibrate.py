@@ -37,7 +37,7 @@ def run_probe(methods: Sequence[str], store: Path, endpoint: list[str], services
     specs = plan_specs(methods, parse_endpoints(endpoint))
     families = {m: f for m, f in resolve_methods(list(methods)).items()}
     err = Console(stderr=True)
-    with open_services(methods, store, endpoint, services, 1) as found:
+    with open_services(methods, store, endpoint, services, 0) as found:
 
         def run_step(plan: SweepPlan) -> dict[str, str]:
             """Run one step; the methods whose service is not ready (weights) are left out and named."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from datetime import UTC, datetime
@@ -17,7 +16,7 @@ from orchestrator.cli.calibrate import run_probe
 from orchestrator.cli.errors import UserError, user_errors
 from orchestrator.cli.options import TimeLimitOpt, build_plan, protocol_datasets
 from orchestrator.cli.progress import cpu_seconds, sweep_with_progress
-from orchestrator.cli.services import open_services
+from orchestrator.cli.services import local_gpus, open_services
 from orchestrator.cli.specs import plan_specs
 from orchestrator.estimate import fit_cost_model, read_records
 from orchestrator.plan import DEFAULT_TIME_LIMIT_S, SweepPlan, make_plan
@@ -32,21 +31,28 @@ from orchestrator.reference import (
     store_rows,
     write_reference,
 )
-from orchestrator.reference.build import PINNED_KERNELS, complete_datasets, reference_methods, size_up, table_rows
+from orchestrator.reference.build import (
+    LoadSampler,
+    build_costs,
+    complete_datasets,
+    reference_methods,
+    size_up,
+    table_rows,
+)
 from orchestrator.reference.compare import user_hardware
+from orchestrator.services.embedded import default_parallel
 from orchestrator.store import Store, read_trials
 
 app = typer.Typer(help="The reference records the project ships: build (resume, extend) and show them.")
 err = Console(stderr=True)
 DEFAULT_STORE = Path(".cache/reference/lite.sqlite")
-PARALLEL = 2  # two one-thread services (PINNED_KERNELS): the throughput of one two-thread service on two cores
 
 
 @app.command("build")
 @user_errors
 def build_command(
     hours: Annotated[
-        float, typer.Option(help="Estimated wall hours this build may add (smallest graphs first; two services).")
+        float, typer.Option(help="Estimated wall hours this build may add (smallest graphs first; one service a core).")
     ] = 4.0,
     store: Annotated[
         Path, typer.Option(help="The build's working store (seeded from the shipped table).")
@@ -75,41 +81,58 @@ def build_command(
     seeded = _seed(store, out)
     err.print(f"reference: {len(methods)} methods, {len(plan.datasets)} datasets, {computed.total:,} trials; "
               f"{seeded:,} rows from the shipped table", markup=False)  # fmt: skip
-    # The probe times what the build runs (one-thread services, pinned kernels), in the build's own store: a default
-    # probe's two-thread services priced the first build at about half its time. The services inherit the settings.
-    os.environ.update(PINNED_KERNELS)
+    # The build runs what a user's `run` runs (one one-thread service per core, native kernels); the probe times
+    # exactly that, in the build's own store, so the price is this machine's.
+    parallel = default_parallel(local_gpus())
     probe = store.with_name("calibration.sqlite")
     run_probe(methods, probe, [], "auto")
     model = fit_cost_model(read_records([store, probe, *from_stores]), user_hardware(read_records([probe])))
     done = complete_datasets(read_trials(store), computed)
-    sizing = size_up(computed, model, hours, done, PARALLEL)
+    sizing = size_up(computed, model, hours, done, parallel)
     todo = [d for d in sizing.run if d not in done]
     priced = ", ".join(f"{d} {h:.2f}" for d, h in sizing.hours.items())
     err.print(f"reference: estimated wall hours per dataset: {priced}; "
               f"this build runs {', '.join(todo) or 'nothing new'}", markup=False)  # fmt: skip
     interrupted = False
-    if todo:
-        narrowed = SweepPlan(**{**vars(plan), "datasets": tuple(todo)})
-        try:
-            with open_services(plan.methods, store, [], "embedded", PARALLEL) as found:
-                sweep = found.sweep(narrowed, warmup=True)
-                sweep_with_progress(sweep)
-        except KeyboardInterrupt:  # what is complete still ships, and this build's time is counted
-            interrupted = True
+    with LoadSampler() as load:
+        if todo:
+            narrowed = SweepPlan(**{**vars(plan), "datasets": tuple(todo)})
+            try:
+                with open_services(plan.methods, store, [], "embedded", parallel) as found:
+                    sweep = found.sweep(narrowed, warmup=True)
+                    sweep_with_progress(sweep)
+            except KeyboardInterrupt:  # what is complete still ships, and this build's time is counted
+                interrupted = True
     trials = read_trials(store)
     complete = complete_datasets(trials, computed)
     keys = {t.key for t in computed.trials([c for c in computed.cells if c.dataset in complete])}
     rows = table_rows(trials, keys, LITE)
     previous = _previous_builds(out)
+    added = [d for d in complete if d in todo]
+    build = {
+        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+        "wall_s": round(time.perf_counter() - started, 1),
+        "cpu_s": round(cpu_seconds() - cpu, 1),
+        "datasets_added": added,
+        "commit": _commit(),
+        "interrupted": interrupted,
+        "hardware": _hardware(rows[rows["dataset"].isin(added)]) if added else _hardware(rows),
+        "services": parallel,
+        **build_costs(rows[rows["dataset"].isin(added)]),
+        **load.summary(),
+    }
     manifest = Manifest(
-        protocol=LITE.name, budget=LITE.budget, regimes=list(LITE.regimes), splits=list(LITE.splits),
-        methods=methods, missing=missing, datasets=complete,
-        pending={d: h for d, h in sizing.hours.items() if d not in complete}, hardware=_hardware(rows),
-        builds=[*previous, {"finished": datetime.now(UTC).isoformat(timespec="seconds"),
-                            "wall_s": round(time.perf_counter() - started, 1), "cpu_s": round(cpu_seconds() - cpu, 1),
-                            "datasets_added": [d for d in complete if d in todo], "commit": _commit(),
-                            "interrupted": interrupted}],
-    )  # fmt: skip
+        protocol=LITE.name,
+        budget=LITE.budget,
+        regimes=list(LITE.regimes),
+        splits=list(LITE.splits),
+        methods=methods,
+        missing=missing,
+        datasets=complete,
+        pending={d: h for d, h in sizing.hours.items() if d not in complete},
+        hardware=_hardware(rows),
+        builds=[*previous, build],
+    )
     write_reference(rows, manifest, out)
     show(out)
     if interrupted:

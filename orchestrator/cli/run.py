@@ -52,7 +52,7 @@ def run(
             help=(
                 "Trials in flight at once, each on its own service replica (embedded: up to N processes per family; "
                 "remote: one per --endpoint given). 0: as many as the most replicas found for one of the sweep's "
-                "families (containers, --endpoint), else 1."
+                "families (containers, --endpoint), else one one-thread service per core (one with a GPU)."
             )
         ),
     ] = 0,

@@ -4,6 +4,7 @@ its claimed store: shared by `run`, `calibrate`, `reference build` and the plann
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,13 +12,15 @@ from pathlib import Path
 from rich.console import Console
 
 from contract.descriptions import MethodSpec
+from contract.handshake import DEVICE_ENV
 from orchestrator.cli.errors import UserError
 from orchestrator.cli.options import parse_endpoints
 from orchestrator.plan import SweepPlan, described_specs
 from orchestrator.services.containers import discover_containers
 from orchestrator.services.directory import ServiceDirectory, log_dir, resolve_methods
 from orchestrator.services.discovery import DiscoveryError, is_dns_target, resolve_replicas
-from orchestrator.services.embedded import EmbeddedServices, service_threads
+from orchestrator.services.embedded import EmbeddedServices, default_parallel, service_threads
+from orchestrator.services.gpus import visible_gpus
 from orchestrator.store import Store
 from orchestrator.sweep import Sweep
 
@@ -26,7 +29,8 @@ console = Console(stderr=True)
 
 
 def replicas_found(names: set[str], endpoints: dict[str, list[str]]) -> int:
-    """The default --parallel: the most replicas found for one of ``names`` (e.g. `make up GPU=1` on 4 GPUs: 4), else 1.
+    """The default --parallel where services run already: the most replicas found for one of ``names`` (e.g. `make up
+    GPU=1` on 4 GPUs: 4), else 1 (local services: ``default_parallel``).
 
     A DNS target counts as the addresses it resolves to now (a Swarm service with 3 tasks: 3).
     """
@@ -40,6 +44,11 @@ def _addresses(endpoint: str) -> int:
         return len(resolve_replicas(endpoint))
     except DiscoveryError:
         return 1  # not resolvable yet: the directory will say so, or find them later
+
+
+def local_gpus() -> int:
+    """The GPUs local services would compute on: none where NODEGROUND_DEVICE names the CPU."""
+    return 0 if os.environ.get(DEVICE_ENV, "").startswith("cpu") else len(visible_gpus())
 
 
 @dataclass
@@ -98,7 +107,9 @@ def open_services(
                 "with `make up`"
             )
     if parallel == 0:
-        parallel = replicas_found(set(methods) | {f.name for f in families.values()}, containers | endpoints)
+        names = set(methods) | {f.name for f in families.values()}
+        remote = {name: found for name, found in (containers | endpoints).items() if name in names}
+        parallel = replicas_found(names, remote) if remote else default_parallel(local_gpus())
     threads = service_threads(parallel)
     with EmbeddedServices(log_dir=log_dir(store), threads=threads) as embedded, Store(store) as run_store:
         run_store.claim()  # before any service starts: a second orchestrator is refused at once

@@ -25,10 +25,10 @@ NAMES = ("lite",)  # the protocols a reference ships for
 TABLE_COLUMNS = (
     "trial_key", "method", "method_version", "family", "kind", "dataset", "dataset_hash", "task_type", "num_classes",
     "regime", "split", "trial_index", "is_default", "config_json", "config_hash", "seed", "status", "error",
-    "time_limit_s", "fit_service_s", "predict_service_s", "fit_peak_rss_bytes", "predict_peak_rss_bytes",
-    "fit_peak_gpu_bytes", "predict_peak_gpu_bytes", "fit_info_json", "val_loss", "val_accuracy", "val_auroc",
-    "test_accuracy", "test_macro_f1", "test_cross_entropy", "test_auroc", "test_precision", "primary_metric",
-    "test_primary", "extra_json", "protocol", "hardware",
+    "time_limit_s", "fit_service_s", "predict_service_s", "fit_cpu_s", "predict_cpu_s", "fit_peak_rss_bytes",
+    "predict_peak_rss_bytes", "fit_peak_gpu_bytes", "predict_peak_gpu_bytes", "fit_info_json", "val_loss",
+    "val_accuracy", "val_auroc", "test_accuracy", "test_macro_f1", "test_cross_entropy", "test_auroc",
+    "test_precision", "primary_metric", "test_primary", "extra_json", "protocol", "hardware",
 )  # fmt: skip
 ERROR_CHARS = 300  # an error's first characters are kept (a traceback's tail is not a result)
 

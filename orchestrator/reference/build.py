@@ -12,9 +12,12 @@ build starts from the shipped table and extends it.
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from contract.families import Family
@@ -24,21 +27,8 @@ from orchestrator.estimate import CostModel, estimate_cells, sizes_of
 from orchestrator.host import hardware_of
 from orchestrator.plan import Plan
 from orchestrator.protocols import Protocol
+from orchestrator.records import call_seconds
 from orchestrator.reference import TABLE_COLUMNS
-
-# Numeric kernels are picked by the CPU at run time (ATen's vector width, MKL's and oneDNN's code paths, OpenBLAS's
-# core kernels, numpy's AVX-512 loops), and a few hundred epochs of early stopping amplify their last-bit differences
-# into other best epochs. A shipped record must rerun to itself on another machine, so the build (and a rerun of it,
-# and the golden sweep) pins each library to a path every x86-64 CPU of the last decade has, one torch thread per
-# service; each variable only selects among a library's own kernels.
-PINNED_KERNELS = {
-    "ATEN_CPU_CAPABILITY": "avx2",
-    "MKL_CBWR": "COMPATIBLE",
-    "ONEDNN_MAX_CPU_ISA": "AVX2",
-    "OPENBLAS_CORETYPE": "Haswell",
-    "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR",
-    "NODEGROUND_THREADS": "1",
-}
 
 
 def reference_methods(families: Mapping[str, Family]) -> tuple[list[str], dict[str, str]]:
@@ -119,3 +109,45 @@ def complete_datasets(rows: pd.DataFrame, plan: Plan) -> list[str]:
         if all(t.key in held for t in plan.trials(cells)):
             complete.append(dataset)
     return complete
+
+
+def build_costs(rows: pd.DataFrame) -> dict[str, float]:
+    """What a build's trials took, summed over fit and predict: the services' CPU hours (what the cost pages use,
+    ``records.call_seconds``) beside their wall hours (which other work on the machine lengthens)."""
+    cpu = np.nansum(call_seconds(rows["fit_service_s"], rows["fit_cpu_s"], rows["fit_peak_gpu_bytes"]))
+    cpu += np.nansum(call_seconds(rows["predict_service_s"], rows["predict_cpu_s"], rows["predict_peak_gpu_bytes"]))
+    wall = np.nansum(rows["fit_service_s"].astype(float)) + np.nansum(rows["predict_service_s"].astype(float))
+    return {"service_cpu_h": round(float(cpu) / 3600, 3), "service_wall_h": round(float(wall) / 3600, 3)}
+
+
+class LoadSampler:
+    """The machine's load while a build runs, so its record says what it shared the machine with: the 1-minute load
+    average (runnable processes, the build's own included) every ``interval`` seconds, against the cores."""
+
+    def __init__(self, interval: float = 30.0) -> None:
+        self.interval = interval
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, name="load-sampler", daemon=True)
+
+    def _sample(self) -> None:
+        while True:
+            self.samples.append(os.getloadavg()[0])
+            if self._stop.wait(self.interval):
+                return
+
+    def __enter__(self) -> LoadSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def summary(self) -> dict[str, float]:
+        samples = self.samples or [os.getloadavg()[0]]
+        return {
+            "load_mean": round(float(np.mean(samples)), 2),
+            "load_max": round(float(np.max(samples)), 2),
+            "cores": os.cpu_count() or 1,
+        }

@@ -23,9 +23,15 @@ from orchestrator.host import hardware_of
 from orchestrator.reference import Manifest, load_reference
 
 COST_COLUMNS = (
-    "fit_service_s", "predict_service_s", "fit_peak_rss_bytes", "fit_peak_gpu_bytes", "predict_peak_rss_bytes",
+    "fit_service_s",
+    "predict_service_s",
+    "fit_cpu_s",
+    "predict_cpu_s",
+    "fit_peak_rss_bytes",
+    "fit_peak_gpu_bytes",
+    "predict_peak_rss_bytes",
     "predict_peak_gpu_bytes",
-)  # fmt: skip
+)
 REFERENCE = "reference"
 SUBMITTED = "submitted (lite)"
 VERIFIED = "verified"

@@ -274,7 +274,7 @@ class MethodClient:
 
     def device(self, timeout: float = 30.0) -> dict[str, str | int]:
         """The device the service computes on and what it is (name and memory, driver and CUDA versions, the CPU
-        model and the threads it computes with), as it describes it; what it leaves unsaid is left out."""
+        model, the threads it computes with and its kernels), as it describes it; what it leaves unsaid is left out."""
         reply = self.described(timeout)
         fields: dict[str, str | int] = {
             "device": reply.device,
@@ -284,6 +284,7 @@ class MethodClient:
             "cpu_model": reply.cpu_model,
             "compute_threads": int(reply.compute_threads),
             "device_memory_bytes": int(reply.device_memory_bytes),
+            "kernels": reply.kernels,
         }
         return {k: v for k, v in fields.items() if v}
 

@@ -5,9 +5,11 @@ no race for ports. Services are stopped at exit, on Ctrl-C and on errors
 (``EmbeddedServices`` is a context manager), and can be restarted when one dies.
 A family can have several replicas (``--parallel N`` starts up to N).
 
-Threads: a service's torch threads are ``NODEGROUND_THREADS`` when set; in a SLURM task
+Threads and kernels: a service's torch threads are ``NODEGROUND_THREADS`` when set; in a SLURM task
 without it, the task's CPUs (``SLURM_CPUS_PER_TASK``) shared among the replicas it runs at
-once (``service_threads``), so concurrent tasks on one node do not oversubscribe it.
+once (``service_threads``), so concurrent tasks on one node do not oversubscribe it; else one, and
+a sweep runs one service per core (``default_parallel``). Its kernels are ``NODEGROUND_KERNELS``'s
+policy, put in its environment before it starts (``contract.hardware``).
 
 A service also exits on its own when the orchestrator that started it dies,
 even by SIGKILL: its environment names the orchestrator's pid
@@ -41,6 +43,7 @@ import psutil
 
 from contract.families import family_env
 from contract.handshake import GRAPH_DIR_ENV, PARENT_PID_ENV, READY_PREFIX
+from contract.hardware import kernel_environment
 from contract.security import ENV_NAMES as SECURITY_ENV
 from contract.settings import START_TIMEOUT_S as START_TIMEOUT
 from orchestrator.services.client import ServiceUnavailable
@@ -88,14 +91,28 @@ def start_timeout() -> float:
 
 
 def service_threads(replicas: int, env: Mapping[str, str] = os.environ) -> int | None:
-    """Torch threads for each of ``replicas`` services run at once: NODEGROUND_THREADS, else the SLURM task's CPUs
-    split among them, else None (torch's own default)."""
+    """Torch threads for each of ``replicas`` services run at once: NODEGROUND_THREADS (None: the children inherit
+    it), else the SLURM task's CPUs split among them, else one."""
     if env.get(THREADS_ENV):
-        return None  # the children inherit it
+        return None
     cpus = env.get("SLURM_CPUS_PER_TASK", "")
     if cpus.isdigit() and int(cpus) > 0:
         return max(1, int(cpus) // max(1, replicas))
-    return None
+    return 1
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity, which a container's or a job's CPU set narrows)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def default_parallel(gpus: int) -> int:
+    """Local services side by side when nothing says how many: one per core, each on one thread; with a GPU, one (local
+    services all compute on the first GPU; `make up GPU=1` runs one replica per GPU)."""
+    return 1 if gpus else usable_cores()
 
 
 class EmbeddedService:
@@ -158,7 +175,7 @@ class EmbeddedService:
             env=family_env(
                 self.family,
                 {
-                    **{k: v for k, v in os.environ.items() if k not in SECURITY_ENV},
+                    **kernel_environment({k: v for k, v in os.environ.items() if k not in SECURITY_ENV}),
                     **self._thread_env(),
                     "PYTHONUNBUFFERED": "1",
                     PARENT_PID_ENV: str(os.getpid()),

@@ -37,6 +37,8 @@ OPTIONAL_COLUMNS: tuple[str, ...] = (
     "primary_metric",
     "fit_service_s",
     "predict_service_s",
+    "fit_cpu_s",
+    "predict_cpu_s",
     "fit_peak_rss_bytes",
     "fit_peak_gpu_bytes",
     "predict_peak_rss_bytes",

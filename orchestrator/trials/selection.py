@@ -3,11 +3,12 @@
 A *budget* of k means "the first k trials" (trial_index < k) of a search: k = 1 is the default
 configuration alone, and ``FULL`` is every executed trial. For each budget:
 
-- training-and-tuning time = sum of ``fit_service_s`` over every executed trial within the
-  budget (failed trials count with whatever time they recorded; a missing time counts 0);
+- training-and-tuning time = sum of each fit's time over every executed trial within the
+  budget (failed trials count with whatever time they recorded; a missing time counts 0); a call's
+  time is ``records.call_seconds``: the service's CPU seconds on a CPU, its wall seconds on a GPU;
 - the selected trial = the lowest validation loss among "ok" trials with a finite validation
   loss within the budget (ties go to the earlier trial); nothing else takes part in selection;
-- prediction time = ``predict_service_s`` of the selected trial;
+- prediction time = the selected trial's predict time, by the same rule;
 - workflow time = training-and-tuning time + prediction time;
 - workflow peak memory = max(fit peak over every executed trial within the budget, predict peak
   of the selected trial), in GPU bytes when any GPU peak of that method is > 0 in the table and
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from orchestrator.records import STATUS_OK
+from orchestrator.records import STATUS_OK, call_seconds
 
 #: Intermediate tuning budgets (numbers of first trials) reported for supervised methods.
 BUDGETS: tuple[int, ...] = (1, 2, 5, 10, 25, 50, 100, 200)
@@ -77,6 +78,13 @@ def running_selection(
     prev_min[starts] = np.inf
     new_best = candidate & (vl < prev_min)
     return pd.Series(np.where(new_best, np.arange(len(vl)), np.nan)).groupby(group_of_row).ffill().to_numpy()
+
+
+def _call_seconds(trials: pd.DataFrame, call: str) -> np.ndarray:
+    """Each row's ``call`` ("fit" or "predict") time by the one rule (``records.call_seconds``)."""
+    return call_seconds(
+        _num(trials, f"{call}_service_s"), _num(trials, f"{call}_cpu_s"), _num(trials, f"{call}_peak_gpu_bytes")
+    )
 
 
 def _num(trials: pd.DataFrame, col: str) -> np.ndarray:
@@ -134,7 +142,7 @@ def _running(trials: pd.DataFrame, keys: list[str]) -> _Running:
     df, starts, sizes = _sorted_groups(trials, keys)
     group_of_row = np.repeat(np.arange(len(starts)), sizes)
     use_gpu, fit_peak, pred_peak = _memory_peaks(df)
-    fit_s = np.nan_to_num(_num(df, "fit_service_s"), nan=0.0)
+    fit_s = np.nan_to_num(_call_seconds(df, "fit"), nan=0.0)
     cum_fit = np.cumsum(fit_s)
     cum_fit -= np.repeat(np.r_[0.0, cum_fit[starts[1:] - 1]], sizes)
     fp = np.where(np.isnan(fit_peak), -1.0, fit_peak)
@@ -166,7 +174,7 @@ def _at_rows(run: _Running, cut: np.ndarray, label: str, k: np.ndarray) -> pd.Da
     sel = run.selected[cut]
     has = ~np.isnan(sel)
     sel_i = np.where(has, sel, 0).astype(np.int64)
-    pred_s = np.where(has, _num(run.trials, "predict_service_s")[sel_i], np.nan)
+    pred_s = np.where(has, _call_seconds(run.trials, "predict")[sel_i], np.nan)
     pp = np.where(has, run.predict_peak[sel_i], np.nan)
     fpk = np.where(run.fit_peak[cut] < 0, np.nan, run.fit_peak[cut])
     out = run.groups.iloc[groups].reset_index(drop=True)

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from orchestrator.reference.build import PINNED_KERNELS
+from contract.hardware import KERNELS_ENV, PINNED
 
 GOLDEN = Path(__file__).parent / "golden"
 REPO = Path(__file__).resolve().parents[2]
@@ -72,7 +72,8 @@ def _orchestrator(args: list[str], env: dict[str, str], timeout: float) -> None:
 
 def _environment(mirror: Path, cache: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NODEGROUND_")}
-    env.update(PINNED_KERNELS)  # one torch thread and the kernels every x86-64 machine has: reruns to itself
+    # one torch thread and the kernels every x86-64 machine has (contract.hardware): reruns to itself anywhere
+    env.update({KERNELS_ENV: PINNED, "NODEGROUND_THREADS": "1"})
     env.update(
         NODEGROUND_MIRROR=str(mirror),
         NODEGROUND_CACHE=str(cache),

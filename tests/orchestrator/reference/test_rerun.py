@@ -1,8 +1,9 @@
 """A shipped reference cell reruns to itself: the same configurations, the same selection, the same metrics.
 
-On the reference's own hardware every trial's metrics agree. On another CPU the kernels differ in their last bits,
-so a trial's training can take another turn (early stopping at another epoch); the configurations, the selection
-and the selected trial's metrics must still agree."""
+The reference is recorded with native kernels (``contract.hardware``), and so is the rerun, with nothing set. On the
+reference's own hardware line (the CPU model, one thread, native kernels) every trial's metrics agree. On another CPU
+the kernels differ in their last bits, so a trial's training can take another turn (early stopping at another
+epoch); the configurations, the selection and the selected trial's metrics must still agree."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ import pytest
 from orchestrator.data.registry import dataset_size
 from orchestrator.host import hardware_of
 from orchestrator.reference import load_reference
-from orchestrator.reference.build import PINNED_KERNELS
 from orchestrator.store import read_trials
 from orchestrator.submission.verify import COMPARED, TOLERANCE
 from tests.conftest import HANG_S
@@ -32,7 +32,7 @@ def test_one_shipped_cell_reruns_to_the_same_selection_and_metrics(mirror, tmp_p
     cell = frame[(frame["method"] == "mlp") & (frame["dataset"] == dataset) & (frame["regime"] == "10/10/80")]
     assert len(cell) == manifest.budget
     env = {k: v for k, v in os.environ.items() if not k.startswith("NODEGROUND_")}
-    env.update(PINNED_KERNELS, NODEGROUND_MIRROR=str(mirror), NODEGROUND_CACHE=str(tmp_path / "cache"))
+    env.update(NODEGROUND_MIRROR=str(mirror), NODEGROUND_CACHE=str(tmp_path / "cache"))
     store = tmp_path / "rerun.sqlite"
     args = ["run", "--methods", "mlp", "--datasets", dataset, "--protocol", "lite", "--regimes", "10/10/80"]
     done = subprocess.run(
