@@ -281,7 +281,7 @@ def _train_epochs(
         candidate = EpochSelection(epoch, 0, val_loss, val_acc)
         if candidate.score(rule) < best.score(rule):
             best, waited = candidate, 0
-            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            best_state = _snapshot(model, best_state)
         else:
             waited += 1
             if waited >= int(config["patience"]) and epochs >= getattr(model, "min_epochs", 0):
@@ -289,6 +289,16 @@ def _train_epochs(
     if best_state is not None:
         model.load_state_dict(best_state)
     return dataclasses.replace(best, epochs=epochs)
+
+
+def _snapshot(model: nn.Module, into: dict[str, torch.Tensor] | None) -> dict[str, torch.Tensor]:
+    """The model's state copied into ``into`` (the last kept epoch's tensors, reused), or into new tensors."""
+    live = model.state_dict()
+    if into is None or into.keys() != live.keys():
+        return {k: v.detach().clone() for k, v in live.items()}
+    for name, value in live.items():
+        into[name].copy_(value)
+    return into
 
 
 def make_optimizer(params: Any, config: Config) -> torch.optim.Optimizer:

@@ -104,3 +104,53 @@ def test_a_scaffolded_method_run_alone_is_ranked_among_the_reference(mirror, tmp
     run = chromium(["--window-size=1400,1400", "--virtual-time-budget=15000", f"--screenshot={shot}", url],
                    tmp_path / "p3")  # fmt: skip
     assert run.returncode == 0 and shot.stat().st_size > 50_000
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(16 * HANG_S)  # a hang only: two small Lite runs and a report take a few minutes
+def test_with_nothing_set_a_contributors_costs_meet_the_references_on_the_pareto_page(mirror, tmp_path):
+    """The documented path with no variable set (`methods new` -> `run --protocol lite` -> `report --reference lite`)
+    records what the reference records on the same machine (one thread a service, native kernels), so the reference
+    methods' costs stand beside the new method's on the cost pages. The reference here is built on this machine, as
+    `make reference` builds the shipped one (its rows and manifest written by the same functions)."""
+    from orchestrator.protocols import LITE
+    from orchestrator.reference import Manifest, write_reference
+    from orchestrator.reference.build import table_rows
+    from orchestrator.store import read_trials
+
+    checkout = tmp_path / "clone"
+    checkout.mkdir()
+    ignore = shutil.ignore_patterns("__pycache__", "node_modules", "*.egg-info")
+    for name in TREE:
+        source = ROOT / name
+        (shutil.copytree(source, checkout / name, ignore=ignore) if source.is_dir() else shutil.copy(source, checkout))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NODEGROUND_")}
+    env.update(NODEGROUND_MIRROR=str(mirror), NODEGROUND_CACHE=str(tmp_path / "cache"))
+    lite = ("--protocol", "lite", "--datasets", "texas")
+    built = tmp_path / "reference.sqlite"
+    _orchestrator(checkout, env, "run", "--methods", "mlp,gcn", *lite, "--store", str(built))
+    trials = read_trials(built)
+    rows = table_rows(trials, set(trials["trial_key"]), LITE)
+    hardware = str(rows["hardware"].iloc[0])
+    assert hardware.endswith(", 1 thread, native kernels"), hardware  # the thread rule and the kernels, by default
+    manifest = Manifest(
+        protocol="lite",
+        budget=LITE.budget,
+        regimes=list(LITE.regimes),
+        splits=list(LITE.splits),
+        methods=["mlp", "gcn"],
+        missing={},
+        datasets=["texas"],
+        pending={},
+        hardware=hardware,
+    )
+    write_reference(rows, manifest, checkout / "orchestrator" / "reference")
+
+    _orchestrator(checkout, env, "methods", "new", "democi")
+    store, site = tmp_path / "mine.sqlite", tmp_path / "report"
+    _orchestrator(checkout, env, "run", "--methods", "democi", *lite, "--store", str(store))
+    said = _orchestrator(checkout, env, "report", "--store", str(store), "--reference", "lite", "--out", str(site))
+    assert "the reference methods' costs are left out" not in said
+    points = pd.concat([pd.read_csv(p) for p in site.rglob("pareto_time*.csv")], ignore_index=True)
+    shown = points.dropna(subset=["mean_overhead"])["view"].astype(str).str.split("-").str[0]
+    assert {"democi", "mlp", "gcn"} <= set(shown), sorted(set(shown))

@@ -88,6 +88,7 @@ def test_a_first_build_from_nothing_ships_a_table_and_the_next_resumes_from_it(m
     from typer.testing import CliRunner
 
     from orchestrator.cli import reference as command
+
     monkeypatch.setenv("NODEGROUND_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(command, "reference_methods", lambda families: (["mlp"], {"graphpfn": "no weights here"}))
     monkeypatch.setattr(command, "protocol_datasets", lambda protocol: "texas")

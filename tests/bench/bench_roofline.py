@@ -1,0 +1,225 @@
+"""How far a trial's epoch is from the machine's FLOP limit, and what the SDK's loop adds to a hand-written one.
+
+For a fixed set of configurations (GCN default, a wide GCN and MLP default on Cora; the heaviest NAGphormer of the
+shipped reference on its graph; GAT default on Cora), each measured on one torch thread with native kernels:
+
+- **the limit**: the dense multiply-adds of the epoch as its method defines it (a full-batch training step on every
+  node, its backward, and a forward on every node for the validation loss), counted by torch's FLOP counter, at the
+  machine's one-thread GEMM peak measured in the same run (the best square matrix product). Message passing's
+  gathers and scatters are not counted: the limit is the dense work alone, so a trial dominated by sparse work
+  can never reach it, and one that avoids work (a per-node model that trains on its rows) can run below it;
+- **the SDK's epoch**: ``TorchNodeClassifier.fit`` through its epoch loop, timed between the loop's per-epoch checks;
+- **the hand loop**: the same network, inputs, rows, dropout and optimizer in a minimal loop (a training step, then
+  the validation loss): the SDK's overhead is the difference.
+
+Clocks are CPU seconds (one thread: an idle machine's wall time, whatever else runs); medians over epochs, the two
+loops alternated round by round. Targets: median epoch / limit at most 4, and the SDK's epoch at most 1.05x the
+hand loop for every configuration.
+
+Run: ``python -m tests.bench.bench_roofline`` (``make bench BENCH=roofline``; about 5 minutes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+LIMIT_TARGET = 4.0
+SDK_TARGET = 1.05
+EPOCHS = int(os.environ.get("BENCH_EPOCHS", 12))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", 3))
+
+
+@dataclass(frozen=True)
+class Case:
+    label: str
+    method: str
+    dataset: str
+    overrides: dict[str, Any]
+
+
+def cases() -> list[Case]:
+    return [
+        Case("GCN default", "gcn", "cora", {}),
+        Case("GCN wide (512 x 3)", "gcn", "cora", {"hidden": 512, "num_layers": 3}),
+        Case("MLP default", "mlp", "cora", {}),
+        heaviest_nagphormer(),
+        Case("GAT default", "gat", "cora", {}),
+    ]
+
+
+def heaviest_nagphormer() -> Case:
+    """The shipped reference's NAGphormer configuration with the longest fit, on its graph."""
+    from orchestrator.reference import load_reference
+
+    frame, _ = load_reference("lite")
+    rows = frame[(frame["method"] == "nagphormer") & (frame["status"] == "ok")]
+    row = rows.loc[rows["fit_service_s"].idxmax()]
+    config = {k: v for k, v in json.loads(row["config_json"]).items() if k not in ("max_epochs", "patience")}
+    return Case(f"NAGphormer heaviest of the reference ({row['dataset']})", "nagphormer", str(row["dataset"]), config)
+
+
+def gemm_peak_gmacs(repeats: int = 8) -> float:
+    """The best one-thread single-precision matrix product, in giga multiply-adds a second."""
+    import torch
+
+    best = 0.0
+    for n in (1024, 2048):
+        a, b = torch.randn(n, n), torch.randn(n, n)
+        a @ b
+        for _ in range(repeats):
+            start = time.process_time()
+            a @ b
+            best = max(best, n**3 / max(time.process_time() - start, 1e-9) / 1e9)
+    return best
+
+
+class Fixture:
+    """A case's graph, split, method, configuration, inputs and rows: what both loops share."""
+
+    def __init__(self, case: Case) -> None:
+        import torch
+
+        from contract.wire import make_bundle
+        from methods.families import method_classes
+        from methods.sdk.method import graph_tensors
+        from orchestrator.data.registry import load_dataset
+        from orchestrator.data.splits import graph_split
+        from orchestrator.services.directory import resolve_methods
+
+        family = resolve_methods([case.method])[case.method]
+        self.cls = next(c for c in method_classes(family) if c.name == case.method)
+        graph = load_dataset(case.dataset)
+        split = graph_split(graph, "10/10/80", 0)
+        visible = np.full(graph.num_nodes, -1)
+        visible[split.train], visible[split.val] = graph.y[split.train], graph.y[split.val]
+        self.bundle = make_bundle(graph.x, graph.edge_index, visible, graph.num_classes)
+        self.train, self.val = split.train, split.val
+        self.config = self.cls.resolve_config({**case.overrides, "max_epochs": EPOCHS + 2, "patience": 300})
+        self.device = torch.device("cpu")
+        self.method = self.cls()
+        self.inputs = self.method.model_inputs(self.bundle, self.config, self.device)
+        self.y = graph_tensors(self.bundle, self.device).y
+        self.train_t, self.val_t = torch.as_tensor(self.train), torch.as_tensor(self.val)
+
+    def model(self) -> Any:
+        import torch
+
+        torch.manual_seed(0)
+        return self.method.build_model(self.config, self.bundle.features.shape[1], self.bundle.num_classes)
+
+
+def full_batch_macs(fx: Fixture) -> float:
+    """Dense multiply-adds of one epoch as the method defines it: every node forward and back, every node for the
+    validation loss (torch's FLOP counter counts two FLOPs a multiply-add)."""
+    import torch
+    import torch.nn.functional as F
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model = fx.model()
+    counter = FlopCounterMode(display=False)
+    with counter:
+        model.train()
+        F.cross_entropy(model(*fx.inputs)[fx.train_t], fx.y[fx.train_t]).backward()
+        model.eval()
+        with torch.no_grad():
+            F.cross_entropy(model(*fx.inputs)[fx.val_t], fx.y[fx.val_t])
+    return counter.get_total_flops() / 2
+
+
+def sdk_epochs(fx: Fixture) -> list[float]:
+    from methods.sdk.method import FitContext
+
+    stamps: list[float] = []
+
+    def tick() -> bool:
+        stamps.append(time.process_time())
+        return False
+
+    fx.method.fit(fx.bundle, fx.train, fx.val, fx.config, FitContext(seed=0, device=fx.device, is_cancelled=tick))
+    return list(np.diff(stamps)[1:])  # the first epoch builds caches
+
+
+def hand_epochs(fx: Fixture) -> list[float]:
+    """The same network, inputs, rows, dropout and optimizer in a minimal loop: a training step, the validation loss."""
+    import torch
+    import torch.nn.functional as F
+
+    from methods.sdk.dropout import fast_dropout
+    from methods.sdk.method import make_optimizer, seed_everything
+
+    seed_everything(0)
+    model = fx.model()
+    optimizer = make_optimizer([p for p in model.parameters() if p.requires_grad], fx.config)
+    batch_norm = any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
+    train_rows = None if batch_norm else fx.method.row_inputs(fx.inputs, fx.train_t)
+    val_rows = fx.method.row_inputs(fx.inputs, fx.val_t)
+    forward: dict[str, Callable[[], torch.Tensor]] = {
+        "train": (lambda: model(*train_rows)) if train_rows else (lambda: model(*fx.inputs)[fx.train_t]),
+        "val": (lambda: model(*val_rows)) if val_rows else (lambda: model(*fx.inputs)[fx.val_t]),
+    }
+    y_train, y_val = fx.y[fx.train_t], fx.y[fx.val_t]
+    times = []
+    with fast_dropout():
+        for _ in range(EPOCHS + 1):
+            start = time.process_time()
+            model.train()
+            optimizer.zero_grad(set_to_none=True)
+            F.cross_entropy(forward["train"](), y_train).backward()
+            optimizer.step()
+            model.eval()
+            with torch.no_grad():
+                float(F.cross_entropy(forward["val"](), y_val))
+            times.append(time.process_time() - start)
+    return times[1:]
+
+
+def main() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    from contract.hardware import cpu_model, kernels_in_effect
+
+    peak = gemm_peak_gmacs()
+    print(
+        f"{cpu_model() or 'cpu'}, torch {torch.__version__}, 1 thread, {kernels_in_effect()} kernels: one-thread GEMM "
+        f"peak {peak:.1f} GMAC/s; CPU time, median of {EPOCHS} epochs x {ROUNDS} rounds"
+    )
+    columns = ("GMAC", "limit ms", "SDK ms", "hand ms", "SDK/hand", "/limit")
+    print(f"{'configuration':44s} " + " ".join(f"{c:>9s}" for c in columns))
+    over_limit, over_hand = [], []
+    for case in cases():
+        fx = Fixture(case)
+        macs = full_batch_macs(fx)
+        sdk, hand = [], []
+        for _ in range(ROUNDS):
+            hand += hand_epochs(fx)
+            sdk += sdk_epochs(fx)
+        s, h = statistics.median(sdk), statistics.median(hand)
+        limit = macs / (peak * 1e9)
+        over_limit.append(s / limit)
+        over_hand.append(s / h)
+        print(
+            f"{case.label[:44]:44s} {macs / 1e9:9.2f} {limit * 1e3:9.2f} {s * 1e3:9.2f} {h * 1e3:9.2f} "
+            f"{s / h:9.2f} {s / limit:9.2f}",
+            flush=True,
+        )
+    peak_after = gemm_peak_gmacs()
+    median = statistics.median(over_limit)
+    print(f"GEMM peak after: {peak_after:.1f} GMAC/s (before {peak:.1f})")
+    print(
+        f"epoch / limit: median {median:.2f} (target <= {LIMIT_TARGET:g}): {'OK' if median <= LIMIT_TARGET else 'OVER'}"
+    )
+    worst = max(over_hand)
+    print(f"SDK / hand loop: worst {worst:.2f} (target <= {SDK_TARGET:g}): {'OK' if worst <= SDK_TARGET else 'OVER'}")
+
+
+if __name__ == "__main__":
+    main()
