@@ -42,8 +42,8 @@ SWEEP = [
 # What measures the machine or the moment, not the method: left out of the comparison.
 VOLATILE = (
     "endpoint", "host_json", "started_at", "finished_at",
-    "fit_service_s", "fit_peak_rss_bytes", "fit_peak_gpu_bytes",
-    "predict_service_s", "predict_peak_rss_bytes", "predict_peak_gpu_bytes",
+    "fit_service_s", "fit_cpu_s", "fit_peak_rss_bytes", "fit_peak_gpu_bytes",
+    "predict_service_s", "predict_cpu_s", "predict_peak_rss_bytes", "predict_peak_gpu_bytes",
     "upload_e2e_s", "fit_e2e_s", "predict_e2e_s",
 )  # fmt: skip
 # fit_info keys holding a duration (adapt_seconds, ...), the memory free at the moment, or whether a replica's cache
