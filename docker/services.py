@@ -36,6 +36,7 @@ import yaml  # noqa: E402
 
 from contract.families import ROOT, load_families  # noqa: E402
 from contract.handshake import FAMILY_LABEL, PORT_LABEL, SERVICE_PORT  # noqa: E402
+from contract.hardware import kernel_policy  # noqa: E402
 from contract.security import CERT_ENV, KEY_ENV, NAME_ENV, TOKEN_FILE_ENV  # noqa: E402
 from contract.weights import WEIGHTS_MOUNT, weights_dir  # noqa: E402
 from orchestrator.services.containers import CHECKOUT_LABEL, VERSION_LABEL, checkout_id, family_version  # noqa: E402
@@ -66,6 +67,7 @@ COMPOSE_HEADER = """\
 # checkout's or user's containers on the same host are not used).
 # Knobs (environment or a .env file next to where compose runs):
 #   NODEGROUND_THREADS  torch threads per service (default 1)
+#   NODEGROUND_KERNELS  native (default) or pinned kernels (docs/running.md#threads-and-kernels)
 #   NODEGROUND_MEM      memory limit per container (default 8g)
 #   NODEGROUND_WEIGHTS  host directory of pretrained weights, mounted read-only into GFM
 #                       containers; `make up` sets it to where `make weights` fetches them
@@ -129,7 +131,10 @@ def compose() -> dict:
             "init": True,
             "mem_limit": "${NODEGROUND_MEM:-8g}",
             "ports": [f"127.0.0.1::{SERVICE_PORT}"],
-            "environment": {"NODEGROUND_THREADS": "${NODEGROUND_THREADS:-1}"},
+            "environment": {
+                "NODEGROUND_THREADS": "${NODEGROUND_THREADS:-1}",
+                "NODEGROUND_KERNELS": "${NODEGROUND_KERNELS:-native}",
+            },
             "labels": s.labels,
         }
         if s.weights:
@@ -176,7 +181,7 @@ def stack(
                 "--port",
                 str(SERVICE_PORT),
             ],
-            "environment": {"NODEGROUND_THREADS": str(threads)},
+            "environment": {"NODEGROUND_THREADS": str(threads), "NODEGROUND_KERNELS": kernel_policy()},
             "networks": [NETWORK],
             "labels": s.labels,
             "deploy": {

@@ -50,7 +50,7 @@ SHOWN_TRIAL_COLUMNS = (
 )  # fmt: skip
 #: What `show --workflow` reads besides: the costs it prints (``orchestrator.trials.selection.workflow_costs``).
 SHOWN_COST_COLUMNS = (
-    "fit_service_s", "predict_service_s",
+    "fit_service_s", "predict_service_s", "fit_cpu_s", "predict_cpu_s",
     "fit_peak_rss_bytes", "fit_peak_gpu_bytes", "predict_peak_rss_bytes", "predict_peak_gpu_bytes",
 )  # fmt: skip
 

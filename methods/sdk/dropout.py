@@ -43,8 +43,8 @@ def seed(value: int) -> None:
 
 def _keep_scale(count: int, p: float, dtype: torch.dtype) -> Tensor:
     """``count`` independent factors: ``1 / (1 - p)`` with probability ``1 - p``, else 0."""
-    uniform = torch.from_numpy(_RNG.random(count, dtype=np.float32))
-    return (uniform >= p).to(dtype).mul_(1.0 / (1.0 - p))
+    factors = torch.from_numpy(_RNG.random(count, dtype=np.float32))  # uniforms, turned into the factors in place
+    return factors.ge_(p).mul_(1.0 / (1.0 - p)).to(dtype)
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:

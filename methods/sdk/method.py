@@ -276,7 +276,9 @@ def _train_epochs(
         model.eval()
         with torch.no_grad():
             out = val_logits()
-            val_loss, val_acc = float(task_loss(out, y_val)), task_accuracy(out, y_val)
+            val_loss = float(task_loss(out, y_val))
+            # the accuracy of an epoch that does not improve the loss is never kept: counted only when it can be
+            val_acc = task_accuracy(out, y_val) if rule != "val_loss" or val_loss < best.val_loss else -1.0
         epochs = epoch + 1
         candidate = EpochSelection(epoch, 0, val_loss, val_acc)
         if candidate.score(rule) < best.score(rule):

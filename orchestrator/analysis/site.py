@@ -416,6 +416,11 @@ SECTIONS: tuple[Section, ...] = (
     Section(
         "pareto",
         "Performance–cost Pareto frontiers",
+        intro=(
+            "<p class=\"small\">Time is every call's as the records measure it: the service's CPU seconds on a CPU "
+            "(an idle machine's wall time for a one-thread service, whatever else the machine ran), its wall seconds "
+            "on a GPU. Peak memory is the service's resident set on a CPU, its allocator's peak on a GPU.</p>"
+        ),
         figures=_pareto_figures("time", "workflow time") + _pareto_figures("memory", "workflow peak memory"),
     ),
     Section(

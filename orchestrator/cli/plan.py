@@ -237,6 +237,10 @@ def estimate_notes(computed: Plan, model: CostModel, costs: list[CellCost], stor
         f"priced: {total.estimated_trials:,} trials, {_hours(total.hours)} h "
         f"(80% interval {_interval(total.hours_low, total.hours_high, _hours)} h), largest peak {_bytes(total.peak)}"
     )
+    lines.append(
+        "hours are the services' own (a CPU's are its CPU hours, an idle machine's wall hours for one-thread "
+        "services; `run` runs one per core side by side)"
+    )
     unpriced = [(c, k) for c, k in zip(computed.cells, costs, strict=True) if k.seconds is None]
     if unpriced:
         missing = [m for m in computed.sweep.methods if m not in model.methods]

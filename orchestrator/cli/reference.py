@@ -107,7 +107,7 @@ def build_command(
     complete = complete_datasets(trials, computed)
     keys = {t.key for t in computed.trials([c for c in computed.cells if c.dataset in complete])}
     rows = table_rows(trials, keys, LITE)
-    previous = _previous_builds(out)
+    previous = _previous_builds(out) if done else []  # no shipped row is current (new method versions): anew
     added = [d for d in complete if d in todo]
     build = {
         "finished": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -164,6 +164,26 @@ def _previous_builds(root: Path) -> list[dict]:
         return []
 
 
+def build_lines(manifest: Manifest) -> str:
+    """What the table took to build: every build's own wall time in all, and the services' CPU and wall hours and the
+    machine's load during each build that recorded them."""
+    builds = manifest.builds
+    head = f"built in {len(builds)} build(s), {manifest.wall_s / 3600:.2f} h of wall time in all"
+    lines = [head]
+    for build in builds:
+        added = ", ".join(build.get("datasets_added", [])) or "nothing new"
+        parts = [f"{build.get('finished', '?')[:16]}: {added}", f"{build.get('wall_s', 0) / 3600:.2f} h"]
+        if "service_cpu_h" in build:
+            parts.append(
+                f"{build.get('services', '?')} service(s) side by side, {build['service_cpu_h']:.2f} service CPU-hours "
+                f"({build['service_wall_h']:.2f} wall-hours), load {build.get('load_mean', '?')} on "
+                f"{build.get('cores', '?')} cores"
+            )
+        parts.append(f"at {str(build.get('commit', '?'))[:12]}")
+        lines.append("  " + "; ".join(parts))
+    return "\n".join(lines)
+
+
 def _hardware(rows) -> str:
     lines = rows["hardware"].value_counts()
     return str(lines.index[0]) if len(lines) else "none yet"
@@ -205,9 +225,12 @@ def show(root: Path) -> None:
         f"{table.stat().st_size / 2**20:.2f} MiB, sha256 {manifest.sha256[:12]}"
     )
     typer.echo(f"datasets: {', '.join(manifest.datasets) or 'none'}")
-    last = manifest.builds[-1]["commit"] if manifest.builds else "-"
-    typer.echo(f"hardware: {manifest.hardware}; {len(manifest.builds)} build(s), {manifest.wall_s / 3600:.2f} h wall, "
-               f"{manifest.cpu_s / 3600:.2f} h CPU; last at {last}")  # fmt: skip
+    typer.echo(f"hardware: {manifest.hardware}")
+    typer.echo(build_lines(manifest))
+    typer.echo(
+        "costs: the services' CPU seconds on a CPU (an idle machine's wall time for a one-thread service, whatever "
+        "else ran), their wall seconds beside them in the table"
+    )
     for method, why in manifest.missing.items():
         typer.echo(f"missing: {method}: {why}")
     if manifest.pending:

@@ -4,10 +4,10 @@ Methods: every supervised method, and a GFM whose every weights file has a publi
 (the weights directory or the mirror): its records are its official weights' results. The other GFMs are listed
 as missing with the reason (tests run them on random parameters, which are never results).
 
-Datasets: every catalog task this machine can load offline, smallest first (nodes). The build prices every
-dataset's cells with the cost estimate (``plan --estimate``'s: the probe's and the stores' records) and runs the
-datasets that fit in its hours; the rest are pending in the manifest with their estimated hours, and the next
-build starts from the shipped table and extends it.
+Datasets: every catalog task this machine can load offline, cheapest first. The build prices every dataset's
+cells with the cost estimate (``plan --estimate``'s: the probe's and the stores' records) and runs the datasets
+that fit in its hours; the rest are pending in the manifest with their estimated hours, and the next build starts
+from the shipped table and extends it.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def reference_methods(families: Mapping[str, Family]) -> tuple[list[str], dict[s
 
 @dataclass(frozen=True)
 class Sizing:
-    """Which datasets a build runs (smallest first, while their estimated hours fit) and which stay pending."""
+    """Which datasets a build runs (cheapest first, while their estimated hours fit) and which stay pending."""
 
     run: list[str]
     pending: dict[str, float]  # dataset -> estimated wall hours
@@ -66,7 +66,8 @@ class Sizing:
 
 
 def size_up(plan: Plan, model: CostModel, hours: float, done: Sequence[str], parallel: int) -> Sizing:
-    """Order the plan's datasets by nodes and keep those whose estimated wall hours (``done`` ones cost nothing) fit.
+    """Order the plan's datasets by their estimated wall hours (``done`` ones cost nothing; nodes break ties) and keep
+    those that fit, up to the first that does not: the reference grows by the most datasets its hours buy.
 
     A dataset's wall hours are its trials' estimated service hours over the ``parallel`` services that run them side
     by side, so ``--hours 4`` is about four hours of the build's own time.
@@ -78,15 +79,18 @@ def size_up(plan: Plan, model: CostModel, hours: float, done: Sequence[str], par
         per_dataset[cell.dataset] = per_dataset.get(cell.dataset, 0.0) + (cost.seconds or 0.0) / 3600 / parallel
         unpriced += cell.trials if cost.seconds is None else 0
     sizes = sizes_of(plan.sweep.datasets)
-    ordered = sorted(plan.sweep.datasets, key=lambda d: sizes[d].nodes if d in sizes else float("inf"))
+
+    def needs(dataset: str) -> float:
+        return 0.0 if dataset in done else per_dataset.get(dataset, 0.0)
+
+    ordered = sorted(plan.sweep.datasets, key=lambda d: (needs(d), sizes[d].nodes if d in sizes else float("inf")))
     run: list[str] = []
     pending: dict[str, float] = {}
     spent = 0.0
     for dataset in ordered:
-        needs = 0.0 if dataset in done else per_dataset.get(dataset, 0.0)
-        if not pending and spent + needs <= hours:
+        if not pending and spent + needs(dataset) <= hours:
             run.append(dataset)
-            spent += needs
+            spent += needs(dataset)
         else:
             pending[dataset] = round(per_dataset.get(dataset, 0.0), 2)
     return Sizing(run, pending, per_dataset, unpriced)

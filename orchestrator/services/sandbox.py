@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from contract.handshake import PORT_LABEL, SERVICE_PORT
+from contract.hardware import KERNELS_ENV, kernel_policy
 from contract.security import Security
 from contract.weights import WEIGHTS_MOUNT
 from orchestrator.services.client import ServiceUnavailable
@@ -193,7 +194,9 @@ class Sandbox:
 
     def _method_kwargs(self) -> dict[str, Any]:
         limits = self.limits
-        env = {"HOME": "/tmp", "TMPDIR": "/tmp", "NODEGROUND_THREADS": str(max(1, int(limits.cpus))), **self.env}
+        # The thread rule of every run (docs/running.md#threads-and-kernels): one thread, the kernels the policy names,
+        # so a submission's costs are comparable with the reference's; --cpus only caps the container.
+        env = {"HOME": "/tmp", "TMPDIR": "/tmp", "NODEGROUND_THREADS": "1", KERNELS_ENV: kernel_policy(), **self.env}
         volumes = {}
         if self.weights is not None:
             volumes[str(self.weights)] = {"bind": WEIGHTS_MOUNT, "mode": "ro"}

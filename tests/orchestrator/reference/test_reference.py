@@ -132,9 +132,10 @@ def test_a_first_build_from_nothing_ships_a_table_and_the_next_resumes_from_it(m
     assert after.datasets == ["texas"] and "cornell" in after.pending and after.builds[-1]["interrupted"] is True
 
 
-def test_a_build_runs_the_smallest_datasets_whose_wall_hours_fit(monkeypatch):
-    """Hours are the build's own: each dataset's service hours over the services running side by side; the first
-    dataset that does not fit and every larger one wait (pending), and a dataset already complete costs nothing."""
+def test_a_build_runs_the_cheapest_datasets_whose_wall_hours_fit(monkeypatch):
+    """Hours are the build's own: each dataset's service hours over the services running side by side, cheapest
+    first (nodes break ties); the first dataset that does not fit and every dearer one wait (pending), and a dataset
+    already complete costs nothing."""
     from types import SimpleNamespace
 
     from orchestrator.reference import build
@@ -150,6 +151,7 @@ def test_a_build_runs_the_smallest_datasets_whose_wall_hours_fit(monkeypatch):
     nodes = {"texas": 183, "cornell": 183, "cora": 2708, "citeseer": 3327}
     monkeypatch.setattr(build, "sizes_of", lambda names: {d: SimpleNamespace(nodes=nodes[d]) for d in names})
     sizing = build.size_up(plan, None, hours=1.5, done=[], parallel=2)  # type: ignore[arg-type]
-    assert sizing.run == ["texas", "cornell"] and sizing.pending == {"cora": 1.5, "citeseer": 0.5}
-    assert build.size_up(plan, None, hours=2.0, done=["cornell"], parallel=2).run == ["texas", "cornell", "cora"]  # type: ignore[arg-type]
+    assert sizing.run == ["texas", "citeseer"] and sizing.pending == {"cornell": 1.0, "cora": 1.5}
+    resumed = build.size_up(plan, None, hours=2.0, done=["cornell"], parallel=2)  # type: ignore[arg-type]
+    assert resumed.run == ["cornell", "texas", "citeseer"] and list(resumed.pending) == ["cora"]
     assert build.size_up(plan, None, hours=1.5, done=[], parallel=1).run == ["texas"]  # type: ignore[arg-type]
