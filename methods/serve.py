@@ -21,6 +21,7 @@ from typing import NoReturn
 import grpc
 import torch
 
+from contract.address import AddressError, check_host
 from contract.families import Family, load_families
 from contract.handshake import GRAPH_DIR_ENV, READY_PREFIX, SERVICE_PORT
 from contract.security import Security, SecurityError
@@ -153,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
     try:
         limits = settings(args)
-    except SettingError as exc:
+        check_host(args.host, "--host")
+    except (SettingError, AddressError) as exc:
         parser.error(str(exc))
     families = load_families()
     if args.family is None:
