@@ -314,7 +314,7 @@ def merge_stores(into: Path, sources: list[Path], on_conflict: str = "refuse", p
                 raise ValueError(f"{into} was created by another process while merging; merge again")
             os.replace(scratch, into)
         finally:
-            os.close(claim)
+            claim.close()
         return report
     finally:
         for leftover in (scratch, *(scratch.with_name(scratch.name + s) for s in ("-wal", "-shm", "-journal"))):

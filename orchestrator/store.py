@@ -12,9 +12,10 @@ again under the same name (``datasets add --replace``) gets its first trial, the
 rows of its earlier content move to ``superseded_trials``: kept, never lost, but
 no longer read by ``show``/``export``/``report``, which so never mix two graphs.
 
-One orchestrator writes a store at a time: a sweep claims it (an exclusive
-``flock`` on ``<store>.lock``, released by the kernel when the process ends, even
-by ``kill -9``) and a second one is refused with who holds it. Readers
+One orchestrator writes a store at a time: a sweep claims it (exclusive
+``flock``s on ``<store>.lock`` beside the resolved path and on the database file
+itself, so a symlink or a hard link reaches the same claim; released by the kernel
+when the process ends, even by ``kill -9``) and a second one is refused with who holds it. Readers
 (``show``/``export``/``report``) never claim and open the store read-only, also
 on a read-only file system or directory.
 
@@ -156,39 +157,84 @@ class StoreBusy(RuntimeError, UserError):
     """Another orchestrator is writing this store."""
 
 
-def claim_lock(path: Path) -> int:
-    """Claim the store at ``path`` for this process (an exclusive flock on ``<store>.lock``): the descriptor holding it.
+@dataclass
+class Claim:
+    """The descriptors that hold a store's claim: its ``.lock`` file's, and its database file's where it exists."""
 
-    The kernel releases it when the descriptor closes or the process ends, also under ``kill -9``.
-    StoreBusy names the process that holds it, or says that the file system cannot lock.
-    """
-    path = Path(path)
-    lock = path.with_name(path.name + ".lock")
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        if not isinstance(exc, BlockingIOError):
+    fds: tuple[int, ...]
+
+    def close(self) -> None:
+        """Release the claim (closing the descriptors releases their flocks)."""
+        for fd in self.fds:
             os.close(fd)
-            raise StoreBusy(
-                f"cannot claim {path}: its file system refuses flock ({exc.strerror}; Lustre mounted without "
-                "-o flock?): keep stores on a local disk (docs/cluster.md)"
-            ) from None
-        holder = os.pread(fd, 512, 0).decode(errors="replace").strip() or "another process"
-        os.close(fd)
+        self.fds = ()
+
+
+def claim_lock(path: Path) -> Claim:
+    """Claim the store at ``path`` for this process: exclusive flocks on ``<store>.lock`` and on the store file itself.
+
+    The claim is the file's, not the name's: the ``.lock`` file sits beside the path with every symlink resolved,
+    and the database file (where it exists) is flocked too, which a hard link under another name shares. The kernel
+    releases both when the descriptors close or the process ends, also under ``kill -9``. StoreBusy names the
+    process that holds it, or says that the file system cannot lock.
+    """
+    real = Path(os.path.realpath(path))
+    lock = real.with_name(real.name + ".lock")
+    fd = _flock(os.open(lock, os.O_RDWR | os.O_CREAT, 0o644), path)
+    if fd is None:
+        holder = _holder(lock)
         raise StoreBusy(
             f"{path} is being written by another orchestrator ({holder}); wait for it to finish, "
             "or give this run its own --store (two writers would compute every trial twice)"
-        ) from None
+        )
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
+    try:
+        store_fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return Claim((fd,))  # a store not made yet: nothing can reach it by another name
+    except BaseException:
+        os.close(fd)
+        raise
+    if _flock(store_fd, path, fd) is None:
+        os.close(fd)
+        raise StoreBusy(
+            f"{path} is being written by another orchestrator through another name of the same file (a hard link); "
+            "wait for it to finish, or give this run its own --store"
+        )
+    return Claim((fd, store_fd))
+
+
+def _flock(fd: int, path: Path, *also: int) -> int | None:
+    """``fd`` with an exclusive flock taken, or None (``fd`` closed) when another process holds one; StoreBusy (every
+    descriptor closed) when the file system refuses flock."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except OSError as exc:
+        for held in (fd, *also):
+            os.close(held)
+        raise StoreBusy(
+            f"cannot claim {path}: its file system refuses flock ({exc.strerror}; Lustre mounted without "
+            "-o flock?): keep stores on a local disk (docs/cluster.md)"
+        ) from None
     return fd
+
+
+def _holder(lock: Path) -> str:
+    try:
+        with open(lock, "rb") as held:
+            return held.read(512).decode(errors="replace").strip() or "another process"
+    except OSError:
+        return "another process"
 
 
 class Store:
     def __init__(self, path: Path, claim: bool = False) -> None:
         """Open (creating or upgrading) a store; ``claim`` takes the writer's claim before anything is written."""
-        self._claim: int | None = None
+        self._claim: Claim | None = None
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if claim:
@@ -270,7 +316,7 @@ class Store:
         if hasattr(self, "_db"):  # absent when the claim or the open failed
             self._db.close()
         if self._claim is not None:
-            os.close(self._claim)  # releases the flock
+            self._claim.close()  # releases the flocks
             self._claim = None
 
     def __enter__(self) -> Store:

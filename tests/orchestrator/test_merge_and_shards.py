@@ -162,7 +162,7 @@ def test_merge_takes_the_targets_claim_and_a_held_target_is_refused_unchanged(tm
         result = CliRunner().invoke(app, ["merge", "--into", str(target), str(source)])
         assert result.exit_code == 2 and result.output.startswith("error: ") and "another orchestrator" in result.output
     finally:
-        os.close(holder)
+        holder.close()
     assert keys(target) == ["k1"]
     merge_stores(target, [source])  # once released, the merge goes ahead
     assert keys(target) == ["k1", "k2"]
