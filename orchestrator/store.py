@@ -127,8 +127,14 @@ PLAN_TRIALS = Table(  # the keys of each recorded shard
     frozenset({"shards", "shard", "trial_key"}),
     ("shards", "shard", "trial_key"),
 )
+PLAN_DEFINITIONS = Table(  # what each recorded plan id digests: a merge recomputes the plan's trials from it
+    "plan_definitions",
+    {"plan_id": "TEXT", "definition": "TEXT"},
+    frozenset({"plan_id", "definition"}),
+    ("plan_id", "definition"),
+)
 META = Table("meta", {"key": "TEXT", "value": "TEXT"}, frozenset({"key"}), ("key",))
-TABLES = (TRIALS, SUPERSEDED, SERVICES, PLAN_SLOTS, PLAN_TRIALS, META)
+TABLES = (TRIALS, SUPERSEDED, SERVICES, PLAN_SLOTS, PLAN_TRIALS, PLAN_DEFINITIONS, META)
 MERGE_META_KEY = "merge"  # meta row a merge writes: JSON with "state" (complete | partial) and what is missing
 
 
@@ -151,6 +157,8 @@ class ShardPlan:
     shard: int
     counts: tuple[int, ...]  # trials of every shard of the plan
     keys: tuple[str, ...]  # this shard's trial keys
+    definition: str = ""  # what the plan id digests, as JSON (``orchestrator.plan.Plan.definition``): a merge
+    # recomputes every shard's trials from it, never trusting ``counts``
 
 
 class StoreBusy(RuntimeError, UserError):
@@ -360,9 +368,15 @@ class Store:
             self._db.executemany(self._insert, ([row.get(c) for c in COLUMNS] for row in trials))
             self._db.executemany(self._service_insert, ([row.get(c) for c in SERVICE_COLUMNS] for row in services))
         except BaseException:
-            self._db.execute("ROLLBACK")
+            self._rollback()
             raise
         self._db.execute("COMMIT")
+
+    def _rollback(self) -> None:
+        """Roll back the open transaction, if SQLite has not already (it does on a full disk, SQLITE_FULL): a ROLLBACK
+        then would fail ("no transaction is active") and hide why the write failed."""
+        if self._db.in_transaction:
+            self._db.execute("ROLLBACK")
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -371,7 +385,7 @@ class Store:
         try:
             yield self._db
         except BaseException:
-            self._db.execute("ROLLBACK")
+            self._rollback()
             raise
         self._db.execute("COMMIT")
 
@@ -388,6 +402,8 @@ class Store:
                 "INSERT OR IGNORE INTO plan_trials VALUES (?, ?, ?)",
                 ((plan.shards, plan.shard, key) for key in plan.keys),
             )
+            if plan.definition:
+                db.execute("INSERT OR IGNORE INTO plan_definitions VALUES (?, ?)", (plan.plan_id, plan.definition))
 
     def write_service(self, record: ServiceRecord) -> None:
         row = dataclasses.asdict(record)

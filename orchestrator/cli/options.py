@@ -23,13 +23,12 @@ from contract.families import load_families
 from orchestrator.cli.errors import UserError
 from orchestrator.data.registry import is_available, resolve_name, tasks
 from orchestrator.data.splits import ALL_REGIMES, SPLIT_INDICES
-from orchestrator.plan import DEFAULT_TIME_LIMIT_S, MAX_TIME_LIMIT_S, SweepPlan
+from orchestrator.plan import DEFAULT_TIME_LIMIT_S, MAX_BUDGET, MAX_TIME_LIMIT_S, SweepPlan
 from orchestrator.protocols import LITE, Protocol, protocol_named
 from orchestrator.services.discovery import DiscoveryError, is_dns_target, split_target
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-MAX_BUDGET = 10_000  # trials per cell; the protocol uses 201
 ALL_DATASETS = "all"  # --datasets all: the whole catalog (the protocol)
 ALL_METHODS = "all"  # --methods all: every method of this checkout's families (the protocol's, and a scaffold's)
 DEFAULT_REGIMES, DEFAULT_SPLITS, DEFAULT_BUDGET = "10/10/80", "0", 1  # without a --protocol

@@ -29,7 +29,8 @@ CATALOG = ",".join(t["name"] for t in tasks())
     [
         (["--methods", "mpl", "--datasets", "cora"], "unknown method 'mpl'"),
         (["--methods", "mlp", "--datasets", "corra"], "unknown dataset 'corra'"),
-        (["--methods", "mlp", "--datasets", "cora", "--shards", "0"], "--shards must be at least 1"),
+        (["--methods", "mlp", "--datasets", "cora", "--shards", "0"], "0 shards: the plan has 1 cell(s)"),
+        (["--methods", "mlp", "--datasets", "cora", "--shards", "1000000000"], "splits into 1 to 1 shards"),
         (["--methods", "mlp", "--datasets", "cora", "--from", "x.sqlite"], "--from is read by --estimate"),
         (
             ["--methods", "mlp", "--datasets", "cora", "--estimate", "--from", "none.sqlite"],
