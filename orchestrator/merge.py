@@ -233,7 +233,7 @@ def differing_columns(a: dict[str, Any], b: dict[str, Any]) -> tuple[str, ...]:
 def check_source(path: Path) -> _Source:
     """Refuse (SourceError, one line) a file that is not a run store or whose rows break the record schema."""
     path = Path(path)
-    db = open_existing(path, SourceError)
+    db = open_existing(path, SourceError, ranges=False)  # _check_values checks every value, ranges included
     try:
         return _check(db, path)
     except sqlite3.DatabaseError as exc:
@@ -278,6 +278,10 @@ def _value_rules(table: Table, present: tuple[str, ...]) -> Iterator[tuple[str, 
         if column == "status":
             condition += f" AND {column} IN ({', '.join(repr(s) for s in STATUSES)})"
             what = f"one of {', '.join(STATUSES)}"
+        if column in VALUE_RANGES and table in (TRIALS, SUPERSEDED):
+            low, high = VALUE_RANGES[column]
+            condition += f" AND {range_condition(column)}"
+            what += f" in [{low:g}, {high:g}]" if math.isfinite(high) else f", finite and >= {low:g}"
         yield column, condition, what
 
 

@@ -49,6 +49,7 @@ from pathlib import Path
 import pandas as pd
 
 from contract.errors import UserError
+from orchestrator.metrics import RANGES_TEXT, out_of_range, range_violation_sql
 from orchestrator.records import COLUMNS, RETRIED_STATUSES, STATUS_TIMEOUT, TrialRecord, current_key
 
 TRIAL_ORDER = "ORDER BY method, dataset, regime, split, trial_index"  # how the store hands out its trials
@@ -443,15 +444,18 @@ def read_done(path: Path, time_limit: float | None) -> list[tuple[str, str, str,
         db.close()
 
 
-def connect_read_only(path: Path) -> sqlite3.Connection:
+def connect_read_only(path: Path, immutable: bool = False) -> sqlite3.Connection:
     """A read-only connection to a store, also where SQLite cannot create WAL's ``-shm`` file.
 
     A read-only file system or directory makes ``mode=ro`` fail on a WAL store
     ("unable to open database file"); it is then opened ``immutable``, which reads
     the database file without locks (what a writer left in an uncheckpointed
     ``-wal`` beside it, after a crash, is not seen: nothing could have written it back).
+    ``immutable`` opens it so at once: the database file alone, whatever lies beside it (a sealed bundle's store).
     """
     uri = Path(path).resolve().as_uri()
+    if immutable:
+        return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True)
     db = None
     try:
         db = sqlite3.connect(f"{uri}?mode=ro", uri=True)
@@ -463,19 +467,53 @@ def connect_read_only(path: Path) -> sqlite3.Connection:
         return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True)
 
 
-def open_existing(path: Path, error: type[ValueError] = ValueError) -> sqlite3.Connection:
-    """A read-only connection to the store at ``path``: FileNotFoundError when absent, ``error`` when not SQLite."""
+def open_existing(
+    path: Path, error: type[ValueError] = ValueError, immutable: bool = False, ranges: bool = True
+) -> sqlite3.Connection:
+    """A read-only connection to the store at ``path``: FileNotFoundError when absent, ``error`` when not SQLite
+    (or not a regular file: a FIFO would hang SQLite's first read) or, unless ``ranges`` is off (for a reader that
+    checks every value itself, as a merge does), when it holds a number out of its range (``refuse_out_of_range``)."""
     if not path.exists():
         raise FileNotFoundError(f"no run store at {path}")
+    if not path.is_file():
+        raise error(f"{path} is not a NodeGround run store: not a regular file")
     try:
-        return connect_read_only(path)
+        db = connect_read_only(path, immutable)
     except sqlite3.DatabaseError as exc:
         raise error(f"{path} is not a NodeGround run store: {exc}") from None
+    try:
+        if ranges:
+            refuse_out_of_range(db, path, error)
+    except BaseException:
+        db.close()
+        raise
+    return db
 
 
-def _read(path: Path, query: str) -> pd.DataFrame:
+def refuse_out_of_range(db: sqlite3.Connection, path: Path, error: type[Exception] = ValueError) -> None:
+    """Refuse a store (``error``, one line naming the first row's key) holding a metric or cost outside its range
+    (``orchestrator.metrics.VALUE_RANGES``): an accuracy of 5.0 or a val_loss of -1 came from no trial."""
+    try:
+        present = [row[1] for row in db.execute("PRAGMA table_info(trials)")]
+    except sqlite3.DatabaseError as exc:
+        raise error(f"{path} is not a NodeGround run store: {exc}") from None
+    found = range_violation_sql(present)
+    if found is None:
+        return
+    where, checked = found
+    label = "trial_key" if "trial_key" in present else "rowid"
+    row = db.execute(f"SELECT {label}, {', '.join(checked)} FROM trials WHERE {where} LIMIT 1").fetchone()
+    if row is not None:
+        values = dict(zip(checked, row[1:], strict=True))
+        raise error(
+            f"{path}: trial {str(row[0])[:120]!r} holds {out_of_range(values, checked)}, which no trial computes "
+            f"({RANGES_TEXT}); the store is refused"
+        )
+
+
+def _read(path: Path, query: str, immutable: bool = False) -> pd.DataFrame:
     path = Path(path)
-    db = open_existing(path)
+    db = open_existing(path, immutable=immutable)
     try:
         return pd.read_sql(query, db)
     except (pd.errors.DatabaseError, sqlite3.DatabaseError) as exc:
@@ -484,10 +522,10 @@ def _read(path: Path, query: str) -> pd.DataFrame:
         db.close()
 
 
-def read_trials(path: Path) -> pd.DataFrame:
+def read_trials(path: Path, immutable: bool = False) -> pd.DataFrame:
     """The long table of trials from a store, refusing a path that is not one; a column added since an older store
     was written reads as missing values (readers never upgrade a store)."""
-    frame = _read(path, f"SELECT * FROM trials {TRIAL_ORDER}")
+    frame = _read(path, f"SELECT * FROM trials {TRIAL_ORDER}", immutable)
     for name in COLUMNS:
         if name not in frame.columns:
             frame[name] = None
@@ -549,18 +587,18 @@ def partial_note(path: Path) -> str | None:
     )
 
 
-def read_trial_columns(path: Path, columns: Sequence[str]) -> pd.DataFrame:
+def read_trial_columns(path: Path, columns: Sequence[str], immutable: bool = False) -> pd.DataFrame:
     """Some columns of a store's trials (a store of two million rows read whole would not fit in memory)."""
     unknown = sorted(set(columns) - set(COLUMNS))
     if unknown:
         raise ValueError(f"unknown trial columns {', '.join(unknown)}")
-    db = open_existing(Path(path))
+    db = open_existing(Path(path), immutable=immutable)
     try:
         present = {row[1] for row in db.execute("PRAGMA table_info(trials)")}
     finally:
         db.close()
     selected = [c if c in present or not present else f"NULL AS {c}" for c in columns]  # a column added since
-    return _read(path, f"SELECT {', '.join(selected)} FROM trials")
+    return _read(path, f"SELECT {', '.join(selected)} FROM trials", immutable)
 
 
 def read_services(path: Path) -> pd.DataFrame:
