@@ -4,14 +4,13 @@ queued behind a service still computing."""
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 import numpy as np
 import pytest
 
 from contract.wire import GraphBundle
-from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, Method
+from methods.sdk import ChoiceParam, Config, FitContext
 from methods.sdk.service import MethodServicer, build_server
 from orchestrator import warmup
 from orchestrator.services import client as client_module
@@ -20,31 +19,23 @@ from orchestrator.services.directory import Directory
 from orchestrator.store import Store
 from orchestrator.sweep import Sweep, SweepPlan
 from tests.conftest import HANG_S
+from tests.methods.helpers import Sleeper
 
 RELEASE = threading.Event()  # ends the stuck warm-up fits when the test is over
 
 
-class FirstCallSlow(Method):
+class FirstCallSlow(Sleeper):
     """A method whose first fit on a service (the warm-up's 60-node graph) initialises for longer than any limit and
     does not check its deadline meanwhile, as a first call may on a slow machine; other fits are brief and check it."""
 
     name = "firstslow"
-    version = "test"
-    capabilities = Capabilities(uses_gpu=False)
     default_config: Config = {"seconds": 0.02}
     search_space = (ChoiceParam("seconds", (0.02,)),)
 
     def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> Any:
         if graph.num_nodes == 60:  # the warm-up graph (orchestrator.warmup.warmup_bundle)
             RELEASE.wait(HANG_S)
-        end = time.monotonic() + float(config["seconds"])
-        while time.monotonic() < end:
-            ctx.check()
-            time.sleep(0.005)
-        return graph.num_classes
-
-    def predict(self, state: Any, graph: GraphBundle) -> np.ndarray:
-        return np.full((graph.num_nodes, state), 1.0 / state, dtype=np.float32)
+        return super().fit(graph, train, val, config, ctx)
 
 
 class InProcess(Directory):

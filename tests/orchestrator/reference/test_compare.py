@@ -22,7 +22,7 @@ from orchestrator.reference.compare import (
     user_hardware,
 )
 from orchestrator.store import Store
-from orchestrator.submission.bundle import SUBMISSION, TRIALS, finalize_store, seal
+from tests.orchestrator.conftest import sealed_bundle
 from tests.orchestrator.reference.conftest import rows
 from tests.orchestrator.reference.test_reference import manifest
 
@@ -98,12 +98,8 @@ def test_a_method_named_like_a_reference_method_is_refused_unless_the_users_stor
 
 
 def test_report_refuses_a_bundle_named_like_a_reference_method_in_one_line(tmp_path):
-    bundle = tmp_path / "bundle"
-    bundle.mkdir()
-    _store(bundle / TRIALS, rows(["g\u0441n"], ["texas"], budget=10, origin="user:x"))
-    finalize_store(bundle / TRIALS)
-    (bundle / SUBMISSION).write_text(json.dumps({"id": "x", "protocol": {"name": "lite"}}))
-    seal(bundle)
+    frame = rows(["g\u0441n"], ["texas"], budget=10, origin="user:x")
+    bundle = sealed_bundle(tmp_path / "bundle", frame.to_dict("records"), {"id": "x", "protocol": {"name": "lite"}})
     result = CliRunner().invoke(app, ["report", "--bundle", str(bundle), "--reference", "lite", "--out", str(tmp_path)])
     assert result.exit_code == 2 and "reads as the reference method 'gcn'" in result.output
     assert result.output.count("\n") == 1

@@ -12,8 +12,9 @@ from orchestrator.cli.main import app
 from orchestrator.protocols import PAPER
 from orchestrator.store import Store
 from orchestrator.submission import verify as verify_module
-from orchestrator.submission.bundle import CHECKSUM, SUBMISSION, TRIALS, BundleError, finalize_store, seal
+from orchestrator.submission.bundle import CHECKSUM, SUBMISSION, TRIALS, BundleError, seal
 from orchestrator.submission.verify import is_verified, verified_checksums
+from tests.orchestrator.conftest import sealed_bundle
 from tests.orchestrator.reference.conftest import rows
 
 runner = CliRunner()
@@ -25,13 +26,8 @@ def write(path, frame) -> None:
 
 
 def lite_bundle(tmp_path):
-    bundle = tmp_path / "lite"
-    bundle.mkdir()
-    write(bundle / TRIALS, rows(["mine"], ["texas"], budget=3, origin="user:x"))
-    finalize_store(bundle / TRIALS)
-    (bundle / SUBMISSION).write_text(json.dumps({"id": "x", "protocol": {"name": "lite"}}))
-    seal(bundle)
-    return bundle
+    frame = rows(["mine"], ["texas"], budget=3, origin="user:x")
+    return sealed_bundle(tmp_path / "lite", frame.to_dict("records"), {"id": "x", "protocol": {"name": "lite"}})
 
 
 def full_run(tmp_path, change=None):

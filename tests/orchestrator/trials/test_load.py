@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
-import json
-import sqlite3
-
 import pytest
 from typer.testing import CliRunner
 
 from orchestrator.cli.main import app
 from orchestrator.store import Store, read_trial_columns
-from orchestrator.submission.bundle import SUBMISSION, TRIALS, finalize_store, load_bundle, seal
+from orchestrator.submission.bundle import load_bundle
 from orchestrator.trials.load import AnalysisInputError, load_trials
-from tests.orchestrator.conftest import trial_record
+from tests.orchestrator.conftest import sealed_bundle, trial_record
 
 runner = CliRunner()
 #: Finding 4: accuracy 5.0, val_loss -1 or -1e308 were accepted from bundles and stores, and selected.
@@ -28,14 +24,19 @@ IMPOSSIBLE = [
 ]
 
 
-def _store(path, column: str, value: object, origin: str = "builtin"):
+def _rows(column: str, value: object, origin: str = "builtin") -> list[dict]:
+    """Three trials; the second holds ``value`` in ``column``."""
+    rows = [
+        trial_record(f"k{i}", trial_index=i, test_primary=0.6, test_accuracy=0.6, origin=origin, val_loss=0.4).as_row()
+        for i in range(3)
+    ]
+    rows[1][column] = value
+    return rows
+
+
+def _store(path, column: str, value: object):
     with Store(path) as store:
-        for i in range(3):
-            store.write(
-                trial_record(f"k{i}", trial_index=i, test_primary=0.6, test_accuracy=0.6, origin=origin, val_loss=0.4)
-            )
-    with contextlib.closing(sqlite3.connect(path)) as db, db:
-        db.execute(f"UPDATE trials SET {column} = ? WHERE trial_key = 'k1'", (value,))
+        store.write_rows(_rows(column, value))
     return path
 
 
@@ -63,12 +64,7 @@ def test_an_export_holding_an_impossible_metric_is_refused(tmp_path):
 
 
 def test_a_bundle_holding_an_impossible_metric_is_refused(tmp_path):
-    bundle = tmp_path / "bundle"
-    bundle.mkdir()
-    _store(bundle / TRIALS, "val_loss", -1.0, origin="user:x")
-    finalize_store(bundle / TRIALS)
-    (bundle / SUBMISSION).write_text(json.dumps({"id": "x"}))
-    seal(bundle)
+    bundle = sealed_bundle(tmp_path / "bundle", _rows("val_loss", -1.0, origin="user:x"), {"id": "x"})
     with pytest.raises(AnalysisInputError, match=r"trial 'k1' holds val_loss -1.0"):
         load_bundle(bundle)
     result = runner.invoke(app, ["report", "--bundle", str(bundle), "--out", str(tmp_path / "site")])
