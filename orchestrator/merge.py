@@ -49,7 +49,7 @@ import math
 import os
 import socket
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -329,11 +329,11 @@ def merge_stores(into: Path, sources: list[Path], on_conflict: str = "refuse", p
     remove_stale_scratch(into)
     if into.exists():
         with Store(into, claim=True) as target:
-            return _merge(target, checked, on_conflict, partial)
+            return _written(into, lambda: _merge(target, checked, on_conflict, partial))
     scratch = into.with_name(f"{_scratch_prefix(into)}{socket.gethostname()}-{os.getpid()}")
     try:
         with Store(scratch) as target:
-            report = _merge(target, checked, on_conflict, partial)
+            report = _written(into, lambda: _merge(target, checked, on_conflict, partial))
         claim = claim_lock(into)
         try:
             if into.exists():
@@ -344,6 +344,14 @@ def merge_stores(into: Path, sources: list[Path], on_conflict: str = "refuse", p
         return report
     finally:
         _remove_scratch(scratch)
+
+
+def _written(into: Path, merge: Callable[[], MergeReport]) -> MergeReport:
+    """``merge()``, a write that fails (a full disk: SQLite rolled its transaction back) said as such, in one line."""
+    try:
+        return merge()
+    except sqlite3.OperationalError as exc:
+        raise sqlite3.OperationalError(f"{into}: {exc}; nothing was merged") from None
 
 
 def _scratch_prefix(into: Path) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import resource
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -31,6 +33,7 @@ from orchestrator.store import (
     read_trials,
 )
 from orchestrator.sweep import Sweep
+from tests.conftest import HANG_S, REPO
 from tests.orchestrator.conftest import trial_record
 from tests.orchestrator.whole_plan import shard_of, whole_plan_record
 
@@ -419,24 +422,32 @@ def test_shards_recorded_by_an_older_orchestrator_merge_only_as_partial(tmp_path
 # ---- a full disk, a killed merge --------------------------------------------------------
 
 
-def test_a_merge_onto_a_full_disk_says_the_disk_is_full_and_writes_nothing(tmp_path, monkeypatch):
-    """Finding 16: SQLite rolls a transaction back itself on a full disk, and the merge's own ROLLBACK then failed
-    with "cannot rollback - no transaction is active", hiding why."""
+def _no_room_past(size: int):
+    """A child's limit on the size of any file it writes (a write past it fails, as on a full disk)."""
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails (EFBIG) instead of the process dying
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+    return limit
+
+
+def test_a_merge_that_cannot_write_says_why_and_writes_nothing(tmp_path):
+    """Finding 16: SQLite rolls a transaction back itself when a write fails for room (a full disk, a file-size
+    limit), and the merge's own ROLLBACK then failed with "cannot rollback - no transaction is active", hiding why.
+    Here a file-size limit (what a test can impose without a full disk) stands for the full disk."""
     target = store(tmp_path / "all.sqlite", record("k0"))
-    source = store(tmp_path / "a.sqlite", *(record(f"k{i}") for i in range(1, 400)))
-    opened = Store._open
-
-    def full_disk(self):  # the target's file cannot grow past what it holds: as on a full disk
-        opened(self)
-        pages = self._db.execute("PRAGMA page_count").fetchone()[0]
-        self._db.execute(f"PRAGMA max_page_count = {pages + 1}")
-
-    monkeypatch.setattr(Store, "_open", full_disk)
-    with pytest.raises(sqlite3.OperationalError, match="database or disk is full"):
-        merge_stores(target, [source])
-    result = CliRunner().invoke(app, ["merge", "--into", str(target), str(source)])
-    assert result.exit_code == 2 and result.output == "error: database or disk is full\n"
-    monkeypatch.undo()
+    padded = '{"x": "%s"}' % ("y" * 200)
+    source = store(
+        tmp_path / "a.sqlite", *(dataclasses.replace(record(f"k{i}"), config_json=padded) for i in range(1, 3000))
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "merge", "--into", str(target), str(source)],
+        cwd=REPO, capture_output=True, text=True, timeout=HANG_S,
+        preexec_fn=_no_room_past(target.stat().st_size + (64 << 10)),
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"error: {target}: disk I/O error; nothing was merged"), done.stderr
     assert keys(target) == ["k0"]
 
 
