@@ -188,7 +188,7 @@ def test_sixteen_unread_predict_streams_leave_a_concurrent_sweeps_trials_ok(tmp_
         neighbour = MethodClient(endpoint)
         neighbour.ensure_graph(big)
         fit = neighbour.fit("mlp", big.graph_hash, np.arange(0, 100), np.arange(100, 200), CHEAP, 0, HANG_S)
-        channel = grpc.insecure_channel(endpoint)
+        channel = grpc.insecure_channel(endpoint, options=[("grpc.http2.bdp_probe", 0)])  # its windows stay small
         predict = pb_grpc.MethodServiceStub(channel).Predict
         unread = [predict(pb.PredictRequest(model_handle=fit.value.model_handle), timeout=HANG_S) for _ in range(16)]
         try:

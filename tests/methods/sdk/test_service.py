@@ -29,7 +29,7 @@ from methods.sdk.caches import GraphCache
 from methods.sdk.device import nvidia_driver_version
 from methods.sdk.method import pick_device
 from methods.sdk.service import MethodServicer
-from tests.conftest import HANG_S, tiny_graph
+from tests.conftest import HANG_S, tiny_graph, wait_for
 from tests.methods.helpers import Sleeper, in_process_service, tiny_bundle
 
 QUICK = {"max_epochs": 20, "patience": 20}
@@ -322,8 +322,18 @@ def test_predict_streams_no_one_reads_hold_no_fit_and_no_other_predict(graph, ca
     """Finding 7: a neighbour that opened 16 Predict streams and never read them held each reply's thread, all 8 of
     the shared pool, until its deadline: every Fit waited. Predict now has threads of its own, and a reply whose
     client takes no chunk gives its thread up to a Predict that waits (``methods.sdk.replies``)."""
-    servicer = MethodServicer("test", [SleepMethod])
-    nodes, classes = 200_000, 10  # an 8 MB reply: more than the flow-control windows hold unread
+
+    class Counted(MethodServicer):
+        """Counts the Predict calls that took a thread."""
+
+        started = 0
+
+        def Predict(self, request: pb.PredictRequest, context: grpc.ServicerContext) -> Iterator[pb.PredictChunk]:
+            Counted.started += 1
+            yield from super().Predict(request, context)
+
+    servicer = Counted("test", [SleepMethod])
+    nodes, classes = 20_000, 10  # an 800 kB reply: more than the windows of a client that probes no bandwidth hold
     ring = np.stack([np.arange(nodes), (np.arange(nodes) + 1) % nodes])
     big = make_bundle(np.ones((nodes, 1), np.float32), ring, np.arange(nodes) % classes, classes)
     train, val = np.arange(0, 30), np.arange(30, 60)
@@ -331,13 +341,13 @@ def test_predict_streams_no_one_reads_hold_no_fit_and_no_other_predict(graph, ca
         client.ensure_graph(big)
         client.ensure_graph(graph)
         handle = client.fit("sleep", big.graph_hash, train, val, {"seconds": 0.0}, 0, HANG_S).value.model_handle
-        neighbour = grpc.insecure_channel(client.endpoint)
+        neighbour = grpc.insecure_channel(client.endpoint, options=[("grpc.http2.bdp_probe", 0)])  # windows stay small
         unread = [
             pb_grpc.MethodServiceStub(neighbour).Predict(pb.PredictRequest(model_handle=handle), timeout=HANG_S)
             for _ in range(16)
         ]
         try:
-            time.sleep(0.5)  # let the streams arrive and take what they take
+            wait_for(lambda: Counted.started >= 8, "8 of the unread streams holding a thread")  # all 8 of the pool
             fit = client.fit("sleep", graph.graph_hash, train, val, {"seconds": 0.0}, 0, HANG_S / 4)
             predicted = client.predict(fit.value.model_handle, graph.num_nodes, graph.num_classes, timeout=HANG_S / 4)
             assert predicted.value.shape == (graph.num_nodes, graph.num_classes)

@@ -17,7 +17,7 @@ from orchestrator.cli.main import app
 from orchestrator.data.registry import DatasetError, add_user_dataset, load_dataset, resolve_name
 from orchestrator.data.splits import graph_split
 from orchestrator.data.user import UserDatasetError, user_registry
-from tests.conftest import HANG_S, REPO
+from tests.conftest import HANG_S, REPO, wait_for
 
 
 def good_arrays(n: int = 30):
@@ -251,7 +251,12 @@ def test_a_path_that_is_no_regular_file_is_refused_before_a_byte_is_read(cache, 
     assert not (cache / "user" / "registry.json").exists()
 
 
-_ADD = "import sys; from orchestrator.data.registry import add_user_dataset; add_user_dataset(sys.argv[1], sys.argv[2])"
+#: A child that imports, says it is ready, waits for the go, then adds: the six adds start within milliseconds.
+_ADD = (
+    "import pathlib, sys, time; from orchestrator.data.registry import add_user_dataset; "
+    "go = pathlib.Path(sys.argv[3]); pathlib.Path(sys.argv[4]).touch(); "
+    "[time.sleep(0.001) for _ in iter(lambda: go.exists(), True)]; add_user_dataset(sys.argv[1], sys.argv[2])"
+)
 
 
 def test_six_concurrent_adds_keep_six_registrations(cache, tmp_path):
@@ -259,10 +264,17 @@ def test_six_concurrent_adds_keep_six_registrations(cache, tmp_path):
     an unlocked read-modify-write of registry.json through one fixed temporary name)."""
     x, edges, y = good_arrays()
     env = {**os.environ, "NODEGROUND_CACHE": str(cache), "PYTHONPATH": str(REPO)}
-    procs = []
+    go, procs = tmp_path / "go", []
     for i in range(6):
         path = write_npz(tmp_path / f"g{i}.npz", x=x + i, edge_index=edges, y=y)
-        procs.append(subprocess.Popen([sys.executable, "-c", _ADD, str(path), f"graph-{i}"], cwd=REPO, env=env))
+        ready = tmp_path / f"ready-{i}"
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-c", _ADD, str(path), f"graph-{i}", str(go), str(ready)], cwd=REPO, env=env
+            )
+        )
+    wait_for(lambda: all((tmp_path / f"ready-{i}").exists() for i in range(6)), "six adds ready")
+    go.touch()
     assert [p.wait(HANG_S) for p in procs] == [0] * 6
     assert sorted(user_registry()) == [f"graph-{i}" for i in range(6)]
     assert sorted(p.name for p in (cache / "user").iterdir() if p.suffix == ".part") == []  # no temporary left
