@@ -245,6 +245,8 @@ class Store:
         """Open (creating or upgrading) a store; ``claim`` takes the writer's claim before anything is written."""
         self._claim: Claim | None = None
         self.path = Path(path)
+        if self.path.exists() and not self.path.is_file():  # a FIFO or a device would hang SQLite's first read
+            raise ValueError(f"{self.path} is not a NodeGround run store: not a regular file")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if claim:
             self.claim()
@@ -435,6 +437,8 @@ def read_done(path: Path, time_limit: float | None) -> list[tuple[str, str, str,
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no run store at {path}")
+    if not path.is_file():
+        raise ValueError(f"{path} is not a NodeGround run store: not a regular file")
     db = connect_read_only(path)
     try:
         return db.execute(query, params).fetchall()

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from contract.files import MIB, FileRefused, read_bounded
+from contract.files import MIB, FileRefused, check_regular, read_bounded
 from orchestrator.data.fetch import sha256_of
 from orchestrator.protocols import LITE, PAPER
 from orchestrator.store import read_trials
@@ -97,6 +97,7 @@ def full_trials(path: Path) -> tuple[str, str, pd.DataFrame]:
     if path.is_dir():
         with sealed(path) as content:
             return f"bundle {content.checksum[:12]}", content.checksum, read_trials(content.trials, immutable=True)
+    check_regular(path, "the full run's store")  # a FIFO would hang the hash
     return f"store {path}", sha256_of(path), read_trials(path)
 
 

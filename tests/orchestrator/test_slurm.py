@@ -242,3 +242,21 @@ def _write_rows(path, frame) -> None:
     with Store(path) as store:
         for i, row in enumerate(frame.to_dict("records")):
             store.write(trial_record(f"k{i}", **{k: v for k, v in row.items() if k != "family"}))
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[]", "holds an array, not an object"),
+        ('{"directory": "x", "shards": "2", "run_args": []}', "'shards' is a string, not a number"),
+        ('{"directory": "x", "shards": 2}', "is not one `slurm submit` wrote"),
+        ('{"directory": "x", "shards": 2, "run_args": [], "surprise": 1}', "unknown field(s) surprise"),
+    ],
+)
+def test_a_malformed_job_file_is_one_line(tmp_path, text, message):
+    """A job.json that is not what `slurm submit` wrote (as the issue's other malformed JSON files: one line)."""
+    (tmp_path / "job.json").write_text(text)
+    for command in ("status", "resubmit", "merge"):
+        result = runner.invoke(app, ["slurm", command, "--dir", str(tmp_path)])
+        assert result.exit_code == 2 and result.output.startswith("error: the job file") and message in result.output
+        assert result.output.count("\n") == 1 and "unexpected" not in result.output, result.output

@@ -121,3 +121,24 @@ def test_the_claim_is_the_files_whatever_name_reaches_it(tmp_path):
         holder.wait()
     with Store(hardlink) as store:
         store.claim()  # the holder is gone: the file is free under any name
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["plan", *TINY_SWEEP, "--store", "{fifo}"],
+        ["run", *TINY_SWEEP, "--store", "{fifo}"],
+        ["show", "--store", "{fifo}"],
+        ["report", "--store", "{fifo}", "--out", "{site}"],
+        ["export", "--store", "{fifo}", "--out", "{site}"],
+        ["merge", "--into", "{site}/all.sqlite", "{fifo}"],
+    ],
+)
+def test_a_store_path_that_is_no_regular_file_is_refused_not_waited_on(tmp_path, command):
+    """A FIFO given as a store would hang SQLite's first read (as a FIFO given as a graph or token file did)."""
+    fifo = tmp_path / "runs.sqlite"
+    os.mkfifo(fifo)
+    args = [part.format(fifo=fifo, site=tmp_path / "site") for part in command]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+    assert "not a regular file" in result.output

@@ -129,3 +129,8 @@ def test_the_store_is_read_from_a_private_copy_of_exactly_the_sealed_bytes(tmp_p
     (bundle / "submission.json").symlink_to(fifo)
     with pytest.raises(BundleError, match="is a FIFO, not a regular file"):
         load_bundle(bundle)
+    (bundle / "submission.json").unlink()
+    with open(bundle / "submission.json", "wb") as sparse:  # Finding 12: a 300 GiB sparse submission.json hung
+        sparse.truncate(300 << 30)
+    with pytest.raises(BundleError, match=r"holds 300.0 GiB, more than the 16.0 MiB it may hold"):
+        load_bundle(bundle)
