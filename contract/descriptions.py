@@ -24,7 +24,17 @@ from typing import Any
 from google.protobuf import json_format
 
 from contract.families import ROOT, Family
-from contract.space import ChoiceParam, Config, FloatParam, IntParam, Param, config_from_proto, param_from_proto
+from contract.space import (
+    ChoiceParam,
+    Config,
+    FloatParam,
+    IntParam,
+    Param,
+    config_from_proto,
+    config_to_proto,
+    param_from_proto,
+    param_to_proto,
+)
 from contract.v1 import method_service_pb2 as pb
 
 DESCRIPTION_FILE = "description.json"
@@ -61,6 +71,29 @@ def spec_from_proto(info: pb.MethodInfo) -> MethodSpec:
         max_classes=info.capabilities.max_classes,
         library_versions=dict(info.library_versions),
     )
+
+
+def spec_to_dict(spec: MethodSpec) -> dict[str, Any]:
+    """What of a method decides its trials (name, version, family, kind, default configuration, search space), as
+    a description file writes it; ``spec_from_dict`` reads it back with the same planning identity."""
+    info = pb.MethodInfo(
+        name=spec.name,
+        version=spec.version,
+        family=spec.family,
+        kind=next((k for k, name in _KIND_NAMES.items() if name == spec.kind), pb.METHOD_KIND_SUPERVISED),
+        capabilities=pb.Capabilities(max_classes=spec.max_classes),
+        default_config=config_to_proto(spec.default_config),
+        search_space=[param_to_proto(p) for p in spec.search_space],
+    )
+    return info_to_dict(info)
+
+
+def spec_from_dict(entry: Any) -> MethodSpec:
+    """A method from ``spec_to_dict``'s form (a description file's entry); DescriptionError when it is not one."""
+    try:
+        return spec_from_proto(json_format.ParseDict(entry, pb.MethodInfo()))
+    except (ValueError, TypeError, AttributeError, json_format.ParseError) as exc:
+        raise DescriptionError(f"not a method description ({str(exc)[:200]})") from None
 
 
 def info_to_dict(info: pb.MethodInfo) -> dict[str, Any]:

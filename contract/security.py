@@ -25,10 +25,11 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import grpc
+
+from contract.files import MIB, FileRefused, read_bounded
 
 CERT_ENV, KEY_ENV, CA_ENV, NAME_ENV, TOKEN_FILE_ENV = (
     "NODEGROUND_TLS_CERT", "NODEGROUND_TLS_KEY", "NODEGROUND_TLS_CA", "NODEGROUND_TLS_NAME", "NODEGROUND_TOKEN_FILE",
@@ -36,20 +37,23 @@ CERT_ENV, KEY_ENV, CA_ENV, NAME_ENV, TOKEN_FILE_ENV = (
 ENV_NAMES = (CERT_ENV, KEY_ENV, CA_ENV, NAME_ENV, TOKEN_FILE_ENV)
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
 _TOKEN = re.compile(r"[\x21-\x7e]+")  # what an HTTP/2 header value may carry
+PEM_LIMIT = MIB  # a certificate chain or key: a few KiB; the same reader refuses a FIFO, a device or a huge file
+TOKEN_LIMIT = 64 << 10
 
 
 class SecurityError(ValueError):
     """The TLS or token settings are incomplete or unreadable (one line, names the setting)."""
 
 
-def _read(env: Mapping[str, str], name: str) -> bytes | None:
+def _read(env: Mapping[str, str], name: str, limit: int = PEM_LIMIT) -> bytes | None:
+    """The file a variable names, a regular file of at most ``limit`` bytes (``contract.files``); None when unset."""
     value = env.get(name)
     if not value:
         return None
     try:
-        return Path(value).read_bytes()
-    except OSError as exc:
-        raise SecurityError(f"{name}={value}: cannot read it ({exc.strerror})") from None
+        return read_bounded(value, limit, name)
+    except FileRefused as exc:
+        raise SecurityError(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -70,7 +74,7 @@ class Security:
             raise SecurityError(
                 f"{CERT_ENV} and {KEY_ENV} go together: set both (a service's TLS certificate and key) or neither"
             )
-        token_bytes = _read(env, TOKEN_FILE_ENV)
+        token_bytes = _read(env, TOKEN_FILE_ENV, TOKEN_LIMIT)
         token = token_bytes.decode("utf-8", "replace").strip() if token_bytes is not None else None
         if token_bytes is not None and not _TOKEN.fullmatch(token or ""):
             raise SecurityError(

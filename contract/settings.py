@@ -102,7 +102,8 @@ UPLOAD_IDLE_SECONDS = Setting(
     0.001,
     DAY_S,
     30.0,
-    "how long an upload stream may go without a chunk before it is cancelled (DEADLINE_EXCEEDED), its slot freed",
+    "how long a stream may go without a chunk before it is cancelled: an upload's next chunk (DEADLINE_EXCEEDED, its "
+    "slot freed), a Predict reply's chunk its client has not taken",
     "--upload-idle-seconds",
 )
 MAX_MODELS = Setting(

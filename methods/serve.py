@@ -21,6 +21,7 @@ from typing import NoReturn
 import grpc
 import torch
 
+from contract.address import AddressError, check_host
 from contract.families import Family, load_families
 from contract.handshake import GRAPH_DIR_ENV, READY_PREFIX, SERVICE_PORT
 from contract.hardware import PINNED, KernelPolicyError, kernel_environment, kernel_policy, kernels_in_effect
@@ -154,8 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
     try:
         limits = settings(args)
+        check_host(args.host, "--host")
         policy = kernel_policy()
-    except (SettingError, KernelPolicyError) as exc:
+    except (SettingError, AddressError, KernelPolicyError) as exc:
         parser.error(str(exc))
     if policy == PINNED and kernels_in_effect() != PINNED:  # the libraries read their kernels' variables as they load
         argv = sys.argv[1:] if argv is None else argv

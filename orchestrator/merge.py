@@ -17,15 +17,17 @@ first):
   superseded, and among those the one with the latest trial; the rows of the others move to
   ``superseded_trials`` (kept, never read by ``show``/``export``/``report``).
 
-Only complete results are published. Shard stores record the plan they ran (``Store.write_plan``:
-every shard's trial count, their own keys), so the merged store knows which planned trials have an
-outcome (any status but ``unavailable``). A merge that leaves planned trials without one is refused,
-naming the shards and how many of their trials are missing, unless ``partial`` is asked for: the
-store then says so in its ``meta`` table (``read_merge_state``), and ``report`` and ``show`` say so
-too. Stores without a recorded plan (unsharded runs) are merged without that check. A shard store an
-older orchestrator wrote holds a plan id of another kind (a digest of every key, ``legacy_plan_id``): such
-shards merge among themselves as before, and beside shards recorded today they are named, to be run again
-once (which skips their stored trials and records the plan anew), never taken for the same plan.
+Only complete results are published. Shard stores record the plan they ran (``Store.write_plan``: its
+id and its definition, every shard's trial count, their own keys); the merge recomputes the plan from its
+definition (checked against its id), spells out every shard's trial keys and counts those with an outcome
+(any status but ``unavailable``) in the merged store: a count a store records is never believed. A merge
+that leaves planned trials without one is refused, naming the shards and how many of their trials are
+missing, unless ``partial`` is asked for: the store then says so in its ``meta`` table
+(``read_merge_state``), and ``report`` and ``show`` say so too. Stores without a recorded plan (unsharded
+runs) are merged without that check. A plan that cannot be recomputed (a shard store an older orchestrator
+wrote: its plan id digests every key, ``legacy_plan_id``, or it recorded no definition) is named, its shards
+to be run again once (which skips their stored trials and records the plan anew), and the merge is not
+complete until they are. Spelling out the paper protocol's 1.9 M keys takes about a minute of one core.
 
 Before anything is written each source is checked: it is a run store, its tables have the columns a
 row needs and every value has its column's type (a number where a number belongs, a known status,
@@ -45,16 +47,20 @@ import contextlib
 import json
 import math
 import os
+import socket
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from orchestrator.records import COLUMNS, STATUS_UNAVAILABLE, STATUSES, current_key
+from orchestrator.metrics import VALUE_RANGES, range_condition
+from orchestrator.plan import Plan, PlanDefinitionError, plan_from_definition
+from orchestrator.records import COLUMNS, RETRIED_STATUSES, STATUS_UNAVAILABLE, STATUSES, current_key
 from orchestrator.store import (
     MERGE_META_KEY,
+    PLAN_DEFINITIONS,
     PLAN_SLOTS,
     PLAN_TRIALS,
     SERVICE_COLUMNS,
@@ -65,7 +71,6 @@ from orchestrator.store import (
     Table,
     claim_lock,
     connect_read_only,
-    done_by_slot,
     legacy_plan_id,
     open_existing,
 )
@@ -79,7 +84,9 @@ CONFLICT_RULES = ("refuse", "keep-first", "keep-last")
 SHOWN = 5  # conflicts and shards a message names before "and N more"
 _BATCH = 5000  # rows per round trip when streaming a source into the target's temporary tables
 _ACCEPTED = {"REAL": ("real", "integer", "null"), "INTEGER": ("integer", "null"), "TEXT": ("text", "null")}
-_CHECKED = (TRIALS, SUPERSEDED, SERVICES, PLAN_SLOTS, PLAN_TRIALS)
+_CHECKED = (TRIALS, SUPERSEDED, SERVICES, PLAN_SLOTS, PLAN_TRIALS, PLAN_DEFINITIONS)
+# the temporary tables a source is staged in
+_STAGED = ("incoming", "incoming_superseded", "incoming_slots", "incoming_plan", "incoming_definitions", "replace_keys")
 
 
 class MergeConflict(ValueError):
@@ -119,19 +126,26 @@ class ShardGap:
 
 @dataclass(frozen=True)
 class Completeness:
-    """The merged store against the plan its shards recorded."""
+    """The merged store against the plans its shards recorded, each recomputed from its definition."""
 
     plans: tuple[str, ...]  # plan ids; more than one: shards of different plans were merged
     shard_counts: tuple[int, ...]
-    planned: int
+    planned: int  # the recomputed plan's trials (0 when no plan could be recomputed)
     gaps: tuple[ShardGap, ...]
-    # (shard, shards) of each shard whose store an older orchestrator recorded (``legacy_plan_id``) beside shards
-    # recorded today: its plan id cannot match theirs, whatever it ran
+    # (shard, shards) of each shard whose store an older orchestrator recorded (``legacy_plan_id``): a digest of every
+    # key, which no definition recomputes
     legacy: tuple[tuple[int, int], ...] = ()
+    unverified: tuple[str, ...] = ()  # plans that could not be recomputed here, each with why
 
     @property
     def complete(self) -> bool:
-        return len(self.plans) == 1 and len(self.shard_counts) == 1 and not self.gaps
+        return (
+            len(self.plans) == 1
+            and len(self.shard_counts) == 1
+            and not self.gaps
+            and not self.legacy
+            and not self.unverified
+        )
 
     @property
     def missing(self) -> int:
@@ -144,11 +158,17 @@ class Completeness:
             more = f" and {len(self.legacy) - SHOWN} more" if len(self.legacy) > SHOWN else ""
             parts.append(
                 f"shard(s) {shown}{more} recorded their plan with an older orchestrator, whose plan ids cannot be "
-                "compared with today's: run each again on its store with this version (`orchestrator slurm resubmit "
+                "recomputed: run each again on its store with this version (`orchestrator slurm resubmit "
                 "--only I,...`, or `orchestrator run` with the sweep's flags, --shard I/N and --store on it), which "
                 "skips its stored trials and records its plan anew"
             )
-        current = [p for p in self.plans if not (self.legacy and legacy_plan_id(p))]
+        if self.unverified:
+            parts.append(
+                f"plan(s) {'; '.join(self.unverified[:SHOWN])} cannot be recomputed here, so its trials cannot be "
+                "counted: run its shards again with this version (they skip their stored trials and record the plan "
+                "anew)"
+            )
+        current = [p for p in self.plans if not legacy_plan_id(p)]
         if len(current) > 1 or len(self.shard_counts) > 1:
             parts.append(
                 f"the stores hold shards of {len(self.plans)} different plans ({', '.join(self.plans)}) "
@@ -171,6 +191,7 @@ class Completeness:
             "summary": self.summary(),
             "gaps": [g.__dict__ for g in self.gaps],
             "legacy_shards": [list(shard) for shard in self.legacy],
+            "unverified_plans": list(self.unverified),
             "merged_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
 
@@ -212,7 +233,7 @@ def differing_columns(a: dict[str, Any], b: dict[str, Any]) -> tuple[str, ...]:
 def check_source(path: Path) -> _Source:
     """Refuse (SourceError, one line) a file that is not a run store or whose rows break the record schema."""
     path = Path(path)
-    db = open_existing(path, SourceError)
+    db = open_existing(path, SourceError, ranges=False)  # _check_values checks every value, ranges included
     try:
         return _check(db, path)
     except sqlite3.DatabaseError as exc:
@@ -257,6 +278,10 @@ def _value_rules(table: Table, present: tuple[str, ...]) -> Iterator[tuple[str, 
         if column == "status":
             condition += f" AND {column} IN ({', '.join(repr(s) for s in STATUSES)})"
             what = f"one of {', '.join(STATUSES)}"
+        if column in VALUE_RANGES and table in (TRIALS, SUPERSEDED):
+            low, high = VALUE_RANGES[column]
+            condition += f" AND {range_condition(column)}"
+            what += f" in [{low:g}, {high:g}]" if math.isfinite(high) else f", finite and >= {low:g}"
         yield column, condition, what
 
 
@@ -301,24 +326,71 @@ def merge_stores(into: Path, sources: list[Path], on_conflict: str = "refuse", p
         if into.exists() and source.exists() and source.resolve() == into.resolve():
             raise ValueError(f"{source} is the target store itself")
         checked.append(check_source(source))
+    remove_stale_scratch(into)
     if into.exists():
         with Store(into, claim=True) as target:
-            return _merge(target, checked, on_conflict, partial)
-    scratch = into.with_name(f".{into.name}.merging-{os.getpid()}")
+            return _written(into, lambda: _merge(target, checked, on_conflict, partial))
+    scratch = into.with_name(f"{_scratch_prefix(into)}{socket.gethostname()}-{os.getpid()}")
     try:
         with Store(scratch) as target:
-            report = _merge(target, checked, on_conflict, partial)
+            report = _written(into, lambda: _merge(target, checked, on_conflict, partial))
         claim = claim_lock(into)
         try:
             if into.exists():
                 raise ValueError(f"{into} was created by another process while merging; merge again")
             os.replace(scratch, into)
         finally:
-            os.close(claim)
+            claim.close()
         return report
     finally:
-        for leftover in (scratch, *(scratch.with_name(scratch.name + s) for s in ("-wal", "-shm", "-journal"))):
-            leftover.unlink(missing_ok=True)
+        _remove_scratch(scratch)
+
+
+def _written(into: Path, merge: Callable[[], MergeReport]) -> MergeReport:
+    """``merge()``, a write that fails (a full disk: SQLite rolled its transaction back) said as such, in one line."""
+    try:
+        return merge()
+    except sqlite3.OperationalError as exc:
+        raise sqlite3.OperationalError(f"{into}: {exc}; nothing was merged") from None
+
+
+def _scratch_prefix(into: Path) -> str:
+    return f".{into.name}.merging-"
+
+
+def _remove_scratch(scratch: Path) -> None:
+    for leftover in (scratch, *(scratch.with_name(scratch.name + s) for s in ("-wal", "-shm", "-journal"))):
+        leftover.unlink(missing_ok=True)
+
+
+def remove_stale_scratch(into: Path) -> list[Path]:
+    """Remove what a merge into ``into`` that was killed left beside it (its hidden scratch store, up to the size of
+    the merged store): the scratch of a process of this host that no longer runs; the removed scratch stores.
+
+    A scratch is named ``.<target>.merging-<host>-<pid>`` (an older orchestrator's ``.<target>.merging-<pid>`` counts
+    as this host's); another host's is left alone, since whether its merge still runs cannot be told from here.
+    """
+    removed = []
+    prefix = _scratch_prefix(into)
+    for path in into.parent.glob(f"{prefix}*"):
+        if path.name.endswith(("-wal", "-shm", "-journal")):
+            continue
+        host, _, pid = path.name[len(prefix) :].rpartition("-")
+        if not pid.isdigit() or (host and host != socket.gethostname()) or _running(int(pid)):
+            continue
+        _remove_scratch(path)
+        removed.append(path)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 def _merge(target: Store, sources: list[_Source], on_conflict: str, partial: bool) -> MergeReport:
@@ -444,7 +516,9 @@ def _merge_source(
         "INSERT OR IGNORE INTO main.plan_trials SELECT p.* FROM temp.incoming_plan p JOIN temp.incoming_slots s "
         "ON s.shards = p.shards AND s.shard = p.shard AND s.recorded = 1"
     )
-    for name in ("incoming", "incoming_superseded", "incoming_slots", "incoming_plan", "replace_keys"):
+    _stage(db, source, PLAN_DEFINITIONS, "incoming_definitions")
+    db.execute("INSERT OR IGNORE INTO main.plan_definitions SELECT * FROM temp.incoming_definitions")
+    for name in _STAGED:
         db.execute(f"DROP TABLE IF EXISTS temp.{name}")
 
 
@@ -493,28 +567,89 @@ def _supersede(db: sqlite3.Connection) -> dict[str, int]:
 
 
 def completeness(db: sqlite3.Connection) -> Completeness | None:
-    """Which planned trials of the plan the store's shards recorded lack an outcome; None when none recorded one."""
-    slots = db.execute(
-        "SELECT shards, shard, plan_id, trials, recorded FROM plan_slots ORDER BY shards, shard"
-    ).fetchall()
+    """Which trials of the plans the store's shards recorded lack an outcome; None when no shard recorded a plan.
+
+    Each plan is recomputed from the definition its shards recorded (``plan_from_definition``), checked against its
+    plan id, and its shards' trials are spelled out and looked up: the counts a store records are never believed
+    (a shard store holding 0 or -100 planned trials once made a merge "complete"). A plan without a definition (an
+    older orchestrator's) or whose definition does not give its id cannot be counted, so the merge is not complete.
+    """
+    slots = db.execute("SELECT shards, shard, plan_id, recorded FROM plan_slots ORDER BY shards, shard").fetchall()
     if not slots:
         return None
-    done = done_by_slot(db)
-    gaps = []
-    for shards, shard, _, planned, recorded in slots:
-        missing = planned - done.get((shards, shard), 0) if recorded else planned
-        if missing > 0:
-            gaps.append(ShardGap(shard, shards, missing, planned, bool(recorded)))
+    definitions: dict[str, list[str]] = {}
+    for plan_id, definition in db.execute("SELECT plan_id, definition FROM plan_definitions"):
+        definitions.setdefault(plan_id, []).append(definition)
     counts = tuple(sorted({s[0] for s in slots}))
     plans = tuple(sorted({s[2] for s in slots}))
-    mixed = len({legacy_plan_id(p) for p in plans}) > 1
+    gaps: list[ShardGap] = []
+    unverified: list[str] = []
+    planned = 0
+    for plan_id in plans:
+        if legacy_plan_id(plan_id):
+            continue
+        plan, why = _recomputed(plan_id, definitions.get(plan_id, []))
+        if plan is None:
+            unverified.append(f"{plan_id} ({why})")
+            continue
+        for shards in sorted({s[0] for s in slots if s[2] == plan_id}):
+            if shards > max(1, len(plan.cells)):
+                unverified.append(f"{plan_id} ({shards:,} shards recorded for its {len(plan.cells):,} cells)")
+                continue
+            recorded = {s[1] for s in slots if s[2] == plan_id and s[0] == shards and s[3]}
+            sizes, done = plan.shard_trials(shards), _done_per_shard(db, plan, shards)
+            planned = sum(sizes) if shards == counts[-1] else planned
+            gaps += [
+                ShardGap(shard, shards, size - done.get(shard, 0), size, shard in recorded)
+                for shard, size in enumerate(sizes)
+                if size > done.get(shard, 0)
+            ]
     return Completeness(
         plans=plans,
         shard_counts=counts,
-        planned=sum(s[3] for s in slots if s[0] == counts[-1]),
+        planned=planned,
         gaps=tuple(gaps),
-        legacy=tuple((s[1], s[0]) for s in slots if mixed and s[4] and legacy_plan_id(s[2])),
+        legacy=tuple((s[1], s[0]) for s in slots if s[3] and legacy_plan_id(s[2])),
+        unverified=tuple(unverified),
     )
+
+
+def _recomputed(plan_id: str, definitions: list[str]) -> tuple[Plan | None, str]:
+    """The plan one of its recorded definitions describes, the one ``plan_id`` digests; else None and why."""
+    if not definitions:
+        return None, "no definition recorded: an older orchestrator ran its shards"
+    why = ""
+    for definition in definitions:  # a damaged store's definition beside a good one: the good one counts
+        try:
+            plan = plan_from_definition(definition)
+        except PlanDefinitionError as exc:
+            why = str(exc)
+            continue
+        if plan.plan_id() == plan_id:
+            return plan, ""
+        why = f"its recorded definition gives plan id {plan.plan_id()}"
+    return None, why
+
+
+def _done_per_shard(db: sqlite3.Connection, plan: Plan, shards: int) -> dict[int, int]:
+    """Per shard of ``plan`` in ``shards``: its trials (spelled out now, cell by cell) that have an outcome here."""
+    db.execute("DROP TABLE IF EXISTS temp.planned")
+    db.execute("CREATE TABLE temp.planned (trial_key TEXT PRIMARY KEY, shard INTEGER)")
+    batch: list[tuple[str, int]] = []
+    for cell, shard in zip(plan.cells, plan.shards(shards), strict=True):
+        batch += [(t.key, shard) for t in plan.trials([cell])]
+        if len(batch) >= _BATCH:
+            db.executemany("INSERT OR IGNORE INTO temp.planned VALUES (?, ?)", batch)
+            batch = []
+    db.executemany("INSERT OR IGNORE INTO temp.planned VALUES (?, ?)", batch)
+    marks = ", ".join("?" for _ in RETRIED_STATUSES)
+    done = db.execute(
+        "SELECT p.shard, COUNT(*) FROM temp.planned p JOIN main.trials t ON t.trial_key = p.trial_key "
+        f"WHERE t.status NOT IN ({marks}) GROUP BY p.shard",
+        RETRIED_STATUSES,
+    ).fetchall()
+    db.execute("DROP TABLE temp.planned")
+    return dict(done)
 
 
 def conflict_message(conflicts: list[Conflict], total: int | None = None) -> str:

@@ -12,12 +12,75 @@ milliseconds of argument validation and one-hot encoding scikit-learn spends on 
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
+
 import numpy as np
 
 from orchestrator.records import TASK_BINARY
 
 EPS = 1e-7
 _FLOAT_EPS = float(np.finfo(np.float64).eps)  # log_loss's own clip, applied after ours
+
+# What a stored number can be when this code computed or measured it: an accuracy, AUROC, F1 or precision lies in
+# [0, 1]; a loss, seconds or bytes is finite and >= 0 (empty: not computed, as for a failed trial). A row outside
+# came from no trial (a hand-edited store, a forged bundle): every load refuses it (``out_of_range``), naming its key.
+UNIT = (0.0, 1.0)
+NON_NEGATIVE = (0.0, math.inf)
+VALUE_RANGES: dict[str, tuple[float, float]] = {
+    **dict.fromkeys(
+        ("val_accuracy", "val_auroc", "test_accuracy", "test_macro_f1", "test_auroc", "test_precision", "test_primary"),
+        UNIT,
+    ),
+    **dict.fromkeys(("val_loss", "test_cross_entropy"), NON_NEGATIVE),
+    **dict.fromkeys(
+        (
+            "time_limit_s",
+            "fit_service_s",
+            "predict_service_s",
+            "fit_cpu_s",
+            "predict_cpu_s",
+            "upload_e2e_s",
+            "fit_e2e_s",
+            "predict_e2e_s",
+        ),
+        NON_NEGATIVE,
+    ),
+    **dict.fromkeys(
+        ("fit_peak_rss_bytes", "fit_peak_gpu_bytes", "predict_peak_rss_bytes", "predict_peak_gpu_bytes"),
+        NON_NEGATIVE,
+    ),
+}
+RANGES_TEXT = "accuracies, AUROC, F1 and precision lie in [0, 1]; losses, seconds and bytes are finite and >= 0"
+
+
+def range_condition(column: str) -> str:
+    """SQL that holds for a stored value of ``column`` inside its range, or empty (NULL)."""
+    low, high = VALUE_RANGES[column]
+    top = f"{column} <= {high!r}" if math.isfinite(high) else f"{column} < 9e999"  # 9e999 reads as +infinity
+    return f"({column} IS NULL OR (typeof({column}) IN ('real', 'integer') AND {column} >= {low!r} AND {top}))"
+
+
+def range_violation_sql(present: Sequence[str]) -> tuple[str, list[str]] | None:
+    """(a WHERE clause true for rows with a value out of range, the columns checked), over the ``present`` columns
+    that have a range; None when none has."""
+    checked = [c for c in present if c in VALUE_RANGES]
+    if not checked:
+        return None
+    return " OR ".join(f"NOT {range_condition(c)}" for c in checked), checked
+
+
+def out_of_range(row: Mapping[str, object], checked: Sequence[str]) -> str:
+    """What is out of range in a row (``column value``), for the one line that refuses it."""
+    bad = []
+    for column in checked:
+        value = row.get(column)
+        low, high = VALUE_RANGES[column]
+        number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        if value is not None and not (number is not None and math.isfinite(number) and low <= number <= high):
+            if not (number is not None and math.isnan(number)):  # NaN is how a frame holds an empty value
+                bad.append(f"{column} {str(value)[:24]}")
+    return ", ".join(bad)
 
 
 def cross_entropy(probs: np.ndarray, labels: np.ndarray, num_classes: int) -> float:

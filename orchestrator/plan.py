@@ -11,7 +11,9 @@ At that size the plan is kept per cell: a cell's length comes from ``sequence_le
 parameter's draws in most cells), and configurations and keys are built only for the cells that
 need them (a shard's own, or those a store already holds trials of). A shard's record of its plan
 (``Store.write_plan``) is made the same way: the plan id digests the plan's definition
-(``Plan.plan_id``), the shards' trial counts come from the cells, the keys are the shard's own.
+(``Plan.plan_id``), the shards' trial counts come from the cells, the keys are the shard's own, and the
+definition itself is kept as data (``Plan.definition``), so a merge recomputes every shard's trials
+(``plan_from_definition``) instead of believing the counts a store holds.
 """
 
 from __future__ import annotations
@@ -22,10 +24,19 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from contract.descriptions import MethodSpec, planning_identity, read_description
+from contract.descriptions import (
+    DescriptionError,
+    MethodSpec,
+    planning_identity,
+    read_description,
+    spec_from_dict,
+    spec_to_dict,
+)
+from contract.errors import UserError
 from contract.families import Family
 from contract.space import capped_epochs
 from orchestrator.data.registry import dataset_identity, is_catalog_task, known_content_hash
+from orchestrator.data.splits import ALL_REGIMES, SPLIT_INDICES
 from orchestrator.records import config_hash, trial_key
 from orchestrator.sampling import SAMPLER, config_sequence, sequence_key, sequence_length
 from orchestrator.store import PLAN_ID_PREFIX, ShardPlan, read_done
@@ -33,6 +44,17 @@ from orchestrator.trials.pretraining import excluded_by_pretraining, may_exclude
 
 DEFAULT_TIME_LIMIT_S = 3600.0  # per fit and per predict, unless the plan says otherwise
 MAX_TIME_LIMIT_S = 7 * 24 * 3600.0
+MAX_BUDGET = 10_000  # trials per cell; the protocol uses 201
+MAX_CELLS = 10_000_000  # a plan's cells: the paper's protocol has about 11,000
+DEFINITION_FORMAT = 1  # of ``Plan.definition``
+
+
+class ShardCountError(ValueError, UserError):
+    """More shards than the plan has cells (a shard holds whole cells, so the rest would be empty)."""
+
+
+class PlanDefinitionError(ValueError):
+    """A recorded plan definition that is not one (damaged, or written by hand)."""
 
 
 @dataclass(frozen=True)
@@ -101,8 +123,20 @@ class Plan:
     def total(self) -> int:
         return sum(cell.trials for cell in self.cells)
 
+    def check_shards(self, count: int) -> int:
+        """``count`` when the plan can be split into that many shards: 1 to its number of cells (a shard holds whole
+        cells); ShardCountError otherwise, before anything of that size is made."""
+        cells = max(1, len(self.cells))
+        if not 1 <= count <= cells:
+            raise ShardCountError(
+                f"{count:,} shards: the plan has {len(self.cells):,} cell(s) and a shard holds whole cells, so it "
+                f"splits into 1 to {cells:,} shards"
+            )
+        return count
+
     def shards(self, count: int) -> list[int]:
         """The shard of every cell, in cell order."""
+        self.check_shards(count)
         total = self.total
         return [shard_index(cell.start, count, total) for cell in self.cells]
 
@@ -151,8 +185,31 @@ class Plan:
 
     def shard_record(self, index: int, count: int, keys: Iterable[str]) -> ShardPlan:
         """What shard ``index`` of ``count`` records in its store before its first trial (``Store.write_plan``),
-        given its trials' keys."""
-        return ShardPlan(self.plan_id(), count, index, self.shard_trials(count), tuple(keys))
+        given its trials' keys: with the plan's definition, from which a merge recomputes every shard's trials."""
+        return ShardPlan(self.plan_id(), count, index, self.shard_trials(count), tuple(keys), self.definition())
+
+    def definition(self) -> str:
+        """What determines the plan's cells and keys, as JSON (``plan_from_definition`` makes the plan again): the
+        sweep's methods, datasets, regimes, splits, budget and epoch cap, each method's spec, each dataset's identity.
+
+        Self-contained, so a merge on another machine recomputes every shard's trials without the descriptions or
+        the datasets; the plan id (which digests the same) says whether a definition is the one a shard ran.
+        """
+        sweep = self.sweep
+        return json.dumps(
+            {
+                "format": DEFINITION_FORMAT,
+                "methods": list(sweep.methods),
+                "datasets": list(sweep.datasets),
+                "regimes": list(sweep.regimes),
+                "splits": list(sweep.splits),
+                "budget": sweep.budget,
+                "epochs_cap": sweep.epochs_cap,
+                "specs": {m: spec_to_dict(self.specs[m]) for m in sweep.methods},
+                "identities": {d: self.identities[d] for d in sweep.datasets},
+            },
+            sort_keys=True,
+        )
 
     def _configs(self, cell: Cell) -> list[dict]:
         """The cell's configuration sequence, before any is left out for a checkpoint's pretraining."""
@@ -195,6 +252,39 @@ def make_plan(sweep: SweepPlan, specs: Mapping[str, MethodSpec], identities: Map
                     cells.append(Cell(dataset, regime, split, method, count, start))
                     start += count
     return Plan(sweep, dict(specs), identities, tuple(cells))
+
+
+def plan_from_definition(text: str) -> Plan:
+    """The plan a recorded definition (``Plan.definition``) describes; PlanDefinitionError (one line) when it is not
+    one, or describes more than a sweep can be (unknown regimes or splits, a budget or cell count past the limits)."""
+    try:
+        document = json.loads(text)
+        if not isinstance(document, dict) or document.get("format") != DEFINITION_FORMAT:
+            raise ValueError(f"format {document.get('format') if isinstance(document, dict) else None!r}")
+        methods, datasets = _names(document["methods"]), _names(document["datasets"])
+        regimes, splits = _names(document["regimes"]), document["splits"]
+        budget, cap = document["budget"], document["epochs_cap"]
+        if not set(regimes) <= set(ALL_REGIMES) or not all(type(s) is int and s in SPLIT_INDICES for s in splits):
+            raise ValueError(f"regimes {regimes} or splits {splits}")
+        if type(budget) is not int or not 1 <= budget <= MAX_BUDGET:
+            raise ValueError(f"budget {budget!r}")
+        if not (cap is None or (type(cap) is int and cap > 0)):
+            raise ValueError(f"epoch cap {cap!r}")
+        if len(methods) * len(datasets) * len(regimes) * len(splits) > MAX_CELLS:
+            raise ValueError("more cells than any sweep")
+        specs = {m: spec_from_dict(document["specs"][m]) for m in methods}
+        identities = {d: _names([document["identities"][d]])[0] for d in datasets}
+        sweep = SweepPlan(methods, datasets, tuple(regimes), tuple(splits), budget, epochs_cap=cap)
+        return make_plan(sweep, specs, identities)
+    except (ValueError, KeyError, TypeError, DescriptionError) as exc:
+        raise PlanDefinitionError(f"not a plan definition ({str(exc)[:160]})") from None
+
+
+def _names(value: object) -> tuple[str, ...]:
+    """A list of distinct non-empty strings, as a tuple; ValueError otherwise."""
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value) or len(set(value)) != len(value):
+        raise ValueError(f"expected distinct names, got {str(value)[:80]}")
+    return tuple(value)
 
 
 def described_specs(methods: Sequence[str], families: Mapping[str, Family]) -> dict[str, MethodSpec]:

@@ -50,12 +50,13 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from contract.files import FileRefused, json_field, json_object, read_json
 from contract.handshake import PARENT_PID_ENV
 from orchestrator.store import connect_read_only, shard_progress
 
@@ -191,6 +192,16 @@ def check_time(time_: str | None, time_limit: float) -> None:
         )
 
 
+#: A job file's field types as JSON holds them (``SlurmJob.load`` checks each).
+_JOB_KINDS: dict[str, type | tuple[type, ...]] = {
+    "str": str,
+    "int": int,
+    "float": (int, float),
+    "list": list,
+    "dict": dict,
+}
+
+
 @dataclass
 class SlurmJob:
     """What `orchestrator slurm submit` submitted; resubmission reads it back from ``job.json``."""
@@ -223,7 +234,19 @@ class SlurmJob:
             raise FileNotFoundError(
                 f"{directory} holds no {JOB_FILE}: it is not a directory made by `orchestrator slurm submit`"
             )
-        return cls(**json.loads(path.read_text()))
+        what = "the job file"
+        document = json_object(read_json(path, what), path, what)
+        kinds = {f.name: _JOB_KINDS[str(f.type).split("[")[0]] for f in fields(cls)}
+        unknown = sorted(set(document) - set(kinds))
+        if unknown:
+            raise FileRefused(
+                f"{what} {path} has unknown field(s) {', '.join(unknown)[:120]}: not one `slurm submit` wrote"
+            )
+        values = {name: json_field(document, name, kinds[name], path, what) for name in kinds if name in document}
+        try:
+            return cls(**values)
+        except TypeError as exc:  # a field without a default is absent
+            raise FileRefused(f"{what} {path} is not one `slurm submit` wrote ({exc})") from None
 
     def shard_store(self, index: int) -> Path:
         return self.path / f"shard-{index}.sqlite"
@@ -408,8 +431,8 @@ class ShardState:
     @classmethod
     def load(cls, path: Path) -> ShardState | None:
         try:
-            return cls(**json.loads(path.read_text()))
-        except (OSError, ValueError, TypeError):
+            return cls(**read_json(path, "a shard's state"))
+        except (OSError, ValueError, TypeError):  # FileRefused is a ValueError: absent, partial or not one
             return None
 
 

@@ -12,9 +12,10 @@ again under the same name (``datasets add --replace``) gets its first trial, the
 rows of its earlier content move to ``superseded_trials``: kept, never lost, but
 no longer read by ``show``/``export``/``report``, which so never mix two graphs.
 
-One orchestrator writes a store at a time: a sweep claims it (an exclusive
-``flock`` on ``<store>.lock``, released by the kernel when the process ends, even
-by ``kill -9``) and a second one is refused with who holds it. Readers
+One orchestrator writes a store at a time: a sweep claims it (exclusive
+``flock``s on ``<store>.lock`` beside the resolved path and on the database file
+itself, so a symlink or a hard link reaches the same claim; released by the kernel
+when the process ends, even by ``kill -9``) and a second one is refused with who holds it. Readers
 (``show``/``export``/``report``) never claim and open the store read-only, also
 on a read-only file system or directory.
 
@@ -48,6 +49,7 @@ from pathlib import Path
 import pandas as pd
 
 from contract.errors import UserError
+from orchestrator.metrics import RANGES_TEXT, out_of_range, range_violation_sql
 from orchestrator.records import COLUMNS, RETRIED_STATUSES, STATUS_TIMEOUT, TrialRecord, current_key
 
 TRIAL_ORDER = "ORDER BY method, dataset, regime, split, trial_index"  # how the store hands out its trials
@@ -126,8 +128,14 @@ PLAN_TRIALS = Table(  # the keys of each recorded shard
     frozenset({"shards", "shard", "trial_key"}),
     ("shards", "shard", "trial_key"),
 )
+PLAN_DEFINITIONS = Table(  # what each recorded plan id digests: a merge recomputes the plan's trials from it
+    "plan_definitions",
+    {"plan_id": "TEXT", "definition": "TEXT"},
+    frozenset({"plan_id", "definition"}),
+    ("plan_id", "definition"),
+)
 META = Table("meta", {"key": "TEXT", "value": "TEXT"}, frozenset({"key"}), ("key",))
-TABLES = (TRIALS, SUPERSEDED, SERVICES, PLAN_SLOTS, PLAN_TRIALS, META)
+TABLES = (TRIALS, SUPERSEDED, SERVICES, PLAN_SLOTS, PLAN_TRIALS, PLAN_DEFINITIONS, META)
 MERGE_META_KEY = "merge"  # meta row a merge writes: JSON with "state" (complete | partial) and what is missing
 
 
@@ -150,46 +158,95 @@ class ShardPlan:
     shard: int
     counts: tuple[int, ...]  # trials of every shard of the plan
     keys: tuple[str, ...]  # this shard's trial keys
+    definition: str = ""  # what the plan id digests, as JSON (``orchestrator.plan.Plan.definition``): a merge
+    # recomputes every shard's trials from it, never trusting ``counts``
 
 
 class StoreBusy(RuntimeError, UserError):
     """Another orchestrator is writing this store."""
 
 
-def claim_lock(path: Path) -> int:
-    """Claim the store at ``path`` for this process (an exclusive flock on ``<store>.lock``): the descriptor holding it.
+@dataclass
+class Claim:
+    """The descriptors that hold a store's claim: its ``.lock`` file's, and its database file's where it exists."""
 
-    The kernel releases it when the descriptor closes or the process ends, also under ``kill -9``.
-    StoreBusy names the process that holds it, or says that the file system cannot lock.
-    """
-    path = Path(path)
-    lock = path.with_name(path.name + ".lock")
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        if not isinstance(exc, BlockingIOError):
+    fds: tuple[int, ...]
+
+    def close(self) -> None:
+        """Release the claim (closing the descriptors releases their flocks)."""
+        for fd in self.fds:
             os.close(fd)
-            raise StoreBusy(
-                f"cannot claim {path}: its file system refuses flock ({exc.strerror}; Lustre mounted without "
-                "-o flock?): keep stores on a local disk (docs/cluster.md)"
-            ) from None
-        holder = os.pread(fd, 512, 0).decode(errors="replace").strip() or "another process"
-        os.close(fd)
+        self.fds = ()
+
+
+def claim_lock(path: Path) -> Claim:
+    """Claim the store at ``path`` for this process: exclusive flocks on ``<store>.lock`` and on the store file itself.
+
+    The claim is the file's, not the name's: the ``.lock`` file sits beside the path with every symlink resolved,
+    and the database file (where it exists) is flocked too, which a hard link under another name shares. The kernel
+    releases both when the descriptors close or the process ends, also under ``kill -9``. StoreBusy names the
+    process that holds it, or says that the file system cannot lock.
+    """
+    real = Path(os.path.realpath(path))
+    lock = real.with_name(real.name + ".lock")
+    fd = _flock(os.open(lock, os.O_RDWR | os.O_CREAT, 0o644), path)
+    if fd is None:
+        holder = _holder(lock)
         raise StoreBusy(
             f"{path} is being written by another orchestrator ({holder}); wait for it to finish, "
             "or give this run its own --store (two writers would compute every trial twice)"
-        ) from None
+        )
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
+    try:
+        store_fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return Claim((fd,))  # a store not made yet: nothing can reach it by another name
+    except BaseException:
+        os.close(fd)
+        raise
+    if _flock(store_fd, path, fd) is None:
+        os.close(fd)
+        raise StoreBusy(
+            f"{path} is being written by another orchestrator through another name of the same file (a hard link); "
+            "wait for it to finish, or give this run its own --store"
+        )
+    return Claim((fd, store_fd))
+
+
+def _flock(fd: int, path: Path, *also: int) -> int | None:
+    """``fd`` with an exclusive flock taken, or None (``fd`` closed) when another process holds one; StoreBusy (every
+    descriptor closed) when the file system refuses flock."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except OSError as exc:
+        for held in (fd, *also):
+            os.close(held)
+        raise StoreBusy(
+            f"cannot claim {path}: its file system refuses flock ({exc.strerror}; Lustre mounted without "
+            "-o flock?): keep stores on a local disk (docs/cluster.md)"
+        ) from None
     return fd
+
+
+def _holder(lock: Path) -> str:
+    try:
+        with open(lock, "rb") as held:
+            return held.read(512).decode(errors="replace").strip() or "another process"
+    except OSError:
+        return "another process"
 
 
 class Store:
     def __init__(self, path: Path, claim: bool = False) -> None:
         """Open (creating or upgrading) a store; ``claim`` takes the writer's claim before anything is written."""
-        self._claim: int | None = None
+        self._claim: Claim | None = None
         self.path = Path(path)
+        if self.path.exists() and not self.path.is_file():  # a FIFO or a device would hang SQLite's first read
+            raise ValueError(f"{self.path} is not a NodeGround run store: not a regular file")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if claim:
             self.claim()
@@ -270,7 +327,7 @@ class Store:
         if hasattr(self, "_db"):  # absent when the claim or the open failed
             self._db.close()
         if self._claim is not None:
-            os.close(self._claim)  # releases the flock
+            self._claim.close()  # releases the flocks
             self._claim = None
 
     def __enter__(self) -> Store:
@@ -314,9 +371,15 @@ class Store:
             self._db.executemany(self._insert, ([row.get(c) for c in COLUMNS] for row in trials))
             self._db.executemany(self._service_insert, ([row.get(c) for c in SERVICE_COLUMNS] for row in services))
         except BaseException:
-            self._db.execute("ROLLBACK")
+            self._rollback()
             raise
         self._db.execute("COMMIT")
+
+    def _rollback(self) -> None:
+        """Roll back the open transaction, if SQLite has not already (it does on a full disk, SQLITE_FULL): a ROLLBACK
+        then would fail ("no transaction is active") and hide why the write failed."""
+        if self._db.in_transaction:
+            self._db.execute("ROLLBACK")
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -325,7 +388,7 @@ class Store:
         try:
             yield self._db
         except BaseException:
-            self._db.execute("ROLLBACK")
+            self._rollback()
             raise
         self._db.execute("COMMIT")
 
@@ -342,6 +405,8 @@ class Store:
                 "INSERT OR IGNORE INTO plan_trials VALUES (?, ?, ?)",
                 ((plan.shards, plan.shard, key) for key in plan.keys),
             )
+            if plan.definition:
+                db.execute("INSERT OR IGNORE INTO plan_definitions VALUES (?, ?)", (plan.plan_id, plan.definition))
 
     def write_service(self, record: ServiceRecord) -> None:
         row = dataclasses.asdict(record)
@@ -372,6 +437,8 @@ def read_done(path: Path, time_limit: float | None) -> list[tuple[str, str, str,
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no run store at {path}")
+    if not path.is_file():
+        raise ValueError(f"{path} is not a NodeGround run store: not a regular file")
     db = connect_read_only(path)
     try:
         return db.execute(query, params).fetchall()
@@ -381,15 +448,18 @@ def read_done(path: Path, time_limit: float | None) -> list[tuple[str, str, str,
         db.close()
 
 
-def connect_read_only(path: Path) -> sqlite3.Connection:
+def connect_read_only(path: Path, immutable: bool = False) -> sqlite3.Connection:
     """A read-only connection to a store, also where SQLite cannot create WAL's ``-shm`` file.
 
     A read-only file system or directory makes ``mode=ro`` fail on a WAL store
     ("unable to open database file"); it is then opened ``immutable``, which reads
     the database file without locks (what a writer left in an uncheckpointed
     ``-wal`` beside it, after a crash, is not seen: nothing could have written it back).
+    ``immutable`` opens it so at once: the database file alone, whatever lies beside it (a sealed bundle's store).
     """
     uri = Path(path).resolve().as_uri()
+    if immutable:
+        return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True)
     db = None
     try:
         db = sqlite3.connect(f"{uri}?mode=ro", uri=True)
@@ -401,19 +471,53 @@ def connect_read_only(path: Path) -> sqlite3.Connection:
         return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True)
 
 
-def open_existing(path: Path, error: type[ValueError] = ValueError) -> sqlite3.Connection:
-    """A read-only connection to the store at ``path``: FileNotFoundError when absent, ``error`` when not SQLite."""
+def open_existing(
+    path: Path, error: type[ValueError] = ValueError, immutable: bool = False, ranges: bool = True
+) -> sqlite3.Connection:
+    """A read-only connection to the store at ``path``: FileNotFoundError when absent, ``error`` when not SQLite
+    (or not a regular file: a FIFO would hang SQLite's first read) or, unless ``ranges`` is off (for a reader that
+    checks every value itself, as a merge does), when it holds a number out of its range (``refuse_out_of_range``)."""
     if not path.exists():
         raise FileNotFoundError(f"no run store at {path}")
+    if not path.is_file():
+        raise error(f"{path} is not a NodeGround run store: not a regular file")
     try:
-        return connect_read_only(path)
+        db = connect_read_only(path, immutable)
     except sqlite3.DatabaseError as exc:
         raise error(f"{path} is not a NodeGround run store: {exc}") from None
+    try:
+        if ranges:
+            refuse_out_of_range(db, path, error)
+    except BaseException:
+        db.close()
+        raise
+    return db
 
 
-def _read(path: Path, query: str) -> pd.DataFrame:
+def refuse_out_of_range(db: sqlite3.Connection, path: Path, error: type[Exception] = ValueError) -> None:
+    """Refuse a store (``error``, one line naming the first row's key) holding a metric or cost outside its range
+    (``orchestrator.metrics.VALUE_RANGES``): an accuracy of 5.0 or a val_loss of -1 came from no trial."""
+    try:
+        present = [row[1] for row in db.execute("PRAGMA table_info(trials)")]
+    except sqlite3.DatabaseError as exc:
+        raise error(f"{path} is not a NodeGround run store: {exc}") from None
+    found = range_violation_sql(present)
+    if found is None:
+        return
+    where, checked = found
+    label = "trial_key" if "trial_key" in present else "rowid"
+    row = db.execute(f"SELECT {label}, {', '.join(checked)} FROM trials WHERE {where} LIMIT 1").fetchone()
+    if row is not None:
+        values = dict(zip(checked, row[1:], strict=True))
+        raise error(
+            f"{path}: trial {str(row[0])[:120]!r} holds {out_of_range(values, checked)}, which no trial computes "
+            f"({RANGES_TEXT}); the store is refused"
+        )
+
+
+def _read(path: Path, query: str, immutable: bool = False) -> pd.DataFrame:
     path = Path(path)
-    db = open_existing(path)
+    db = open_existing(path, immutable=immutable)
     try:
         return pd.read_sql(query, db)
     except (pd.errors.DatabaseError, sqlite3.DatabaseError) as exc:
@@ -422,10 +526,10 @@ def _read(path: Path, query: str) -> pd.DataFrame:
         db.close()
 
 
-def read_trials(path: Path) -> pd.DataFrame:
+def read_trials(path: Path, immutable: bool = False) -> pd.DataFrame:
     """The long table of trials from a store, refusing a path that is not one; a column added since an older store
     was written reads as missing values (readers never upgrade a store)."""
-    frame = _read(path, f"SELECT * FROM trials {TRIAL_ORDER}")
+    frame = _read(path, f"SELECT * FROM trials {TRIAL_ORDER}", immutable)
     for name in COLUMNS:
         if name not in frame.columns:
             frame[name] = None
@@ -487,18 +591,18 @@ def partial_note(path: Path) -> str | None:
     )
 
 
-def read_trial_columns(path: Path, columns: Sequence[str]) -> pd.DataFrame:
+def read_trial_columns(path: Path, columns: Sequence[str], immutable: bool = False) -> pd.DataFrame:
     """Some columns of a store's trials (a store of two million rows read whole would not fit in memory)."""
     unknown = sorted(set(columns) - set(COLUMNS))
     if unknown:
         raise ValueError(f"unknown trial columns {', '.join(unknown)}")
-    db = open_existing(Path(path))
+    db = open_existing(Path(path), immutable=immutable)
     try:
         present = {row[1] for row in db.execute("PRAGMA table_info(trials)")}
     finally:
         db.close()
     selected = [c if c in present or not present else f"NULL AS {c}" for c in columns]  # a column added since
-    return _read(path, f"SELECT {', '.join(selected)} FROM trials")
+    return _read(path, f"SELECT {', '.join(selected)} FROM trials", immutable)
 
 
 def read_services(path: Path) -> pd.DataFrame:

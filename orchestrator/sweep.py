@@ -101,7 +101,7 @@ class Sweep:
             raise ValueError(f"warmup must be one of {', '.join(WARMUP_MODES)}, got {self.warmup!r}")
         if self.parallel < 1:
             raise ValueError(f"parallel must be at least 1, got {self.parallel}")
-        self._warmups = Warmups(self.plan.methods, self.warmup)
+        self._warmups = Warmups(self.plan.methods, self.warmup, replace=self.directory.recover)
         self._trials = TrialRunner(self.plan, self.spec, self._scored)
         self.directory.on_ready = self._warmups.on_ready
 

@@ -44,7 +44,7 @@ from orchestrator.records import (
     config_hash,
     primary_metric_name,
 )
-from orchestrator.services.client import CallResult, MethodClient, Replica, ServiceUnavailable
+from orchestrator.services.client import CallResult, MethodClient, Replica, ServiceUnavailable, client_deadline
 from orchestrator.services.directory import timestamp
 
 PROVENANCE_PREFIX = "weights_"  # fit info keys copied into extra_json (weights_id, weights_sha256, weights_official)
@@ -155,7 +155,7 @@ class TrialRunner:
             record.error = f"{exc.code().name}: {exc.details()}"
             if record.status == STATUS_UNAVAILABLE and exc.code() != grpc.StatusCode.FAILED_PRECONDITION:
                 lost = recover = True
-            elif _client_deadline(exc):
+            elif client_deadline(exc):
                 if not replica.client.responsive():  # not the method: the service went silent
                     record.status = STATUS_UNAVAILABLE
                     record.error = (
@@ -351,10 +351,3 @@ def _fit_info(reply: pb.FitResponse) -> dict[str, Any]:
             raise ReplyError(f"fit info {key!r} carries no value")
         info[key] = getattr(value, kind)
     return info
-
-
-def _client_deadline(exc: grpc.RpcError) -> bool:
-    """The deadline ran out on the client's side (the service never answered), not in the service."""
-    return (
-        exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED and (exc.details() or "").strip().lower() == "deadline exceeded"
-    )

@@ -1,6 +1,12 @@
 """Warm-up: when a replica comes up (a start, a restart, a remote endpoint first dialled) it runs one tiny
 fit+predict per method on a small built-in graph; its start and warm-up seconds go to the store's ``services``
 table, so first-call costs (imports, CUDA context, checkpoint loading) are charged to no trial.
+
+A warm-up call that runs past its limit on the client's side (the service did not stop at its own) leaves the
+service computing, as a trial's would: an embedded replica is then replaced (``Warmups.replace``, the directory's
+``recover``) before it runs a trial, and the fresh one runs trials without a warm-up of its own (another would
+likely run past the limit again). Without that, the next trial queued behind the stuck call and was stored
+``timeout`` without having run.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import numpy as np
 
 from contract.space import capped_epochs
 from contract.wire import BundleError, GraphBundle, make_bundle
-from orchestrator.services.client import MethodClient, Replica, ServiceUnavailable
+from orchestrator.services.client import MethodClient, Replica, ServiceUnavailable, client_deadline
 from orchestrator.services.directory import timestamp
 from orchestrator.store import ServiceRecord
 
@@ -45,7 +51,10 @@ class Warmups:
     mode: str = "embedded"  # which replicas get warm-up fits: all, embedded (processes this sweep started), none
     records: queue.SimpleQueue[ServiceRecord] = field(default_factory=queue.SimpleQueue)
     deferred: list[Replica] | None = None  # replicas that came up while describing: warmed once all are ready
+    # Brings a replica back in place (``Directory.recover``): an embedded one left computing by its warm-up.
+    replace: Callable[[Replica], bool] | None = None
     _bundle: tuple | None = None
+    _replacing: set[int] = field(default_factory=set)  # replicas being replaced for their warm-up: not warmed again
 
     def warm_all(self, replicas: list[Replica]) -> None:
         """Warm up the replicas that came up while deferred, all at once (the bundle built before, not by each)."""
@@ -68,16 +77,34 @@ class Warmups:
             pid=replica.pid,
         )
         wanted = [m for m in self.methods if m in replica.methods]
-        if self.mode == "all" or (self.mode == "embedded" and replica.source == "embedded"):
-            service.warmup_seconds, service.warmup_methods, service.warmup_error = self._warm(replica.client, wanted)
+        if id(replica) in self._replacing:
+            service.warmup_error = "not warmed up: the warm-up of the service it replaced ran past its time limit"
+        elif self.mode == "all" or (self.mode == "embedded" and replica.source == "embedded"):
+            service.warmup_seconds, service.warmup_methods, service.warmup_error, stuck = self._warm(
+                replica.client, wanted
+            )
+            if stuck and replica.source == "embedded" and self.replace is not None:
+                service.warmup_error = f"{service.warmup_error}; {self._replaced(replica)}"
         self.records.put(service)
 
-    def _warm(self, client: MethodClient, methods: list[str]) -> tuple[float, str, str | None]:
+    def _replaced(self, replica: Replica) -> str:
+        """Replace a replica its warm-up left computing (the fresh one records itself, unwarmed); what happened."""
+        assert self.replace is not None
+        self._replacing.add(id(replica))
+        try:
+            back = self.replace(replica)
+        finally:
+            self._replacing.discard(id(replica))
+        return "replaced by a fresh service" if back else "its replacement did not start"
+
+    def _warm(self, client: MethodClient, methods: list[str]) -> tuple[float, str, str | None, bool]:
+        """(seconds, methods, what failed, whether a call ran past its limit on the client's side)."""
         if self._bundle is None:
             self._bundle = warmup_bundle()
         bundle, train, val = self._bundle
         started = time.perf_counter()
         errors = []
+        stuck = False
         try:
             hosted = {s.name: s for s in client.describe()}
             client.ensure_graph(bundle)
@@ -97,13 +124,16 @@ class Warmups:
                         client.release(fit.value.model_handle)
                 except grpc.RpcError as exc:
                     errors.append(f"{method}: {exc.code().name}: {exc.details()}")
+                    if client_deadline(exc):
+                        stuck = True
+                        break  # the service is still computing: any further call would queue behind it
                 except (BundleError, ServiceUnavailable) as exc:
                     errors.append(f"{method}: {exc}")
         except grpc.RpcError as exc:
             errors.append(f"{exc.code().name}: {exc.details()}")
         except ServiceUnavailable as exc:
             errors.append(str(exc))
-        return time.perf_counter() - started, ",".join(methods), "; ".join(errors) or None
+        return time.perf_counter() - started, ",".join(methods), "; ".join(errors) or None, stuck
 
 
 def all_at_once(work: Callable[[Any], None], items: list[Any], name: str) -> None:

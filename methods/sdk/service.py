@@ -4,7 +4,9 @@ Compute calls (upload decoding, fit, predict) run one at a time under a lock,
 so that the time and memory each reports belong to that call alone; Describe,
 HasGraph, Release and health run on their own small thread pool, so they answer
 even while every compute thread is taken by long fits; upload streams run on a pool
-of their own, so idle or stalled uploads never take a Fit's or a Predict's thread.
+of their own, so idle or stalled uploads never take a Fit's or a Predict's thread; and Predict
+runs on a pool of its own whose replies a client that stops reading cannot hold
+(``methods.sdk.replies``).
 
 The servicer translates between gRPC and the methods; what it holds and admits is bounded by
 ``methods.sdk.caches`` (graphs, fitted models, split views) and ``methods.sdk.uploads`` (the upload gate, idle
@@ -73,6 +75,7 @@ from methods.sdk.memory import ResourceError
 from methods.sdk.method import FitContext, FitInterrupted, InputRefused, Method, pick_device
 from methods.sdk.probe import ResourceProbe
 from methods.sdk.readiness import Readiness, ReadinessHealth
+from methods.sdk.replies import ReplyDesk
 from methods.sdk.uploads import (
     DEFAULT_MAX_UPLOAD_BYTES,
     DEFAULT_MAX_UPLOADS,
@@ -141,6 +144,7 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
         self.readiness = Readiness(self.methods)
         self.views = SplitViews()
         self.upload_idle_seconds = upload_idle_seconds
+        self.replies = ReplyDesk(upload_idle_seconds)  # Predict's own threads; a reply no one reads gives its up
         self._stopping = threading.Event()
         self._handover = handover_desk(shared_graph_dir)
         self.shared_graph_dir = shared_graph_dir if self._handover is not None else ""
@@ -338,7 +342,7 @@ class MethodServicer(pb_grpc.MethodServiceServicer):
                 peak_gpu_bytes=probe.peak_gpu_bytes,
             )
         )
-        yield from chunks
+        yield from self.replies.send(chunks, context)
 
     def Release(self, request: pb.ReleaseRequest, context: grpc.ServicerContext) -> pb.ReleaseResponse:
         released = self.models.pop(request.model_handle) is not None
@@ -354,7 +358,8 @@ def _plain(value: Any) -> Any:
 
 
 def _run_on(pool: futures.ThreadPoolExecutor, servicer: Any, *names: str) -> None:
-    """Serve these unary calls of ``servicer`` from ``pool`` instead of the server's shared one.
+    """Serve these calls of ``servicer`` (request unary, reply unary or streamed) from ``pool`` instead of the
+    server's shared one.
 
     grpc's server takes a per-method pool from the handler's ``experimental_thread_pool``.
     """
@@ -378,7 +383,7 @@ def build_server(
     security = security or Security()
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers),
-        options=CHANNEL_OPTIONS,
+        options=[*CHANNEL_OPTIONS, ("grpc.so_reuseport", 0)],  # a port in use is refused, never shared
         interceptors=security.interceptors(),
     )
     control = futures.ThreadPoolExecutor(max_workers=CONTROL_THREADS, thread_name_prefix="control")
@@ -389,12 +394,16 @@ def build_server(
     health_servicer = ReadinessHealth(servicer.readiness)
     _run_on(control, servicer, "Describe", "HasGraph", "Release")
     _run_on(uploads, servicer, "UploadGraph", "AttachGraph")
+    _run_on(servicer.replies.pool, servicer, "Predict")  # a client that never reads holds no Fit's thread
     _run_on(control, health_servicer, "Check", "List")
     pb_grpc.add_MethodServiceServicer_to_server(servicer, server)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    port = security.bind(server, address)
+    try:
+        port = security.bind(server, address)
+    except RuntimeError:  # grpc raises where it once returned 0
+        port = 0
     if port == 0:
-        raise OSError(f"could not bind {address}")
+        raise OSError(f"could not bind {address}: the port is in use, or the address is not this host's")
     servicer.readiness.publish(health_servicer)
     watch_parent()  # a service launched as a child (NODEGROUND_PARENT_PID set) exits with its launcher
     return server, port

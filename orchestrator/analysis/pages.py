@@ -2,13 +2,20 @@
 
 Pages use relative links, inline CSS and a few lines of inline JavaScript (table sorting, and a
 mark on each image once it has loaded), so the site opens from disk with no server and no network.
+
+Every value from the data (a method, a dataset, a regime, a note, a title) is escaped at one place, ``text``:
+the site builds its HTML with ``markup``, which escapes each value it fills in unless it is ``Html`` (markup this
+code wrote), and the tables, captions and pages here escape theirs the same way. A method named
+``<img src=x onerror=alert(1)>`` reads as that text, never as markup.
 """
 
 from __future__ import annotations
 
 import html
+import string
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -54,6 +61,37 @@ document.querySelectorAll('img').forEach(function(img){
 """
 
 
+class Html(str):
+    """Markup this code wrote (a page's own tags): ``markup`` and ``text`` insert it as it is."""
+
+
+def text(value: object) -> Html:
+    """``value`` as HTML text: the one place a name from the data is escaped (``&``, ``<``, ``>`` and quotes)."""
+    return value if isinstance(value, Html) else Html(html.escape(str(value), quote=True))
+
+
+class _Escaping(string.Formatter):
+    """``str.format`` that escapes every value it fills in (after its format spec) unless it is ``Html``."""
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        if isinstance(value, Html) and not format_spec:
+            return value
+        return text(format(value, format_spec))
+
+
+_ESCAPING = _Escaping()
+
+
+def markup(template: str, *args: Any, **kwargs: Any) -> Html:
+    """``template`` (HTML this code wrote, with ``str.format`` fields) filled with values escaped by ``text``."""
+    return Html(_ESCAPING.format(template, *args, **kwargs))
+
+
+def join(parts: Any, separator: str = "") -> Html:
+    """Markup joined: ``Html`` parts as they are, any other value escaped."""
+    return Html(separator.join(text(part) for part in parts))
+
+
 def write_table(df: pd.DataFrame, base: Path, index: bool = False) -> None:
     """``df`` as ``<base>.csv`` and ``<base>.parquet`` (``index``: the index becomes the first columns)."""
     base.parent.mkdir(parents=True, exist_ok=True)
@@ -76,7 +114,7 @@ def _fmt(v, digits: int = 3) -> str:
         return str(int(v))
     if isinstance(v, (float, np.floating)):
         return f"{v:.{digits}f}"
-    return html.escape(str(v))
+    return text(v)
 
 
 def html_table(
@@ -99,10 +137,10 @@ def html_table(
     def cls(c: str, d: int) -> str:
         return " ".join(x for x in ("l" if d < 0 else "", "sec" if c in secondary else "") if x)
 
-    head = "".join(
-        f'<th class="{cls(c, d)}"'
-        + (f' title="{html.escape(titles[c])}"' if c in titles else "")
-        + f">{html.escape(h)}</th>"
+    head = join(
+        markup(
+            '<th class="{0}"{1}>{2}</th>', cls(c, d), markup(' title="{0}"', titles[c]) if c in titles else Html(), h
+        )
         for c, h, d in cols
     )
     body = []
@@ -113,18 +151,23 @@ def html_table(
             v = r[c]
             key = r[sort_keys[c]] if c in sort_keys else v
             sv = "" if key is None or (isinstance(key, float) and not np.isfinite(key)) else str(key)
-            cells.append(f'<td class="{cls(c, d)}" data-v="{html.escape(sv)}">{_fmt(v, max(d, 0))}</td>')
-        body.append(f'<tr class="{rc}">{"".join(cells)}</tr>')
-    tid = f' id="{table_id}"' if table_id else ""
+            cells.append(markup('<td class="{0}" data-v="{1}">{2}</td>', cls(c, d), sv, Html(_fmt(v, max(d, 0)))))
+        body.append(markup('<tr class="{0}">{1}</tr>', rc, join(cells)))
+    tid = markup(' id="{0}"', table_id) if table_id else ""
     compact = ' class="sortable compact"' if secondary else ' class="sortable"'
-    toggle = (
-        f'<p class="small">Click a heading to sort. <button data-columns="{table_id}">Show all columns</button></p>'
-        if secondary and table_id
-        else ""
-    )
-    return (
-        f'{toggle}<div class="wrap"><table{compact}{tid}><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table></div>"
+    toggle = ""
+    if secondary and table_id:
+        toggle = markup(
+            '<p class="small">Click a heading to sort. <button data-columns="{0}">Show all columns</button></p>',
+            table_id,
+        )
+    return markup(
+        '{0}<div class="wrap"><table{1}{2}><thead><tr>{3}</tr></thead><tbody>{4}</tbody></table></div>',
+        Html(toggle),
+        Html(compact),
+        Html(tid),
+        head,
+        join(body),
     )
 
 
@@ -134,10 +177,13 @@ def figure(rel: str, caption: str, wide: bool = False) -> str:
     ``wide``: shown at its full 1,000 pixels (a plot whose every point is named), not shrunk to 760.
     """
     stem = rel.rsplit(".", 1)[0]
-    return (
-        f'<figure{" class=wide" if wide else ""}><img src="{rel}" alt="{html.escape(caption)}" loading="eager">'
-        f"<figcaption>{html.escape(caption)} "
-        f'Data: <a href="{stem}.csv">CSV</a> · <a href="{stem}.parquet">Parquet</a></figcaption></figure>'
+    return markup(
+        '<figure{wide}><img src="{rel}" alt="{caption}" loading="eager"><figcaption>{caption} '
+        'Data: <a href="{stem}.csv">CSV</a> · <a href="{stem}.parquet">Parquet</a></figcaption></figure>',
+        wide=Html(" class=wide" if wide else ""),
+        rel=rel,
+        caption=caption,
+        stem=stem,
     )
 
 
@@ -151,8 +197,14 @@ def page(title: str, body: str, subtitle: str) -> str:
         '<a href="index.html#robustness">Robustness</a><a href="index.html#overlap">Pretraining overlap</a>'
         '<a href="datasets.html">Per dataset</a><a href="tables.html">Data files</a></nav>'
     )
-    return (
-        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-        f"<style>{_CSS}</style></head><body><header><h1>{html.escape(title)}</h1><p>{html.escape(subtitle)}</p>"
-        f"</header>{nav}<main>{body}</main><script>{_JS}</script></body></html>"
+    return markup(
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title><style>{css}</style></head>'
+        "<body><header><h1>{title}</h1><p>{subtitle}</p></header>{nav}<main>{body}</main><script>{js}</script>"
+        "</body></html>",
+        title=title,
+        subtitle=subtitle,
+        css=Html(_CSS),
+        nav=Html(nav),
+        body=Html(body),
+        js=Html(_JS),
     )

@@ -7,7 +7,6 @@ the caption) and its HTML tables, and one loop walks it. ``build_report`` is the
 
 from __future__ import annotations
 
-import html
 import json
 import math
 import time
@@ -23,7 +22,7 @@ from orchestrator.analysis import cohorts as co
 from orchestrator.analysis import elo as elo_mod
 from orchestrator.analysis import plots
 from orchestrator.analysis import tables as tb
-from orchestrator.analysis.pages import figure, html_table, page, write_table
+from orchestrator.analysis.pages import Html, figure, html_table, join, markup, page, write_table
 from orchestrator.analysis.tables import Analysis, Tables, compute_analysis, figure_path, regime_rows, slug
 
 #: A regime's HTML around its figures: a function of the analysis and the regime.
@@ -133,10 +132,13 @@ def _leaderboard(an: Analysis, regime: str) -> list[str]:
     native_id = f"leaderboard-native-{slug(regime)}"
     return [
         _leaderboard_table(an, "leaderboard", regime, f"leaderboard-{slug(regime)}"),
-        f'<details id="{native_id}-view"><summary>Non-imputed view: every method on its own results only '
-        f"({imputed:,} imputed result(s) left out; Elo, ranks and win rates recomputed)</summary>"
-        + _leaderboard_table(an, "leaderboard_native", regime, native_id)
-        + "</details>",
+        markup(
+            '<details id="{0}-view"><summary>Non-imputed view: every method on its own results only ({1:,} imputed '
+            "result(s) left out; Elo, ranks and win rates recomputed)</summary>{2}</details>",
+            native_id,
+            imputed,
+            Html(_leaderboard_table(an, "leaderboard_native", regime, native_id)),
+        ),
     ]
 
 
@@ -270,9 +272,11 @@ def _robustness_tables(an: Analysis, regime: str) -> list[str]:
     return [
         "<p>Aggregation-rule sensitivity (Spearman correlation between rankings):</p>",
         html_table(rs, [("rule", "rule", -1)] + [(c, c, 3) for c in rs.columns if c != "rule"]),
-        f'<p class="small">{len(pt[pt["significant"]])} significant pairs after Holm correction (Wilcoxon '
-        "signed-rank on per-dataset means); full table: "
-        '<a href="tables/pairwise_tests.csv">pairwise_tests.csv</a>.</p>',
+        markup(
+            '<p class="small">{0} significant pairs after Holm correction (Wilcoxon signed-rank on per-dataset means); '
+            'full table: <a href="tables/pairwise_tests.csv">pairwise_tests.csv</a>.</p>',
+            len(pt[pt["significant"]]),
+        ),
     ]
 
 
@@ -286,37 +290,52 @@ def _cells_sentence(cc: pd.DataFrame, regime: str) -> str:
         if hit.empty:
             return ""
         items = [
-            f"{m} {n}" + (f": {html.escape(w)}" if why and w else "")
+            f"{m} {n}" + (f": {w}" if why and w else "")
             for m, n, w in zip(hit["method"], hit[col], hit["unselectable_statuses"], strict=True)
         ]
-        return f" ({'; '.join(html.escape(i) if not why else i for i in items)})"
+        return f" ({'; '.join(items)})"
 
-    return (
-        f"<b>{html.escape(regime)}</b>: {methods} method(s) \u00d7 {parts} partition(s) = {planned} planned cells; "
-        f"{int(cc['selected_cells'].sum())} hold a selectable result, "
-        f"{int(cc['unselectable_cells'].sum())} hold trials but none selectable"
-        f"{per_method('unselectable_cells', True)}, "
-        f"{int(cc['absent_cells'].sum())} hold no trial{per_method('absent_cells')}."
+    return markup(
+        "<b>{regime}</b>: {methods} method(s) \u00d7 {parts} partition(s) = {planned} planned cells; {selected} hold a "
+        "selectable result, {unselectable} hold trials but none selectable{why}, {absent} hold no trial{which}.",
+        regime=regime,
+        methods=methods,
+        parts=parts,
+        planned=planned,
+        selected=int(cc["selected_cells"].sum()),
+        unselectable=int(cc["unselectable_cells"].sum()),
+        why=per_method("unselectable_cells", True),
+        absent=int(cc["absent_cells"].sum()),
+        which=per_method("absent_cells"),
     )
 
 
 def _few_datasets_warning(an: Analysis) -> list[str]:
     """A warning for each regime whose comparison rests on fewer datasets than its bootstrap supports."""
     need = elo_mod.MIN_BOOTSTRAP_DATASETS
-    out = []
+    out: list[str] = []
     for regime in an.regimes:
         d = _regime_datasets(an, regime)
         if d >= need:
             continue
         out.append(
-            f'<p class="warn" id="few-datasets-{slug(regime)}"><b>Too few datasets for the intervals:</b> '
-            f"{html.escape(regime)} compares methods on {d} dataset(s). A dataset bootstrap of d datasets can "
-            f"draw at most C(2d\u22121, d) distinct resamples ({math.comb(2 * d - 1, d) if d else 0} here), "
-            f"and the ends of a 95% interval, its 2.5% and 97.5% quantiles, fall between distinct resamples "
-            f"only with at least 40 of them: {need} datasets or more (C({2 * need - 1}, {need}) = "
-            f"{math.comb(2 * need - 1, need)}). Its intervals (marked {FEW}) are the rating on a single "
-            "resample such as one dataset repeated, not confidence intervals; the ranks and win rates rest on "
-            "as few datasets.</p>"
+            markup(
+                '<p class="warn" id="few-datasets-{slug}"><b>Too few datasets for the intervals:</b> {regime} '
+                "compares methods on {d} dataset(s). A dataset bootstrap of d datasets can draw at most "
+                "C(2d\u22121, d) distinct resamples ({draws} here), and the ends of a 95% interval, its 2.5% and "
+                "97.5% quantiles, fall between distinct resamples only with at least 40 of them: {need} datasets or "
+                "more (C({twice}, {need}) = {enough}). Its intervals (marked {few}) are the rating on a single "
+                "resample such as one dataset repeated, not confidence intervals; the ranks and win rates rest on "
+                "as few datasets.</p>",
+                slug=slug(regime),
+                regime=regime,
+                d=d,
+                draws=math.comb(2 * d - 1, d) if d else 0,
+                need=need,
+                twice=2 * need - 1,
+                enough=math.comb(2 * need - 1, need),
+                few=FEW,
+            )
         )
     return out
 
@@ -327,7 +346,7 @@ def _coverage(an: Analysis) -> list[str]:
     out = _few_datasets_warning(an)
     out.append(
         '<ul class="small" id="cells">'
-        + "".join(f"<li>{_cells_sentence(cc[cc['regime'] == r], r)}</li>" for r in sorted(cc["regime"].unique()))
+        + join(markup("<li>{0}</li>", _cells_sentence(cc[cc["regime"] == r], r)) for r in sorted(cc["regime"].unique()))
         + "</ul>"
     )
     out.append(
@@ -344,9 +363,9 @@ def _dataset_coverage(an: Analysis, cov: pd.DataFrame) -> list[str]:
     wide = cov.pivot_table(index="view", columns="regime", values=list(counts), aggfunc="first")
     gaps = wide[[c for c in wide.columns if c[0] != "native_datasets"]].fillna(0).sum(axis=1) > 0
     n_ds = cov.groupby("regime")["datasets"].first()
-    total = ", ".join(f"{n_ds[r]} in {html.escape(r)}" for r in an.regimes if r in n_ds)
+    total = ", ".join(f"{n_ds[r]} in {r}" for r in an.regimes if r in n_ds)
     if not gaps.any():
-        return [f'<p class="small">Every method has native results on every dataset ({total}).</p>']
+        return [markup('<p class="small">Every method has native results on every dataset ({0}).</p>', total)]
     cols = [("view", "method", -1), ("origin", "origin", -1)]
     flat = pd.DataFrame({"view": wide.index[gaps]})
     flat["origin"] = flat["view"].map(cov.drop_duplicates("view").set_index("view")["origin"])
@@ -359,11 +378,14 @@ def _dataset_coverage(an: Analysis, cov: pd.DataFrame) -> list[str]:
             cols.append((f"{what} {regime}", f"{what.split('_')[0]} ({n_ds[regime]}) {regime}", 0))
     rest = int((~gaps).sum())
     return [
-        f'<p class="small">Datasets per method ({total}): native means the method\'s own results on every '
-        f"partition; imputed, a missing partition holds the matched {html.escape(str(an.reference))} result; "
-        "missing, no result (user submissions are never imputed). "
-        + (f"The {rest} method(s) not listed have native results on every dataset." if rest else "")
-        + "</p>",
+        markup(
+            '<p class="small">Datasets per method ({0}): native means the method\'s own results on every partition; '
+            "imputed, a missing partition holds the matched {1} result; missing, no result (user submissions are "
+            "never imputed). {2}</p>",
+            total,
+            an.reference,
+            f"The {rest} method(s) not listed have native results on every dataset." if rest else "",
+        ),
         html_table(flat.sort_values("view"), cols, table_id="coverage-table"),
     ]
 
@@ -373,9 +395,12 @@ def _below_chance(an: Analysis) -> list[str]:
     if bc.empty:
         return ['<p class="small">No selected binary result scores a test AUROC below 0.5.</p>']
     return [
-        f'<p class="note">{len(bc)} selected binary result(s) score a test AUROC below 0.5, worse than a constant '
-        "predictor: an untrained or inverted head was probably kept. Data: "
-        '<a href="tables/below_chance.csv">below_chance.csv</a>.</p>',
+        markup(
+            '<p class="note">{0} selected binary result(s) score a test AUROC below 0.5, worse than a constant '
+            "predictor: an untrained or inverted head was probably kept. Data: "
+            '<a href="tables/below_chance.csv">below_chance.csv</a>.</p>',
+            len(bc),
+        ),
         html_table(
             bc,
             [
@@ -610,9 +635,9 @@ def _section(section: Section, an: Analysis, out: Path, figures: list[Path]) -> 
             continue
         anchor = f"{section.id}-{slug(regime)}"
         if section.per_regime_heading:
-            blocks.append(f'<h2 id="{anchor}">{html.escape(section.title)} — {html.escape(regime)}</h2>')
+            blocks.append(markup('<h2 id="{0}">{1} — {2}</h2>', anchor, section.title, regime))
         else:
-            blocks.append(f'<h3 id="{anchor}">{html.escape(regime)}</h3>')
+            blocks.append(markup('<h3 id="{0}">{1}</h3>', anchor, regime))
         blocks += parts
     if not blocks and section.empty:  # nothing per regime: say so, before what holds for every regime
         blocks.append(section.empty)
@@ -620,7 +645,7 @@ def _section(section: Section, an: Analysis, out: Path, figures: list[Path]) -> 
     if section.per_regime_heading:
         return blocks
     return [
-        f'<h2 id="{section.id}">{html.escape(section.title)}</h2>',
+        markup('<h2 id="{0}">{1}</h2>', section.id, section.title),
         *([section.intro] if section.intro else []),
         *blocks,
     ]
@@ -628,26 +653,28 @@ def _section(section: Section, an: Analysis, out: Path, figures: list[Path]) -> 
 
 def _preamble(an: Analysis) -> list[str]:
     """The notes, and how the leaderboard reads."""
-    anchored = f"anchored at {html.escape(an.anchor)} = 1000" if an.anchor else "centred on 1000 (no reference result)"
+    anchored = f"anchored at {an.anchor} = 1000" if an.anchor else "centred on 1000 (no reference result)"
     return [
-        *(f'<p class="note">{html.escape(note)}</p>' for note in an.notes),
-        '<p class="small">Elo: partition-level battles on the primary metric (accuracy, or AUROC for binary '
-        f"tasks), ties half, each partition weighted 1/5, 200 dataset-bootstrap resamples, {anchored}. "
-        f"Missing built-in results are imputed with the matched {html.escape(str(an.reference))} result and counted "
-        'under "Imputed datasets"; user submissions are never imputed. '
-        "Mean Overhead: mean over datasets of log2(cost / cheapest method on that dataset).</p>",
+        *(markup('<p class="note">{0}</p>', note) for note in an.notes),
+        markup(
+            '<p class="small">Elo: partition-level battles on the primary metric (accuracy, or AUROC for binary '
+            "tasks), ties half, each partition weighted 1/5, 200 dataset-bootstrap resamples, {0}. Missing built-in "
+            'results are imputed with the matched {1} result and counted under "Imputed datasets"; user submissions '
+            "are never imputed. Mean Overhead: mean over datasets of log2(cost / cheapest method on that dataset).</p>",
+            anchored,
+            an.reference,
+        ),
     ]
 
 
 def _datasets_body(an: Analysis) -> str:
     """The per-dataset page: dataset leaders, and every view's mean score on every dataset."""
-    body = []
+    body: list[str] = []
     for regime in an.regimes:
         leaders = regime_rows(an.tables, "dataset_leaders", regime)
-        body.append(f"<h2>{html.escape(regime)}</h2><h3>Dataset leaders (tuned or canonical configurations)</h3>")
-        body.append(
-            "<p>" + ", ".join(f"{html.escape(k)}: {v}" for k, v in leaders["leader"].value_counts().items()) + "</p>"
-        )
+        body.append(markup("<h2>{0}</h2><h3>Dataset leaders (tuned or canonical configurations)</h3>", regime))
+        counts = leaders["leader"].value_counts().items()
+        body.append(markup("<p>{0}</p>", ", ".join(f"{k}: {v}" for k, v in counts)))
         body.append(
             html_table(
                 leaders,
@@ -660,22 +687,25 @@ def _datasets_body(an: Analysis) -> str:
             )
         )
         wide, imp = tb.dataset_scores(an.tables, regime)
-        body.append(f"<h3>Mean primary metric over partitions (* imputed with {html.escape(str(an.reference))})</h3>")
-        head = '<th class="l">dataset</th>' + "".join(f"<th>{html.escape(v)}</th>" for v in wide.columns)
+        body.append(markup("<h3>Mean primary metric over partitions (* imputed with {0})</h3>", an.reference))
+        head = Html('<th class="l">dataset</th>') + join(markup("<th>{0}</th>", v) for v in wide.columns)
         rows = []
         for ds, r in wide.iterrows():
             cells = []
             for v, x in r.items():
                 if not np.isfinite(x):
-                    cells.append("<td></td>")
+                    cells.append(Html("<td></td>"))
                     continue
-                star = '<span class="imp">*</span>' if bool(imp.loc[ds, v]) else ""
-                txt = f"<b>{x:.4f}</b>" if x == r.max() else f"{x:.4f}"
-                cells.append(f'<td data-v="{x}">{txt}{star}</td>')
-            rows.append(f'<tr><td class="l">{html.escape(str(ds))}</td>{"".join(cells)}</tr>')
+                star = Html('<span class="imp">*</span>' if bool(imp.loc[ds, v]) else "")
+                value = markup("<b>{0:.4f}</b>", x) if x == r.max() else markup("{0:.4f}", x)
+                cells.append(markup('<td data-v="{0}">{1}{2}</td>', x, value, star))
+            rows.append(markup('<tr><td class="l">{0}</td>{1}</tr>', ds, join(cells)))
         body.append(
-            f'<div class="wrap"><table class="sortable"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}'
-            "</tbody></table></div>"
+            markup(
+                '<div class="wrap"><table class="sortable"><thead><tr>{0}</tr></thead><tbody>{1}</tbody></table></div>',
+                Html(head),
+                join(rows),
+            )
         )
     return "\n".join(body)
 
@@ -687,11 +717,10 @@ def _findings_body(findings: pd.DataFrame) -> str:
         'figure it comes from. Data: <a href="tables/findings.csv">findings.csv</a>.</p>'
     ]
     for regime, g in findings.groupby("regime", sort=True):
-        parts.append(f'<h2>{html.escape(regime or "All regimes")}</h2><ul id="findings-{slug(regime or "all")}">')
+        parts.append(markup('<h2>{0}</h2><ul id="findings-{1}">', regime or "All regimes", slug(regime or "all")))
         for r in g.itertuples():
             parts.append(
-                f'<li data-topic="{html.escape(r.topic)}">{html.escape(r.sentence)} '
-                f'<a href="{html.escape(r.figure)}">[figure]</a></li>'
+                markup('<li data-topic="{0}">{1} <a href="{2}">[figure]</a></li>', r.topic, r.sentence, r.figure)
             )
         parts.append("</ul>")
     return "\n".join(parts)
@@ -718,8 +747,8 @@ def write_report(an: Analysis, out: Path, title: str = "NodeGround leaderboard")
         page(title + " — findings", _findings_body(an.tables["findings"]), sub), encoding="utf-8"
     )
     items = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.suffix in (".csv", ".parquet"))
-    lis = "".join(f'<li><a href="{html.escape(i)}">{html.escape(i)}</a></li>' for i in items)
-    (out / "tables.html").write_text(page(title + " — data files", f"<ul>{lis}</ul>", sub), encoding="utf-8")
+    lis = join(markup('<li><a href="{0}">{0}</a></li>', i) for i in items)
+    (out / "tables.html").write_text(page(title + " — data files", markup("<ul>{0}</ul>", lis), sub), encoding="utf-8")
     (out / "manifest.json").write_text(
         json.dumps(
             {"figures": [p.relative_to(out).as_posix() for p in figures], "timings_s": an.timings, "notes": an.notes},

@@ -92,7 +92,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "verify": (
         "orchestrator.cli.verify",
         "verify_command",
-        "Check a Lite bundle against a full-protocol rerun; on a match mark it verified (exit 0), else exit 1.",
+        "Check a Lite bundle against a full-protocol rerun; on a match print its verified entry (exit 0), else exit 1.",
     ),
     "weights": (
         "orchestrator.cli.weights",

@@ -8,6 +8,7 @@ turns a flag's text into values or raises UserError (one line, exit 2) before an
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import inspect
 import math
@@ -17,17 +18,17 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from contract.address import AddressError, check_host, check_port, split_address
 from contract.families import load_families
 from orchestrator.cli.errors import UserError
 from orchestrator.data.registry import is_available, resolve_name, tasks
 from orchestrator.data.splits import ALL_REGIMES, SPLIT_INDICES
-from orchestrator.plan import DEFAULT_TIME_LIMIT_S, MAX_TIME_LIMIT_S, SweepPlan
+from orchestrator.plan import DEFAULT_TIME_LIMIT_S, MAX_BUDGET, MAX_TIME_LIMIT_S, SweepPlan
 from orchestrator.protocols import LITE, Protocol, protocol_named
 from orchestrator.services.discovery import DiscoveryError, is_dns_target, split_target
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-MAX_BUDGET = 10_000  # trials per cell; the protocol uses 201
 ALL_DATASETS = "all"  # --datasets all: the whole catalog (the protocol)
 ALL_METHODS = "all"  # --methods all: every method of this checkout's families (the protocol's, and a scaffold's)
 DEFAULT_REGIMES, DEFAULT_SPLITS, DEFAULT_BUDGET = "10/10/80", "0", 1  # without a --protocol
@@ -186,25 +187,39 @@ def parse_shard(value: str) -> tuple[int, int]:
 
 def parse_endpoints(values: list[str]) -> dict[str, list[str]]:
     """``NAME=HOST:PORT`` or ``NAME=dns:///HOST:PORT`` values; a name given several times gets several
-    replicas, and a DNS target stands for every address behind it (resolved by the directory)."""
+    replicas, and a DNS target stands for every address behind it (resolved by the directory).
+
+    NAME must be a method or a family of this checkout (a typo would leave the service unused and start a local one
+    instead: refused with the close matches); HOST and PORT follow ``contract.address`` (a port in 1..65535: gRPC
+    would take 47400 + 65536 as 47400).
+    """
     endpoints: dict[str, list[str]] = {}
+    families = load_families()
+    known = [*families, *(m for family in families.values() for m in family.methods)]
     for value in values:
         name, sep, address = value.partition("=")
         name, address = name.strip(), address.strip()
-        host, colon, port = address.rpartition(":")
-        if not sep or not name or not colon or not host or not port.isdigit():
+        if not sep or not name or not address:
             raise UserError(
                 "--endpoint must look like NAME=HOST:PORT or NAME=dns:///HOST:PORT (NAME a method or family), got "
                 f"{value!r}"
             )
-        if is_dns_target(address):
-            try:
-                split_target(address)
-            except DiscoveryError as exc:
-                raise UserError(str(exc)) from None
-        known = endpoints.setdefault(name, [])
-        if address not in known:
-            known.append(address)
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=3)
+            hint = f"did you mean {', '.join(close)}?" if close else f"families: {', '.join(families)}"
+            raise UserError(f"--endpoint {value!r}: {name!r} is neither a method nor a family of this checkout; {hint}")
+        try:
+            if is_dns_target(address):
+                host, port = split_target(address)
+                check_host(host, f"--endpoint {value!r}: host")
+                check_port(port, f"--endpoint {value!r}: port")
+            else:
+                split_address(address, f"--endpoint {value!r}")
+        except (AddressError, DiscoveryError) as exc:
+            raise UserError(str(exc)) from None
+        known_addresses = endpoints.setdefault(name, [])
+        if address not in known_addresses:
+            known_addresses.append(address)
     return endpoints
 
 

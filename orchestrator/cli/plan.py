@@ -107,12 +107,11 @@ def plan(
     --from stores and this machine's cost probe; with no --from, the probe runs first where it has not
     (`orchestrator calibrate`: services start for it).
     """
-    if shards < 1:
-        raise UserError(f"--shards must be at least 1, got {shards}")
     if from_stores and not estimate:
         raise UserError("--from is read by --estimate; add --estimate")
     sweep_plan = sweep.plan()
     computed = make_plan(sweep_plan, plan_specs(sweep_plan.methods, parse_endpoints(endpoint)))
+    computed.check_shards(shards)  # before anything of that size is made
     done = None
     if store is not None and store.exists():
         held = stored_done(store, computed)

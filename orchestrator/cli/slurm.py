@@ -130,13 +130,12 @@ def submit_command(
     hardware: HardwareOpt = None,
 ) -> None:
     """Submit the sweep as `--shards` array tasks plus a merge job that runs once all of them ended."""
-    if shards < 1:
-        raise UserError(f"--shards must be at least 1, got {shards}")
     if parallel < 1 or (sbatch.cpus_per_task is not None and sbatch.cpus_per_task < 1):
         raise UserError("--cpus-per-task and --parallel must be at least 1")
     if max_requeues < 0 or not publish_every > 0:
         raise UserError("--max-requeues must be at least 0 and --publish-every a positive number of seconds")
     sweep_plan = sweep.plan()  # checked now
+    make_plan(sweep_plan, plan_specs(sweep_plan.methods, {})).check_shards(shards)  # no empty array task
     estimate = shard_estimate(sweep_plan, shards, parallel, estimate_from, hardware) if estimate_from else None
     resources = task_resources(parallel, sbatch.cpus_per_task, sbatch.mem, sbatch.time, sbatch.partition, sbatch.gres,
                                sbatch.sbatch_arg, estimate)  # fmt: skip

@@ -11,22 +11,32 @@ Accepted files:
 
 The canonical graph is stored under ``$NODEGROUND_CACHE/user/`` and listed in
 ``registry.json`` there, so ``orchestrator run --datasets NAME`` finds it.
+
+The file must be a regular file no larger than the memory budget (never a FIFO or a device such as
+``/dev/zero``: ``contract.files``). The registry is read whole and checked (an entry's file is a bare
+name inside ``user/``, so ``datasets remove`` never deletes outside it), and changed only under an
+exclusive lock (``registry.lock``) by a read-modify-write that ends in renaming a temporary file of its
+own: several ``datasets add`` at once each keep their registration.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import math
 import os
 import re
+import tempfile
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from contract.errors import UserError
+from contract.files import FileRefused, check_regular, json_field, json_object, read_json, size_text
 from contract.settings import ADD_MEMORY, SettingError
 from orchestrator.data.cache import read_graph, save_graph
 from orchestrator.data.fetch import cache_dir
@@ -60,13 +70,42 @@ def _registry_path() -> Path:
 
 
 def user_registry() -> dict[str, dict[str, Any]]:
+    """The registered user datasets by name, each entry checked (``UserDatasetError``, one line, when one is not)."""
     path = _registry_path()
     if not path.exists():
         return {}
+    what = "the user dataset registry"
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise UserDatasetError(f"{path} is not valid JSON ({exc}); remove it and add the datasets again") from None
+        registry = json_object(read_json(path, what), path, what)
+        for name, entry in registry.items():
+            entry = json_object(entry, path, f"{what}'s entry {name!r} in")
+            _registry_file(json_field(entry, "file", str, path, f"{what}'s entry {name!r} in"), name)
+            json_field(entry, "content_hash", str, path, f"{what}'s entry {name!r} in")
+    except FileRefused as exc:
+        raise UserDatasetError(f"{exc}; remove it and add the datasets again") from None
+    return registry
+
+
+def _registry_file(file: str, name: str) -> Path:
+    """Where a registry entry's canonical copy is: a bare file name inside ``user_dir()``, never a path out of it."""
+    if not file or file != Path(file).name or file in (".", "..") or file.startswith(".") or "\x00" in file:
+        raise UserDatasetError(
+            f"the user dataset registry's entry {name!r} names the file {file[:80]!r}, which is not a file name inside "
+            f"{user_dir()}; remove {_registry_path()} and add the datasets again"
+        )
+    return user_dir() / file
+
+
+@contextlib.contextmanager
+def _registry_lock() -> Iterator[None]:
+    """Hold the registry for one read-modify-write (an exclusive flock, released when the process ends)."""
+    user_dir().mkdir(parents=True, exist_ok=True)
+    fd = os.open(user_dir() / "registry.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _pick(raw: dict[str, Any], what: str, path: Path) -> Any:
@@ -190,11 +229,20 @@ def _to_numpy(value: Any, what: str, path: Path) -> np.ndarray:
 
 
 def read_user_file(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple | None]:
-    """(x, edge_index 2 x E, y, masks or None) from an .npz or a saved PyG Data."""
-    if not path.exists():
-        raise UserDatasetError(f"{path}: no such file")
+    """(x, edge_index 2 x E, y, masks or None) from an .npz or a saved PyG Data: a regular file no larger than the
+    memory budget (a FIFO, a device or a sparse file of hundreds of GiB is refused before a byte is read)."""
+    budget = memory_budget()
+    try:
+        size = check_regular(path, "dataset file")
+    except FileRefused as exc:
+        raise UserDatasetError(str(exc)) from None
+    if size > budget:
+        raise UserDatasetError(
+            f"{path.name}: the file holds {size_text(size)}, over the memory budget of {size_text(budget)} (set "
+            f"{MEMORY_ENV} to the bytes this machine can give)"
+        )
     if path.suffix == ".npz" or zipfile.is_zipfile(path):
-        check_archive_sizes(path)
+        check_archive_sizes(path, budget)
     if path.suffix == ".npz":
         try:
             with np.load(path, allow_pickle=False) as npz:
@@ -283,20 +331,25 @@ def store_user_dataset(
         )
     x, edges, y, masks = read_user_file(path)
     graph = validate_user_graph(name, x, edges, y, masks)
-    user_dir().mkdir(parents=True, exist_ok=True)
-    save_graph(graph, user_dir() / f"{name}.npz")
-    registry = user_registry()
-    entry: dict[str, Any] = {
-        "file": f"{name}.npz",
-        "source": str(path.resolve()),
-        "content_hash": graph.content_hash,
-        **graph_summary(graph),
-    }
-    matches = same_content(graph.content_hash, name) if same_content is not None else []
-    if matches:
-        entry["same_content_as"] = matches
-    registry[name] = entry
-    _write_registry(registry)
+    with _registry_lock():  # the check above again, the copy and the entry: as one step among concurrent adds
+        registry = user_registry()
+        if name in registry and not replace and registry[name].get("content_hash") != graph.content_hash:
+            raise UserDatasetError(
+                f"a dataset named {name!r} was registered meanwhile (content hash "
+                f"{registry[name]['content_hash'][:16]}); pass --replace to register this file under that name instead"
+            )
+        save_graph(graph, user_dir() / f"{name}.npz")
+        entry: dict[str, Any] = {
+            "file": f"{name}.npz",
+            "source": str(path.resolve()),
+            "content_hash": graph.content_hash,
+            **graph_summary(graph),
+        }
+        matches = same_content(graph.content_hash, name) if same_content is not None else []
+        if matches:
+            entry["same_content_as"] = matches
+        registry[name] = entry
+        _write_registry(registry)
     return graph
 
 
@@ -313,20 +366,27 @@ def graph_summary(graph: Graph) -> dict[str, Any]:
 
 
 def _write_registry(registry: dict[str, dict[str, Any]]) -> None:
-    tmp = _registry_path().with_suffix(".json.part")
-    tmp.write_text(json.dumps(registry, indent=2, sort_keys=True))
-    os.replace(tmp, _registry_path())
+    """Replace the registry by a temporary file of this writer's own (under ``_registry_lock``)."""
+    fd, tmp = tempfile.mkstemp(prefix="registry.", suffix=".json.part", dir=user_dir())
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(registry, indent=2, sort_keys=True))
+        os.replace(tmp, _registry_path())
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def remove_user_dataset(name: str) -> dict[str, Any]:
     """Unregister ``name`` and delete its canonical copy (the user's own file is untouched); returns its entry."""
-    registry = user_registry()
-    if name not in registry:
-        known = ", ".join(sorted(registry)) or "none"
-        raise UserDatasetError(f"{name!r} is not a registered user dataset (registered: {known})")
-    entry = registry.pop(name)
-    _write_registry(registry)
-    (user_dir() / entry["file"]).unlink(missing_ok=True)
+    with _registry_lock():
+        registry = user_registry()
+        if name not in registry:
+            known = ", ".join(sorted(registry)) or "none"
+            raise UserDatasetError(f"{name!r} is not a registered user dataset (registered: {known})")
+        entry = registry.pop(name)
+        _write_registry(registry)
+    _registry_file(entry["file"], name).unlink(missing_ok=True)
     return entry
 
 
@@ -347,7 +407,7 @@ def user_rows() -> list[dict[str, Any]]:
                 "task_type": entry.get("task_type"),
                 "nodes": entry.get("nodes"),
                 "classes": entry.get("classes"),
-                "local": (user_dir() / entry["file"]).is_file(),
+                "local": _registry_file(entry["file"], name).is_file(),
                 "from": entry.get("source"),
             }
         )
@@ -358,10 +418,10 @@ def load_user_dataset(name: str) -> Graph:
     info = user_registry().get(name)
     if info is None:
         raise UserDatasetError(f"{name!r} is not a registered user dataset")
-    graph = read_graph(user_dir() / info["file"], verify=True)
+    path = _registry_file(info["file"], name)
+    graph = read_graph(path, verify=True)
     if graph is None:
         raise UserDatasetError(
-            f"user dataset {name!r}: {user_dir() / info['file']} is missing or damaged; add it again with "
-            "`orchestrator datasets add`"
+            f"user dataset {name!r}: {path} is missing or damaged; add it again with `orchestrator datasets add`"
         )
     return graph

@@ -18,6 +18,8 @@ from typing import Any
 
 import pandas as pd
 
+from contract.files import FileRefused, json_field, json_object, read_json
+
 REFERENCE_DIR = Path(__file__).resolve().parent
 NAMES = ("lite",)  # the protocols a reference ships for
 # What a reference row keeps of a trial record: identity, configuration, outcome, cost and metrics. The hardware is
@@ -74,12 +76,41 @@ def table_sha256(path: Path) -> str:
 
 
 def read_manifest(name: str, root: Path | None = None) -> Manifest:
+    """The manifest of reference ``name``, each field of its type; ReferenceError (one line) otherwise."""
     if name not in NAMES:
         raise ReferenceError(f"unknown reference {name!r}; the project ships: {', '.join(NAMES)}")
     _, manifest = paths(name, root)
     if not manifest.exists():
         raise ReferenceError(f"no {name} reference is shipped here ({manifest} is missing): `make reference` builds it")
-    return Manifest(**json.loads(manifest.read_text()))
+    try:
+        document = json_object(read_json(manifest, "the reference manifest"), manifest, "the reference manifest")
+        unknown = sorted(set(document) - set(_MANIFEST_FIELDS))
+        if unknown:
+            raise FileRefused(f"the reference manifest {manifest} has unknown field(s) {', '.join(unknown)[:120]}")
+        fields = {
+            key: json_field(document, key, kinds, manifest, "the reference manifest", **optional)
+            for key, (kinds, optional) in _MANIFEST_FIELDS.items()
+        }
+    except FileRefused as exc:
+        raise ReferenceError(f"{exc}: rebuild it with `make reference`") from None
+    return Manifest(**fields)
+
+
+#: Each manifest field: its JSON kinds, and a default where an older manifest may lack it.
+_MANIFEST_FIELDS: dict[str, tuple[type | tuple[type, ...], dict[str, Any]]] = {
+    "protocol": (str, {}),
+    "budget": (int, {}),
+    "regimes": (list, {}),
+    "splits": (list, {}),
+    "methods": (list, {}),
+    "missing": (dict, {}),
+    "datasets": (list, {}),
+    "pending": (dict, {}),
+    "hardware": (str, {}),
+    "rows": (int, {"default": 0}),
+    "sha256": (str, {"default": ""}),
+    "builds": (list, {"default": []}),
+}
 
 
 def load_reference(name: str, root: Path | None = None) -> tuple[pd.DataFrame, Manifest]:

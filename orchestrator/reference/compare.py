@@ -5,10 +5,15 @@ regimes and splits, and only the first ``budget`` of each cell's configuration s
 Lite run as its prefix). A user method's cells that are missing or hold fewer trials are named; the leaderboard is
 recomputed over everyone who competes (the report runs on the combined trials).
 
+Reference identity: a submission never stands in for a reference method. A method whose name reads like a
+shipped one (``orchestrator.names``: after Unicode normalisation and confusable folding, so ``gсn`` with a
+Cyrillic letter is ``gcn``) is refused, unless it is the user's own store's rerun of it (the same name, and every
+one of its trials in the reference's cells a trial the reference holds: the same version, configuration and
+dataset); a rerun competes as ``<name> (rerun)`` beside the shipped rows, which it never replaces.
+
 Costs: records of two machines are never on one frontier. The reference rows keep their costs only when the user's
 records ran on the reference's hardware; otherwise their costs are left out, so the cost pages (workflow,
-Pareto) show the user's methods on the user's own records, and any reference method the user's store holds,
-re-measured there, which then replaces the shipped rows of that method.
+Pareto) show the user's methods on the user's own records, and any reference method the user's store reran there.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from pathlib import Path
 import pandas as pd
 
 from orchestrator.host import hardware_of
-from orchestrator.reference import Manifest, load_reference
+from orchestrator.names import same_name
+from orchestrator.reference import Manifest, ReferenceError, load_reference
 
 COST_COLUMNS = (
     "fit_service_s",
@@ -35,6 +41,8 @@ COST_COLUMNS = (
 REFERENCE = "reference"
 SUBMITTED = "submitted (lite)"
 VERIFIED = "verified"
+RERUN = "rerun (this store)"
+RERUN_SUFFIX = " (rerun)"  # a reference method the user's store reran competes under its name and this
 ENTRY_COLUMNS = ("method", "status", "hardware", "cells", "cells_expected", "missing")
 #: The origin of a store's method that the reference lacks (a scaffold run in the user's clone is "builtin" there):
 #: like a bundle's "user:<id>", so its missing cells stay missing instead of taking the imputed gcn-Default result.
@@ -64,8 +72,12 @@ def compare(
     manifest: Manifest,
     hardware: str | None,
     verified: frozenset[str] = frozenset(),
+    reran: frozenset[str] = frozenset(),
 ) -> Comparison:
-    """``user`` (the user's trials, any columns of a store) among ``reference`` (the shipped rows)."""
+    """``user`` (the user's trials, any columns of a store) among ``reference`` (the shipped rows); ``reran``: the
+    reference methods the user's store reran (``store_reruns``). ReferenceError for a method that takes a reference
+    method's name (the module docstring)."""
+    user = _reruns_renamed(user, manifest, reran)
     held = user[
         user["dataset"].astype(str).isin(manifest.datasets)
         & user["regime"].astype(str).isin(manifest.regimes)
@@ -83,8 +95,7 @@ def compare(
             f"{', '.join(manifest.regimes)}, split {', '.join(map(str, manifest.splits))}, the first {manifest.budget} "
             "configurations of each cell) and are not compared"
         )
-    remeasured = set(held["method"].astype(str)) & set(manifest.methods)
-    shipped = reference[~reference["method"].astype(str).isin(remeasured)].assign(origin="builtin")
+    shipped = reference.assign(origin="builtin")
     if hardware != manifest.hardware:
         shipped = shipped.assign(**{c: float("nan") for c in COST_COLUMNS if c in shipped.columns})
         notes.append(
@@ -92,12 +103,13 @@ def compare(
             "the cost pages use this store's records only (the reference methods' costs are left out; rerun one here "
             "to put it on them)"
         )
-    entries = [_entry(m, held, manifest, SUBMITTED if m not in verified else VERIFIED, hardware) for m in
-               sorted(set(held["method"].astype(str)))]  # fmt: skip
+    entries = [
+        _entry(m, held, manifest, _status(m, verified), hardware) for m in sorted(set(held["method"].astype(str)))
+    ]
     entries += [
         {"method": m, "status": REFERENCE, "hardware": manifest.hardware, "cells": _cells(reference, m),
          "cells_expected": _expected(manifest), "missing": ""}
-        for m in manifest.methods if m not in remeasured
+        for m in manifest.methods
     ]  # fmt: skip
     for entry in entries:
         if entry["missing"]:
@@ -106,6 +118,60 @@ def compare(
     common = [c for c in shipped.columns if c in held.columns]
     trials = pd.concat([_plain(held[common]), _plain(shipped[common])], ignore_index=True)
     return Comparison(trials, pd.DataFrame(entries, columns=list(ENTRY_COLUMNS)), notes)
+
+
+def _status(method: str, verified: frozenset[str]) -> str:
+    if method.endswith(RERUN_SUFFIX):
+        return RERUN
+    return VERIFIED if method in verified else SUBMITTED
+
+
+def _reruns_renamed(user: pd.DataFrame, manifest: Manifest, reran: frozenset[str]) -> pd.DataFrame:
+    """The user's trials with each reference method the store reran renamed ``<name> (rerun)``; ReferenceError for
+    any other method whose name reads like a reference method's."""
+    names = user["method"].astype(str)
+    renamed = {}
+    for method in sorted(set(names)):
+        twin = next((m for m in manifest.methods if same_name(m, method)), None)
+        if twin is None:
+            continue
+        origins = sorted(set(user.loc[names == method, "origin"].astype(str))) if "origin" in user.columns else []
+        submitted = [o for o in origins if o.startswith("user:")]
+        if submitted:
+            raise ReferenceError(
+                f"the submission {submitted[0]} names a method {method!r}, which reads as the reference method "
+                f"{twin!r}: a submission never stands in for a reference method; rename it"
+            )
+        if method != twin or method not in reran:
+            raise ReferenceError(
+                f"the store's method {method!r} reads as the reference method {twin!r} but is not a rerun of it (its "
+                "trials in the reference's cells are not the reference's: another version, configuration or dataset, "
+                "or another name); rename it, or compare without --reference"
+            )
+        renamed[method] = method + RERUN_SUFFIX
+    if not renamed:
+        return user
+    return user.assign(method=names.replace(renamed))  # not a reference name: it competes as an entrant
+
+
+def store_reruns(store: Path, reference: pd.DataFrame, manifest: Manifest) -> frozenset[str]:
+    """The reference methods ``store`` reran: every one of its trials of that name in the reference's cells is a
+    trial the reference holds (the same key: version, configuration and dataset), and it holds at least one."""
+    from orchestrator.store import read_trial_columns
+
+    rows = read_trial_columns(store, ("trial_key", "method", "dataset", "regime", "split", "trial_index"))
+    rows = rows[
+        rows["method"].astype(str).isin(manifest.methods)
+        & rows["dataset"].astype(str).isin(manifest.datasets)
+        & rows["regime"].astype(str).isin(manifest.regimes)
+        & rows["split"].astype(int).isin(manifest.splits)
+        & (rows["trial_index"].astype(int) < manifest.budget)
+    ]
+    shipped = set(reference["trial_key"].astype(str))
+    known = rows["trial_key"].astype(str).isin(shipped)
+    return frozenset(
+        str(m) for m, group in known.groupby(rows["method"].astype(str)) if len(group) and bool(group.all())
+    )
 
 
 def _expected(manifest: Manifest) -> int:
@@ -143,19 +209,28 @@ def with_reference(
     trials: pd.DataFrame, name: str, store: Path | None, bundles: Sequence[Path]
 ) -> tuple[pd.DataFrame, Comparison]:
     """The report's trials (``load_trials``'s, bundles merged) among the shipped reference ``name``, typed as the
-    analysis types them, and the comparison; the user's hardware is read from the store's and bundles' records."""
+    analysis types them, and the comparison; the user's hardware is read from the store's and bundles' records
+    (each bundle from its sealed content), the verified bundles from the maintainers' list."""
     from orchestrator.store import read_trial_columns
-    from orchestrator.submission.bundle import TRIALS
-    from orchestrator.submission.verify import is_verified
-    from orchestrator.trials.load import complete_columns
+    from orchestrator.submission.bundle import sealed
+    from orchestrator.submission.verify import verified_checksums
+    from orchestrator.trials.load import complete_columns, refuse_out_of_range_frame
 
     shipped, manifest = load_reference(name)
-    hosts = [*([store] if store is not None else []), *(b / TRIALS for b in bundles)]
-    hardware = user_hardware(
-        pd.concat([read_trial_columns(p, ("host_json",)) for p in hosts if p.suffix == ".sqlite"], ignore_index=True)
+    refuse_out_of_range_frame(shipped, f"the shipped {name} reference")
+    columns = ("host_json", "method")
+    hosts = [read_trial_columns(store, columns)] if store is not None and store.suffix == ".sqlite" else []
+    verified: set[str] = set()
+    listed = verified_checksums() if bundles else frozenset()
+    for bundle in bundles:
+        with sealed(bundle) as content:
+            rows = read_trial_columns(content.trials, columns, immutable=True)
+            hosts.append(rows)
+            if content.checksum in listed:
+                verified |= set(rows["method"].astype(str))
+    hardware = user_hardware(pd.concat(hosts, ignore_index=True)) if hosts else None
+    reran = store_reruns(store, shipped, manifest) if store is not None and store.suffix == ".sqlite" else frozenset()
+    comparison = compare(
+        _plain(trials), _plain(complete_columns(shipped)), manifest, hardware, frozenset(verified), reran
     )
-    verified = frozenset(
-        str(m) for b in bundles if is_verified(b) for m in read_trial_columns(b / TRIALS, ("method",))["method"]
-    )
-    comparison = compare(_plain(trials), _plain(complete_columns(shipped)), manifest, hardware, verified)
     return complete_columns(comparison.trials), comparison

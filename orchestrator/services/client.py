@@ -423,3 +423,11 @@ class MethodClient:
 
     def release(self, handle: str) -> bool:
         return self._short(self._stub.Release, pb.ReleaseRequest(model_handle=handle), "Release").released
+
+
+def client_deadline(exc: grpc.RpcError) -> bool:
+    """The deadline ran out on the client's side (the service never answered), not in the service: a service that
+    did not stop at its own limit may still be computing, so an embedded one is replaced before it serves again."""
+    return (
+        exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED and (exc.details() or "").strip().lower() == "deadline exceeded"
+    )

@@ -9,21 +9,34 @@ A bundle is a directory::
     SHA256SUMS        sha256 of each file above
     CHECKSUM          sha256 of SHA256SUMS: the bundle's checksum
 
-``verify_bundle`` recomputes the checksums; ``load_bundle`` verifies and
-returns the trials table typed as ``orchestrator.trials.load`` types it;
-``merge_trials`` appends bundles to a built-in table (user rows are never
-imputed: the analysis keys that on ``origin``).
+and nothing else. A bundle is read only from the files its seal names (``sealed``): any other entry beside them
+refuses it (SQLite would read a ``trials.sqlite-wal`` or ``-journal`` placed there as part of the store, and the
+seal does not cover it), every file is read as a regular file of bounded size (``contract.files``), and the store
+is copied into a private directory while it is hashed and opened from that copy, immutable: what is read is
+exactly what was checked. ``verify_bundle`` checks the seal; ``load_bundle`` returns the trials table typed as
+``orchestrator.trials.load`` types it; ``merge_trials`` appends bundles to a built-in table (user rows are never
+imputed: the analysis keys that on ``origin``), refusing a method named like another (``orchestrator.names``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
+import os
+import re
 import sqlite3
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
+from contract.files import KIB, FileRefused, json_object, open_regular, read_bounded
 from orchestrator.data.fetch import sha256_of
+from orchestrator.names import same_name
 from orchestrator.trials.load import complete_columns, load_trials
 
 TRIALS = "trials.sqlite"
@@ -31,6 +44,10 @@ SUBMISSION = "submission.json"
 SUMS = "SHA256SUMS"
 CHECKSUM = "CHECKSUM"
 CONTENT = (TRIALS, SUBMISSION)
+SEALED = (*CONTENT, SUMS, CHECKSUM)  # every entry a bundle may hold
+SEAL_LIMIT = 4 * KIB  # SHA256SUMS and CHECKSUM: a few lines
+SUBMISSION_LIMIT = 16 << 20  # submission.json: the image's Describe and labels, a few KiB
+_DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 class BundleError(ValueError):
@@ -56,32 +73,117 @@ def seal(bundle: Path) -> str:
     return checksum
 
 
-def verify_bundle(bundle: Path) -> str:
-    """The bundle's checksum, after checking every file against it; BundleError otherwise."""
+@dataclass(frozen=True)
+class Sealed:
+    """A bundle's sealed content: its checksum, its submission, and a private copy of its store (valid inside
+    ``sealed``, to be opened ``immutable``)."""
+
+    bundle: Path
+    checksum: str
+    submission: dict[str, Any]
+    trials: Path
+
+
+@contextlib.contextmanager
+def sealed(bundle: Path) -> Iterator[Sealed]:
+    """The bundle's content, read only from the files its seal names and checked against it; BundleError otherwise.
+
+    The store is copied (and hashed as it is copied) into a private directory removed on exit.
+    """
     bundle = Path(bundle)
-    missing = [n for n in (*CONTENT, SUMS, CHECKSUM) if not (bundle / n).is_file()]
+    if not bundle.is_dir():
+        raise BundleError(f"{bundle} is not a submission bundle (a directory holding {', '.join(SEALED)})")
+    entries = sorted(entry.name for entry in bundle.iterdir())
+    missing = [name for name in SEALED if name not in entries]
     if missing:
         raise BundleError(f"{bundle} is not a complete submission bundle: missing {', '.join(missing)}")
-    lines = (bundle / SUMS).read_text()
-    checksum = (bundle / CHECKSUM).read_text().strip()
+    extra = [name for name in entries if name not in SEALED]
+    if extra:
+        shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
+        raise BundleError(
+            f"{bundle} holds {shown} beside its sealed files; a bundle is read only from what its seal names (a "
+            "-wal or -journal file beside trials.sqlite would change the store unseen): remove them"
+        )
+    checksum, listed = _seal_of(bundle)
+    submission = _read_submission(bundle, listed[SUBMISSION])
+    with tempfile.TemporaryDirectory(prefix="nodeground-bundle-") as private:
+        copy = Path(private) / TRIALS
+        if _copy_hashing(bundle / TRIALS, copy) != listed[TRIALS]:
+            raise BundleError(f"{bundle}: {TRIALS} was changed after the bundle was sealed (checksum mismatch)")
+        copy.chmod(0o400)
+        yield Sealed(bundle, checksum, submission, copy)
+
+
+def _seal_of(bundle: Path) -> tuple[str, dict[str, str]]:
+    """(the checksum, each sealed file's digest), the seal's two files checked against each other."""
+    try:
+        lines = read_bounded(bundle / SUMS, SEAL_LIMIT, f"the bundle's {SUMS}").decode("ascii")
+        checksum = read_bounded(bundle / CHECKSUM, SEAL_LIMIT, f"the bundle's {CHECKSUM}").decode("ascii").strip()
+    except FileRefused as exc:
+        raise BundleError(str(exc)) from None
+    except UnicodeDecodeError:
+        raise BundleError(f"{bundle}: {SUMS} or {CHECKSUM} is not text") from None
     if hashlib.sha256(lines.encode()).hexdigest() != checksum:
         raise BundleError(f"{bundle}: SHA256SUMS does not match CHECKSUM")
     listed = {}
     for line in lines.splitlines():
         digest, _, name = line.partition("  ")
         listed[name] = digest
-    if set(listed) != set(CONTENT):
-        raise BundleError(f"{bundle}: SHA256SUMS lists {sorted(listed)}, expected {sorted(CONTENT)}")
-    for name, digest in listed.items():
-        if sha256_of(bundle / name) != digest:
-            raise BundleError(f"{bundle}: {name} was changed after the bundle was sealed (checksum mismatch)")
-    return checksum
+    if set(listed) != set(CONTENT) or not all(_DIGEST.fullmatch(d) for d in listed.values()):
+        raise BundleError(
+            f"{bundle}: SHA256SUMS lists {sorted(listed)[:5]}, expected a sha256 of each of {sorted(CONTENT)}"
+        )
+    return checksum, listed
+
+
+def _read_submission(bundle: Path, digest: str) -> dict[str, Any]:
+    """submission.json, hashed from the very bytes parsed: a JSON object, else BundleError."""
+    try:
+        data = read_bounded(bundle / SUBMISSION, SUBMISSION_LIMIT, f"the bundle's {SUBMISSION}")
+    except FileRefused as exc:
+        raise BundleError(str(exc)) from None
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise BundleError(f"{bundle}: {SUBMISSION} was changed after the bundle was sealed (checksum mismatch)")
+    try:
+        document = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise BundleError(f"{bundle}: {SUBMISSION} is not a JSON object ({str(exc).splitlines()[0][:120]})") from None
+    try:
+        return json_object(document, bundle / SUBMISSION, "the bundle's submission")
+    except FileRefused as exc:
+        raise BundleError(str(exc)) from None
+
+
+def _copy_hashing(source: Path, target: Path) -> str:
+    """Copy the regular file ``source`` to ``target`` (created here, private) and return the sha256 of what was
+    copied: the copy holds exactly the bytes hashed."""
+    digest = hashlib.sha256()
+    try:
+        with open_regular(source, "the bundle's store") as (fd, _):
+            out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            try:
+                while block := os.read(fd, 1 << 20):
+                    digest.update(block)
+                    view = memoryview(block)
+                    while view:
+                        view = view[os.write(out, view) :]
+            finally:
+                os.close(out)
+    except FileRefused as exc:
+        raise BundleError(str(exc)) from None
+    return digest.hexdigest()
+
+
+def verify_bundle(bundle: Path) -> str:
+    """The bundle's checksum, after checking every file against it; BundleError otherwise."""
+    with sealed(bundle) as content:
+        return content.checksum
 
 
 def load_bundle(bundle: Path) -> pd.DataFrame:
     """The bundle's trials, verified and typed; every row must be a user submission."""
-    verify_bundle(bundle)
-    trials = load_trials(Path(bundle) / TRIALS)
+    with sealed(bundle) as content:
+        trials = load_trials(content.trials, immutable=True)
     origins = set(trials["origin"].astype(str))
     if not all(o.startswith("user:") for o in origins):
         raise BundleError(
@@ -92,15 +194,17 @@ def load_bundle(bundle: Path) -> pd.DataFrame:
 
 
 def merge_trials(trials: pd.DataFrame, bundles: list[Path]) -> pd.DataFrame:
-    """``trials`` plus the rows of each bundle; refuses a submitted method named like a built-in one."""
+    """``trials`` plus the rows of each bundle; refuses a submitted method named like a built-in one or another
+    bundle's (``orchestrator.names``: after Unicode normalisation and confusable folding)."""
     frames = [trials]
     taken = {str(m): str(o) for m, o in trials[["method", "origin"]].drop_duplicates().itertuples(index=False)}
     for bundle in bundles:
         extra = load_bundle(bundle)
         for method, origin in extra[["method", "origin"]].drop_duplicates().itertuples(index=False):
-            if str(method) in taken and taken[str(method)] != str(origin):
+            clash = next((m for m in taken if same_name(m, str(method)) and taken[m] != str(origin)), None)
+            if clash is not None:
                 raise BundleError(
-                    f"{bundle}: method {method!r} ({origin}) clashes with {taken[str(method)]} results of the same name"
+                    f"{bundle}: method {method!r} ({origin}) clashes with {taken[clash]} results named {clash!r}"
                 )
             taken[str(method)] = str(origin)
         frames.append(extra)

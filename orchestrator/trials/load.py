@@ -13,9 +13,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from contract.errors import UserError
+from orchestrator.metrics import RANGES_TEXT, VALUE_RANGES, out_of_range
 from orchestrator.protocols import without_calibration
 from orchestrator.records import COLUMNS
-from orchestrator.store import TRIAL_ORDER, connect_read_only, open_existing
+from orchestrator.store import TRIAL_ORDER, connect_read_only, open_existing, refuse_out_of_range
 
 # Identity and selection columns every analysis needs.
 REQUIRED_COLUMNS: tuple[str, ...] = (
@@ -82,7 +84,7 @@ _CHUNK_ROWS = 250_000
 GFM_CONFIG_SQL = "CASE WHEN kind = 'gfm' THEN config_json ELSE '' END AS config_json"
 
 
-class AnalysisInputError(Exception):
+class AnalysisInputError(UserError):
     """A problem with the input the user can fix (missing store, empty table, unknown column)."""
 
 
@@ -143,9 +145,9 @@ def read_store_columns(path: Path, columns: Sequence[str]) -> pd.DataFrame:
         db.close()
 
 
-def _read_sqlite(path: Path) -> pd.DataFrame:
+def _read_sqlite(path: Path, immutable: bool = False) -> pd.DataFrame:
     try:
-        con = connect_read_only(path)
+        con = connect_read_only(path, immutable)
     except sqlite3.Error as exc:  # pragma: no cover - depends on the file system
         raise AnalysisInputError(f"cannot open store {path}: {exc}") from None
     try:
@@ -156,6 +158,7 @@ def _read_sqlite(path: Path) -> pd.DataFrame:
         if not present:
             raise AnalysisInputError(f"{path} has no table named 'trials'")
         _check_required(present, path)
+        refuse_out_of_range(con, path, AnalysisInputError)
         wanted = [c for c in (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS) if c in present]
         # config_json of GFM rows only, blanked in SQL so that 2 M supervised configs never leave the database
         select = [GFM_CONFIG_SQL if c == "config_json" and "kind" in present else c for c in wanted]
@@ -170,16 +173,19 @@ def _check_required(present: list[str], path: Path) -> None:
         raise AnalysisInputError(f"{path}: the trials table lacks required column(s): {', '.join(missing)}")
 
 
-def load_trials(path: str | Path) -> pd.DataFrame:
+def load_trials(path: str | Path, immutable: bool = False) -> pd.DataFrame:
     """The trial table at ``path`` (``.sqlite``/``.db``, ``.parquet`` or ``.csv``), typed and completed.
 
-    Raises AnalysisInputError for a missing file, a missing table or column, or an empty table.
+    Raises AnalysisInputError for a missing file, a missing table or column, or an empty table; ``immutable``
+    reads a SQLite store's database file alone (a sealed bundle's private copy).
     """
     path = Path(path)
     if not path.exists():
         raise AnalysisInputError(f"store not found: {path}")
     if path.is_dir():
         raise AnalysisInputError(f"store is a directory, expected a file: {path}")
+    if not path.is_file():
+        raise AnalysisInputError(f"store is not a regular file (a FIFO or a device?): {path}")
     suffix = path.suffix.lower()
     if suffix == ".parquet":
         import pyarrow.parquet as pq
@@ -191,6 +197,7 @@ def load_trials(path: str | Path) -> pd.DataFrame:
         _check_required(present, path)
         wanted = [c for c in (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS) if c in present]
         df = _typed(pd.read_parquet(path, columns=wanted))
+        refuse_out_of_range_frame(df, path)
     elif suffix == ".csv":
         try:
             head = pd.read_csv(path, nrows=0)
@@ -199,12 +206,39 @@ def load_trials(path: str | Path) -> pd.DataFrame:
         _check_required(list(head.columns), path)
         wanted = [c for c in (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS) if c in head.columns]
         df = _typed(pd.read_csv(path, usecols=wanted))
+        refuse_out_of_range_frame(df, path)
     else:
-        df = _read_sqlite(path)
+        df = _read_sqlite(path, immutable)
     df = without_calibration(df)
     if len(df) == 0:
         raise AnalysisInputError(f"the trials table in {path} is empty (of trials other than the cost probe's)")
     return complete_columns(df)
+
+
+def refuse_out_of_range_frame(df: pd.DataFrame, source: object) -> None:
+    """Refuse (AnalysisInputError, one line naming the row) a table holding a metric or cost outside its range, as
+    ``orchestrator.store.refuse_out_of_range`` refuses such a store: for exports and the shipped reference table."""
+    checked = [c for c in VALUE_RANGES if c in df.columns]
+    if not checked or df.empty:
+        return
+    bad = np.zeros(len(df), dtype=bool)
+    for column in checked:
+        values = pd.to_numeric(df[column], errors="coerce").to_numpy(dtype="float64")
+        low, high = VALUE_RANGES[column]
+        with np.errstate(invalid="ignore"):
+            bad |= ~np.isnan(values) & ~(np.isfinite(values) & (values >= low) & (values <= high))
+    if not bad.any():
+        return
+    row = df.iloc[int(np.flatnonzero(bad)[0])]
+    key = (
+        row["trial_key"]
+        if "trial_key" in df.columns
+        else " ".join(str(row[c]) for c in ("method", "dataset", "regime", "split", "trial_index") if c in df.columns)
+    )
+    raise AnalysisInputError(
+        f"{source}: trial {str(key)[:120]!r} holds {out_of_range(row.to_dict(), checked)}, which no trial computes "
+        f"({RANGES_TEXT}); refused"
+    )
 
 
 def complete_columns(df: pd.DataFrame) -> pd.DataFrame:

@@ -68,13 +68,41 @@ def test_settings_that_cannot_work_are_one_line_errors(pki, tmp_path):
         ({CERT_ENV: str(pki["cert"])}, "go together"),
         ({TOKEN_FILE_ENV: str(pki["token"])}, "needs TLS"),
         ({CA_ENV: str(pki["cert"]), TOKEN_FILE_ENV: str(pki["cert"])}, "one line of printable ASCII"),
-        ({CA_ENV: str(tmp_path / "absent.pem")}, "cannot read it"),
+        ({CA_ENV: str(tmp_path / "absent.pem")}, "absent.pem: No such file or directory"),
     ]
     for env, message in cases:
         with pytest.raises(SecurityError, match=message) as err:
             Security.from_env(env)
         assert "\n" not in str(err.value)
     assert Security.from_env({}) == Security()  # nothing set: plaintext, no token
+
+
+def test_a_token_file_that_is_no_regular_file_is_refused_at_once(tmp_path):
+    """Finding 12: a FIFO as the token file hung every client and service; /dev/zero took the machine's memory."""
+    fifo = tmp_path / "token"
+    os.mkfifo(fifo)
+    for path, kind in ((fifo, "a FIFO"), ("/dev/zero", "a character device"), ("/dev/urandom", "a character device")):
+        with pytest.raises(SecurityError, match=f"^{TOKEN_FILE_ENV} {path} is {kind}, not a regular file$"):
+            Security.from_env({TOKEN_FILE_ENV: str(path)})
+    huge = tmp_path / "huge"
+    with open(huge, "wb") as f:
+        f.truncate(1 << 30)
+    with pytest.raises(SecurityError, match="holds 1.0 GiB, more than the 64.0 KiB it may hold"):
+        Security.from_env({TOKEN_FILE_ENV: str(huge)})
+
+
+def test_a_token_fifo_stops_the_service_and_the_orchestrator_in_one_line(tmp_path):
+    fifo = tmp_path / "token"
+    os.mkfifo(fifo)
+    env = _clean_env(**{TOKEN_FILE_ENV: str(fifo)})
+    for command in (
+        [sys.executable, "-m", "methods.serve", "--family", "gnn", "--port", "0"],
+        [sys.executable, "-m", "orchestrator", "run", *TINY_SWEEP, "--endpoint", "gnn=127.0.0.1:9", "--store",
+         str(tmp_path / "r.sqlite")],
+    ):  # fmt: skip
+        done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=HANG_S)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.strip().splitlines()[-1] == f"error: {TOKEN_FILE_ENV} {fifo} is a FIFO, not a regular file"
 
 
 def test_a_secured_service_answers_only_tls_clients_with_its_token(secured, pki):

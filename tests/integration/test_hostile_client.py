@@ -4,9 +4,11 @@ answering health and Describe, and its RSS stays under a stated bound."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import grpc
 import numpy as np
@@ -19,6 +21,9 @@ from contract.v1 import method_service_pb2 as pb
 from contract.v1 import method_service_pb2_grpc as pb_grpc
 from contract.wire import MAX_MESSAGE_BYTES, TENSOR_ORDER, make_bundle
 from orchestrator.services.client import MethodClient
+from orchestrator.services.directory import ServiceDirectory, resolve_methods
+from orchestrator.store import Store
+from orchestrator.sweep import Sweep, SweepPlan
 from tests.conftest import HANG_S, served, tiny_graph
 
 # The whole script may raise the service's RSS by at most this much over its warmed-up size
@@ -152,3 +157,52 @@ def test_a_thousand_fits_without_release_keep_memory_bounded(service, stubs):
     assert info.value.code() == grpc.StatusCode.NOT_FOUND and "cap" in info.value.details()
     assert len(list(stub.Predict(pb.PredictRequest(model_handle=handles[-1]), timeout=HANG_S))) >= 1
     _answers_quickly(stubs)
+
+
+def _timed_sweep(plan: SweepPlan, service: tuple[psutil.Process, str], store: Path) -> tuple[list[str], float, float]:
+    """The statuses of a sweep of ``plan`` on the served family, its wall seconds and the service's CPU seconds."""
+    proc, endpoint = service
+    directory = ServiceDirectory(resolve_methods(list(plan.methods)), endpoints={"gnn": [endpoint]})
+    wall, cpu = time.perf_counter(), sum(proc.cpu_times()[:2])
+    try:
+        with Store(store) as opened:
+            records = Sweep(plan, opened, directory).run()
+    finally:
+        directory.close()
+    return [r.status for r in records], time.perf_counter() - wall, sum(proc.cpu_times()[:2]) - cpu
+
+
+@pytest.mark.slow  # three sweeps beside a served family, one of them behind 16 stalled replies: about a minute
+def test_sixteen_unread_predict_streams_leave_a_concurrent_sweeps_trials_ok(tmp_path):
+    """Finding 7: another local client (embedded services listen on loopback without a token) fitted one model,
+    opened 16 Predict streams on it and never read them; each blocked reply held one of the server's 8 threads
+    until its deadline, and the sweep stored every trial ``timeout`` (reruns kept them)."""
+    nodes, classes = 200_000, 10  # each reply 8 MB: far more than the flow-control windows hold unread
+    ring = np.stack([np.arange(nodes), (np.arange(nodes) + 1) % nodes])
+    big = make_bundle(np.ones((nodes, 1), np.float32), ring, np.arange(nodes) % classes, classes)
+    plan = SweepPlan(("mlp",), ("synthetic-tiny",), ("10/10/80",), (0, 1), budget=3, time_limit=HANG_S / 4)
+    with served("gnn") as service:
+        endpoint = service[1]
+        _timed_sweep(dataclasses.replace(plan, budget=1), service, tmp_path / "warm.sqlite")  # first calls
+        quiet, quiet_wall, quiet_cpu = _timed_sweep(plan, service, tmp_path / "quiet.sqlite")
+        neighbour = MethodClient(endpoint)
+        neighbour.ensure_graph(big)
+        fit = neighbour.fit("mlp", big.graph_hash, np.arange(0, 100), np.arange(100, 200), CHEAP, 0, HANG_S)
+        channel = grpc.insecure_channel(endpoint, options=[("grpc.http2.bdp_probe", 0)])  # its windows stay small
+        predict = pb_grpc.MethodServiceStub(channel).Predict
+        unread = [predict(pb.PredictRequest(model_handle=fit.value.model_handle), timeout=HANG_S) for _ in range(16)]
+        try:
+            time.sleep(1.0)  # the replies are computed and stall on their unread windows
+            loud, loud_wall, loud_cpu = _timed_sweep(plan, service, tmp_path / "loud.sqlite")
+            still_open = sum(not call.done() for call in unread)
+        finally:
+            for call in unread:
+                call.cancel()
+            channel.close()
+            neighbour.close()
+    print(
+        f"sweep of {len(loud)} trials on one gnn service: undisturbed {quiet_wall:.1f} s wall ({quiet_cpu:.1f} s of "
+        f"the service's CPU); beside 16 unread Predict streams {loud_wall:.1f} s wall ({loud_cpu:.1f} s of its CPU), "
+        f"{loud_wall / quiet_wall:.2f}x the wall time; {still_open} of the 16 calls still open on the neighbour's side"
+    )
+    assert quiet == loud == ["ok"] * len(quiet) and len(quiet) == 6

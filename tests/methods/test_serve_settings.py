@@ -67,3 +67,37 @@ def test_good_settings_pass_and_a_usage_error_is_one_line_too(monkeypatch, capsy
     assert code == 0
     code, lines = served_check(capsys, ["--no-such-flag"])
     assert code == 2 and len(lines) == 1 and lines[0].startswith("error: unrecognized arguments")
+
+
+@pytest.mark.parametrize("host", ["999.1.1.1", "256.0.0.1", "not a host", "bad-.example"])
+def test_a_host_no_service_can_bind_is_one_line(capsys, host):
+    """Finding 16: `methods.serve --host 999.1.1.1` printed a 25-line traceback."""
+    try:
+        code = main(["--family", "gnn", "--host", host])
+    except SystemExit as exit_:
+        code = exit_.code
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith(f"error: --host {host!r} is neither an IP address")
+
+
+def test_a_port_in_use_is_refused_not_shared(tmp_path):
+    """Finding 9: with gRPC's SO_REUSEPORT on, a second service bound a port in use and took two thirds of new
+    connections (a stale service of an older checkout would serve part of a sweep)."""
+    from methods.sdk.service import MethodServicer, build_server
+    from tests.orchestrator.test_sweep_engine import QuickMLP
+
+    server, port = build_server(MethodServicer("test", [QuickMLP]), "127.0.0.1:0")
+    server.start()
+    try:
+        with pytest.raises(OSError, match=rf"could not bind 127.0.0.1:{port}: the port is in use"):
+            build_server(MethodServicer("test", [QuickMLP]), f"127.0.0.1:{port}")
+        done = subprocess.run(
+            [sys.executable, "-m", "methods.serve", "--family", "gnn", "--port", str(port)], capture_output=True,
+            text=True, cwd=REPO, timeout=HANG_S,
+        )  # fmt: skip
+        assert done.returncode == 2 and done.stdout == ""
+        assert done.stderr.strip().splitlines()[-1] == (
+            f"error: could not bind 127.0.0.1:{port}: the port is in use, or the address is not this host's"
+        )
+    finally:
+        server.stop(0)

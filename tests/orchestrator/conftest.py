@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from orchestrator.records import TrialRecord
@@ -33,3 +36,18 @@ RECORD = TrialRecord(
 def trial_record(key: str, **fields: Any) -> TrialRecord:
     """``RECORD`` under ``key``, with ``fields`` changed."""
     return dataclasses.replace(RECORD, trial_key=key, **fields)
+
+
+def sealed_bundle(path: Path, rows: Iterable[dict[str, Any]], submission: dict[str, Any]) -> Path:
+    """A submission bundle at ``path`` as `orchestrator submit` seals it: ``rows`` (trial rows, plain column dicts)
+    in its store, ``submission`` as its submission.json."""
+    from orchestrator.store import Store
+    from orchestrator.submission.bundle import SUBMISSION, TRIALS, finalize_store, seal
+
+    path.mkdir()
+    with Store(path / TRIALS) as store:
+        store.write_rows(rows)
+    finalize_store(path / TRIALS)
+    (path / SUBMISSION).write_text(json.dumps(submission))
+    seal(path)
+    return path

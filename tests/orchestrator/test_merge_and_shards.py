@@ -5,7 +5,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import resource
+import signal
+import socket
 import sqlite3
+import subprocess
+import sys
 from collections import Counter
 
 import pytest
@@ -13,7 +18,7 @@ from typer.testing import CliRunner
 
 from orchestrator.cli.main import app
 from orchestrator.merge import MergeConflict, MergeIncomplete, merge_stores
-from orchestrator.plan import Plan, PlannedTrial, SweepPlan, described_specs
+from orchestrator.plan import Plan, PlannedTrial, SweepPlan, described_specs, make_plan
 from orchestrator.records import TrialRecord
 from orchestrator.services.directory import Directory, resolve_methods
 from orchestrator.store import (
@@ -28,6 +33,7 @@ from orchestrator.store import (
     read_trials,
 )
 from orchestrator.sweep import Sweep
+from tests.conftest import HANG_S, REPO
 from tests.orchestrator.conftest import trial_record
 from tests.orchestrator.whole_plan import shard_of, whole_plan_record
 
@@ -162,7 +168,7 @@ def test_merge_takes_the_targets_claim_and_a_held_target_is_refused_unchanged(tm
         result = CliRunner().invoke(app, ["merge", "--into", str(target), str(source)])
         assert result.exit_code == 2 and result.output.startswith("error: ") and "another orchestrator" in result.output
     finally:
-        os.close(holder)
+        holder.close()
     assert keys(target) == ["k1"]
     merge_stores(target, [source])  # once released, the merge goes ahead
     assert keys(target) == ["k1", "k2"]
@@ -235,58 +241,90 @@ def test_unknown_columns_are_dropped_and_named(tmp_path):
 # ---- only complete results are published -------------------------------------------------
 
 
-def shard_store(path, plan_keys: list[list[str]], shard: int, stored: list[str], status: str = "ok"):
-    """A shard's store as `run --shard I/N` leaves it: the plan recorded, some of its trials stored."""
-    counts = tuple(len(k) for k in plan_keys)
-    plan = ShardPlan("p1", len(plan_keys), shard, counts, tuple(plan_keys[shard]))
-    with Store(path) as s:
-        s.write_plan(plan)
-    return store(path, *(record(k, status=status) for k in stored))
+def shard_store(path, index: int, count: int, stored: int | None = None, status: str = "ok", plan=None):
+    """A shard's store as `run --shard I/N` leaves it: its plan recorded, its first ``stored`` trials (all: None)."""
+    sweep = _sweep(path, index, count, plan=plan or TINY)
+    sweep.store.write_plan(sweep.shard_record())
+    sweep.store.write_many([dataclasses.replace(r, status=status) for r in _ran(sweep)[:stored]])
+    sweep.store.close()
+    return path
+
+
+def planned_keys() -> list[str]:
+    return sorted(t.key for t in make_plan(TINY, described_specs(TINY.methods, resolve_methods(["mlp"]))).trials())
 
 
 def test_an_incomplete_merge_is_refused_naming_the_missing_shards_and_a_partial_one_is_marked(tmp_path):
-    plan = [["a1", "a2"], ["b1", "b2", "b3"], ["c1"]]
-    s0 = shard_store(tmp_path / "s0.sqlite", plan, 0, ["a1", "a2"])
-    s1 = shard_store(tmp_path / "s1.sqlite", plan, 1, ["b1"])  # still running
-    s1u = shard_store(tmp_path / "s1u.sqlite", plan, 1, ["b1", "b2", "b3"], status="unavailable")  # never ran
+    # TINY's 4 cells of 2 trials in 3 shards: 4, 2 and 2 trials
+    s0 = shard_store(tmp_path / "s0.sqlite", 0, 3)
+    s1 = shard_store(tmp_path / "s1.sqlite", 1, 3, stored=1)  # still running
+    s1u = shard_store(tmp_path / "s1u.sqlite", 1, 3, status="unavailable")  # never ran
     into = tmp_path / "all.sqlite"
     with pytest.raises(MergeIncomplete) as refused:
         merge_stores(into, [s0, s1])
     assert (
-        "3 of 6 planned trials missing: shard 1/3 (2 of 3 missing), shard 2/3 (1 of 1 missing, never started)"
+        "3 of 8 planned trials missing: shard 1/3 (1 of 2 missing), shard 2/3 (2 of 2 missing, never started)"
         in str(refused.value)
     )
     assert not into.exists()
-    with pytest.raises(MergeIncomplete, match=r"shard 1/3 \(3 of 3 missing\)"):
+    with pytest.raises(MergeIncomplete, match=r"shard 1/3 \(2 of 2 missing\)"):
         merge_stores(into, [s0, s1u])  # an unavailable row is no outcome
     result = CliRunner().invoke(app, ["merge", "--into", str(into), str(s0), str(s1)])
-    assert result.exit_code == 2 and "shard 2/3 (1 of 1 missing, never started)" in result.output
+    assert result.exit_code == 2 and "shard 2/3 (2 of 2 missing, never started)" in result.output
     assert not into.exists() and read_merge_state(into) is None and partial_note(into) is None
 
     result = CliRunner().invoke(app, ["merge", "--partial", "--into", str(into), str(s0), str(s1)])
     assert result.exit_code == 0 and f"{into} is marked partial" in result.output, result.output
     state = read_merge_state(into)
-    assert state["state"] == "partial" and state["missing_trials"] == 3 and state["planned"] == 6
-    assert "partial merge: 3 of 6 planned trials are missing" in partial_note(into)
+    assert state["state"] == "partial" and state["missing_trials"] == 3 and state["planned"] == 8
+    assert "partial merge: 3 of 8 planned trials are missing" in partial_note(into)
     shown = CliRunner().invoke(app, ["show", "--store", str(into)])
-    assert "is a partial merge: 3 of 6 planned trials" in " ".join(shown.output.split()), shown.output
+    assert "is a partial merge: 3 of 8 planned trials" in " ".join(shown.output.split()), shown.output
 
-    s1 = shard_store(tmp_path / "s1.sqlite", plan, 1, ["b1", "b2", "b3"])
-    s2 = shard_store(tmp_path / "s2.sqlite", plan, 2, ["c1"])
+    s1 = shard_store(tmp_path / "s1.sqlite", 1, 3)
+    s2 = shard_store(tmp_path / "s2.sqlite", 2, 3)
     report = merge_stores(into, [s1, s2])  # the rest, into the partial store
     assert report.completeness.complete and read_merge_state(into)["state"] == "complete"
-    assert keys(into) == ["a1", "a2", "b1", "b2", "b3", "c1"] and partial_note(into) is None
+    assert keys(into) == planned_keys() and partial_note(into) is None
 
 
 def test_shards_of_different_plans_do_not_make_a_complete_merge(tmp_path):
-    plan = [["a1"], ["b1"]]
-    s0 = shard_store(tmp_path / "s0.sqlite", plan, 0, ["a1"])
-    other = tmp_path / "s1.sqlite"
-    with Store(other) as s:
-        s.write_plan(ShardPlan("p2", 2, 1, (1, 1), ("b1",)))  # shard 1 ran after its dataset changed
-    store(other, record("b1"))
+    s0 = shard_store(tmp_path / "s0.sqlite", 0, 2)
+    other = shard_store(tmp_path / "s1.sqlite", 1, 2, plan=dataclasses.replace(TINY, budget=3))  # other flags
     with pytest.raises(MergeIncomplete, match="2 different plans"):
         merge_stores(tmp_path / "all.sqlite", [s0, other])
+
+
+@pytest.mark.parametrize("forged", [0, -100])
+def test_the_counts_a_shard_store_records_are_never_believed(tmp_path, forged):
+    """Every shard's trials come from its plan recomputed: a count set to 0 or -100 once made a merge "complete"
+    ("all -96 planned trials stored")."""
+    s0 = shard_store(tmp_path / "s0.sqlite", 0, 2)
+    s1 = shard_store(tmp_path / "s1.sqlite", 1, 2, stored=1)
+    for path in (s0, s1):
+        with sqlite3.connect(path) as db:
+            db.execute("UPDATE plan_slots SET trials = ?", (forged,))
+    with pytest.raises(MergeIncomplete, match=r"3 of 8 planned trials missing: shard 1/2 \(3 of 4 missing\)"):
+        merge_stores(tmp_path / "all.sqlite", [s0, s1])
+    s1 = shard_store(tmp_path / "s1.sqlite", 1, 2)
+    with sqlite3.connect(s1) as db:
+        db.execute("UPDATE plan_slots SET trials = ?", (forged,))
+    result = CliRunner().invoke(app, ["merge", "--into", str(tmp_path / "all.sqlite"), str(s0), str(s1)])
+    assert result.exit_code == 0 and "complete: all 8 planned trials stored (2 shard(s))" in result.output
+
+
+def test_a_plan_whose_definition_does_not_give_its_id_cannot_make_a_merge_complete(tmp_path):
+    stores = [shard_store(tmp_path / f"s{i}.sqlite", i, 2) for i in range(2)]
+    for path in stores:
+        with sqlite3.connect(path) as db:
+            db.execute("UPDATE plan_definitions SET definition = replace(definition, '\"budget\": 2', '\"budget\": 1')")
+    with pytest.raises(MergeIncomplete, match=r"its recorded definition gives plan id .*cannot be recomputed here"):
+        merge_stores(tmp_path / "all.sqlite", stores)
+    for path in stores:
+        with sqlite3.connect(path) as db:
+            db.execute('UPDATE plan_definitions SET definition = \'{"format": 1, "budget": 1e9}\'')
+    with pytest.raises(MergeIncomplete, match=r"not a plan definition"):
+        merge_stores(tmp_path / "all.sqlite", stores)
 
 
 def test_stores_without_a_recorded_plan_merge_unchecked(tmp_path):
@@ -298,12 +336,13 @@ def test_stores_without_a_recorded_plan_merge_unchecked(tmp_path):
 # ---- a shard records its plan from its own cells ------------------------------------------
 
 SMALL = SweepPlan(("mlp", "graphany"), ("cora", "texas"), ("10/10/80",), (0, 1), budget=6)
+TINY = SweepPlan(("mlp",), ("cora", "texas"), ("10/10/80",), (0, 1), budget=2)  # 4 cells of 2 trials
 
 
-def _sweep(path, index: int, count: int, record_plan: bool = False) -> Sweep:
+def _sweep(path, index: int, count: int, record_plan: bool = False, plan: SweepPlan = SMALL) -> Sweep:
     """A shard's sweep planned from the committed descriptions, with a directory that no test here asks."""
-    specs = described_specs(SMALL.methods, resolve_methods(list(SMALL.methods)))
-    plan = dataclasses.replace(SMALL, shard=(index, count))
+    specs = described_specs(plan.methods, resolve_methods(list(plan.methods)))
+    plan = dataclasses.replace(plan, shard=(index, count))
     return Sweep(plan, Store(path), Directory(), record_plan=record_plan, described=specs)
 
 
@@ -365,12 +404,72 @@ def test_a_shard_rerun_on_a_store_an_older_orchestrator_wrote_records_todays_pla
     assert report.completeness.complete and report.completeness.legacy == ()
 
 
-def test_shards_recorded_by_an_older_orchestrator_still_merge_among_themselves(tmp_path):
+def test_shards_recorded_by_an_older_orchestrator_merge_only_as_partial(tmp_path):
+    """Their plan ids digest every key, which no recorded definition recomputes: their counts cannot be believed."""
     plan = [["a1"], ["b1"]]
     old_id = "0123456789abcdef"
     for index in range(2):
         with Store(tmp_path / f"s{index}.sqlite") as s:
             s.write_plan(ShardPlan(old_id, 2, index, (1, 1), tuple(plan[index])))
         store(tmp_path / f"s{index}.sqlite", record(plan[index][0]))
-    report = merge_stores(tmp_path / "all.sqlite", [tmp_path / "s0.sqlite", tmp_path / "s1.sqlite"])
-    assert report.completeness.complete and report.completeness.plans == (old_id,)
+    stores = [tmp_path / "s0.sqlite", tmp_path / "s1.sqlite"]
+    with pytest.raises(MergeIncomplete, match=r"shard\(s\) 0/2, 1/2 recorded their plan with an older orchestrator"):
+        merge_stores(tmp_path / "all.sqlite", stores)
+    report = merge_stores(tmp_path / "all.sqlite", stores, partial=True)
+    assert not report.completeness.complete and read_merge_state(tmp_path / "all.sqlite")["state"] == "partial"
+
+
+# ---- a full disk, a killed merge --------------------------------------------------------
+
+
+def _no_room_past(size: int):
+    """A child's limit on the size of any file it writes (a write past it fails, as on a full disk)."""
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails (EFBIG) instead of the process dying
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+    return limit
+
+
+def test_a_merge_that_cannot_write_says_why_and_writes_nothing(tmp_path):
+    """Finding 16: SQLite rolls a transaction back itself when a write fails for room (a full disk, a file-size
+    limit), and the merge's own ROLLBACK then failed with "cannot rollback - no transaction is active", hiding why.
+    Here a file-size limit (what a test can impose without a full disk) stands for the full disk."""
+    target = store(tmp_path / "all.sqlite", record("k0"))
+    padded = '{"x": "%s"}' % ("y" * 200)
+    source = store(
+        tmp_path / "a.sqlite", *(dataclasses.replace(record(f"k{i}"), config_json=padded) for i in range(1, 3000))
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "merge", "--into", str(target), str(source)],
+        cwd=REPO, capture_output=True, text=True, timeout=HANG_S,
+        preexec_fn=_no_room_past(target.stat().st_size + (64 << 10)),
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"error: {target}: disk I/O error; nothing was merged"), done.stderr
+    assert keys(target) == ["k0"]
+
+
+def test_a_killed_merges_scratch_store_is_removed_by_the_next_merge(tmp_path):
+    """Finding 16: a killed merge into a new store left its hidden scratch file (30 MB) that no later merge removed."""
+    source = store(tmp_path / "a.sqlite", record("k1"))
+    into = tmp_path / "all.sqlite"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a pid no process of this host has now
+    left = [
+        tmp_path / f".all.sqlite.merging-{socket.gethostname()}-{dead.pid}",
+        tmp_path / f".all.sqlite.merging-{dead.pid}",
+    ]
+    for scratch in left:
+        scratch.write_bytes(b"x" * 1000)
+        scratch.with_name(scratch.name + "-wal").write_bytes(b"x")
+    running = tmp_path / f".all.sqlite.merging-{socket.gethostname()}-{os.getppid()}"  # a merge still running
+    other_host = tmp_path / f".all.sqlite.merging-elsewhere.example-{dead.pid}"
+    for kept in (running, other_host):
+        kept.write_bytes(b"x")
+    merge_stores(into, [source])
+    assert keys(into) == ["k1"]
+    assert sorted(p.name for p in tmp_path.iterdir() if ".merging-" in p.name) == sorted(
+        [running.name, other_host.name]
+    )

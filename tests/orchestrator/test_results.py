@@ -113,8 +113,8 @@ def test_show_reading_only_what_it_prints_prints_what_it_printed_from_whole_rows
     statements: list[str] = []
     connect = store_module.connect_read_only
 
-    def traced(path):
-        db = connect(path)
+    def traced(path, *args):
+        db = connect(path, *args)
         db.set_trace_callback(statements.append)
         return db
 

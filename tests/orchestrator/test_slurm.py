@@ -37,6 +37,7 @@ from tests.conftest import HANG_S, TINY_SWEEP
 
 REPO = Path(__file__).resolve().parents[2]
 SWEEP = [*TINY_SWEEP, "--splits", "0,1", "--budget", "2"]
+WIDE_SWEEP = [*TINY_SWEEP, "--splits", "0,1,2,3", "--budget", "2"]  # 4 cells: up to 4 shards
 runner = CliRunner()
 
 FAKE = {
@@ -117,7 +118,7 @@ def test_submit_asks_for_resources_writes_the_settings_into_the_script_and_merge
 ):
     monkeypatch.setenv("NODEGROUND_MIRROR", "/shared/mirror with space")
     job_dir = tmp_path / "job"
-    result = runner.invoke(app, ["slurm", "submit", *SWEEP, "--shards", "3", "--dir", str(job_dir)])
+    result = runner.invoke(app, ["slurm", "submit", *WIDE_SWEEP, "--shards", "3", "--dir", str(job_dir)])
     assert result.exit_code == 0, result.output
     array, merge = sbatch_calls(fake_slurm)
     assert array.startswith("--parsable --array=0,1,2 --cpus-per-task=1 --mem=8G ")
@@ -134,7 +135,7 @@ def test_resubmit_takes_resource_flags_refuses_a_queued_shard_and_waits_for_ever
     tmp_path, fake_slurm
 ):
     job_dir = tmp_path / "job"
-    assert runner.invoke(app, ["slurm", "submit", *SWEEP, "--shards", "4", "--dir", str(job_dir)]).exit_code == 0
+    assert runner.invoke(app, ["slurm", "submit", *WIDE_SWEEP, "--shards", "4", "--dir", str(job_dir)]).exit_code == 0
     # Shard 0 was cancelled; shards 2 and 3 are still pending, shard 1 running; the first merge waits.
     (fake_slurm / "squeue.out").write_text("101_1|RUNNING\n101_2|PENDING\n101_3|PENDING\n102|PENDING\n")
     refused = runner.invoke(app, ["slurm", "resubmit", "--dir", str(job_dir), "--only", "0,2"])
@@ -241,3 +242,21 @@ def _write_rows(path, frame) -> None:
     with Store(path) as store:
         for i, row in enumerate(frame.to_dict("records")):
             store.write(trial_record(f"k{i}", **{k: v for k, v in row.items() if k != "family"}))
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[]", "holds an array, not an object"),
+        ('{"directory": "x", "shards": "2", "run_args": []}', "'shards' is a string, not a number"),
+        ('{"directory": "x", "shards": 2}', "is not one `slurm submit` wrote"),
+        ('{"directory": "x", "shards": 2, "run_args": [], "surprise": 1}', "unknown field(s) surprise"),
+    ],
+)
+def test_a_malformed_job_file_is_one_line(tmp_path, text, message):
+    """A job.json that is not what `slurm submit` wrote (as the issue's other malformed JSON files: one line)."""
+    (tmp_path / "job.json").write_text(text)
+    for command in ("status", "resubmit", "merge"):
+        result = runner.invoke(app, ["slurm", command, "--dir", str(tmp_path)])
+        assert result.exit_code == 2 and result.output.startswith("error: the job file") and message in result.output
+        assert result.output.count("\n") == 1 and "unexpected" not in result.output, result.output

@@ -99,3 +99,46 @@ def test_a_second_orchestrator_is_refused_and_the_claim_dies_with_its_holder(tmp
     with Store(path) as store:
         store.claim()  # kill -9 released it
         store.claim()  # and claiming twice is a no-op for the holder
+
+
+def test_the_claim_is_the_files_whatever_name_reaches_it(tmp_path):
+    """Finding 10: a symlink or a hard link to a store being written bypassed the one-writer rule (the lock was the
+    given name's, not the file's)."""
+    path = tmp_path / "runs.sqlite"
+    holder = _holder(path)
+    (tmp_path / "elsewhere").mkdir()
+    symlink, hardlink = tmp_path / "elsewhere" / "link.sqlite", tmp_path / "elsewhere" / "same.sqlite"
+    symlink.symlink_to(path)
+    os.link(path, hardlink)
+    try:
+        for name in (symlink, hardlink):
+            with Store(name) as store, pytest.raises(StoreBusy, match="being written by another orchestrator"):
+                store.claim()
+            result = runner.invoke(app, ["run", *TINY_SWEEP, "--budget", "1", "--store", str(name)])
+            assert result.exit_code == 2 and "being written by another orchestrator" in result.output, result.output
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    with Store(hardlink) as store:
+        store.claim()  # the holder is gone: the file is free under any name
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["plan", *TINY_SWEEP, "--store", "{fifo}"],
+        ["run", *TINY_SWEEP, "--store", "{fifo}"],
+        ["show", "--store", "{fifo}"],
+        ["report", "--store", "{fifo}", "--out", "{site}"],
+        ["export", "--store", "{fifo}", "--out", "{site}"],
+        ["merge", "--into", "{site}/all.sqlite", "{fifo}"],
+    ],
+)
+def test_a_store_path_that_is_no_regular_file_is_refused_not_waited_on(tmp_path, command):
+    """A FIFO given as a store would hang SQLite's first read (as a FIFO given as a graph or token file did)."""
+    fifo = tmp_path / "runs.sqlite"
+    os.mkfifo(fifo)
+    args = [part.format(fifo=fifo, site=tmp_path / "site") for part in command]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+    assert "not a regular file" in result.output

@@ -29,7 +29,7 @@ from methods.sdk.caches import GraphCache
 from methods.sdk.device import nvidia_driver_version
 from methods.sdk.method import pick_device
 from methods.sdk.service import MethodServicer
-from tests.conftest import HANG_S, tiny_graph
+from tests.conftest import HANG_S, tiny_graph, wait_for
 from tests.methods.helpers import Sleeper, in_process_service, tiny_bundle
 
 QUICK = {"max_epochs": 20, "patience": 20}
@@ -316,6 +316,46 @@ def test_a_fit_behind_50_idle_upload_streams_gets_a_thread(graph):
             release.set()
             for f in idle:
                 f.cancel()
+
+
+def test_predict_streams_no_one_reads_hold_no_fit_and_no_other_predict(graph, caplog):
+    """Finding 7: a neighbour that opened 16 Predict streams and never read them held each reply's thread, all 8 of
+    the shared pool, until its deadline: every Fit waited. Predict now has threads of its own, and a reply whose
+    client takes no chunk gives its thread up to a Predict that waits (``methods.sdk.replies``)."""
+
+    class Counted(MethodServicer):
+        """Counts the Predict calls that took a thread."""
+
+        started = 0
+
+        def Predict(self, request: pb.PredictRequest, context: grpc.ServicerContext) -> Iterator[pb.PredictChunk]:
+            Counted.started += 1
+            yield from super().Predict(request, context)
+
+    servicer = Counted("test", [SleepMethod])
+    nodes, classes = 20_000, 10  # an 800 kB reply: more than the windows of a client that probes no bandwidth hold
+    ring = np.stack([np.arange(nodes), (np.arange(nodes) + 1) % nodes])
+    big = make_bundle(np.ones((nodes, 1), np.float32), ring, np.arange(nodes) % classes, classes)
+    train, val = np.arange(0, 30), np.arange(30, 60)
+    with in_process_service(servicer) as client:
+        client.ensure_graph(big)
+        client.ensure_graph(graph)
+        handle = client.fit("sleep", big.graph_hash, train, val, {"seconds": 0.0}, 0, HANG_S).value.model_handle
+        neighbour = grpc.insecure_channel(client.endpoint, options=[("grpc.http2.bdp_probe", 0)])  # windows stay small
+        unread = [
+            pb_grpc.MethodServiceStub(neighbour).Predict(pb.PredictRequest(model_handle=handle), timeout=HANG_S)
+            for _ in range(16)
+        ]
+        try:
+            wait_for(lambda: Counted.started >= 8, "8 of the unread streams holding a thread")  # all 8 of the pool
+            fit = client.fit("sleep", graph.graph_hash, train, val, {"seconds": 0.0}, 0, HANG_S / 4)
+            predicted = client.predict(fit.value.model_handle, graph.num_nodes, graph.num_classes, timeout=HANG_S / 4)
+            assert predicted.value.shape == (graph.num_nodes, graph.num_classes)
+            assert "the client took no chunk" in caplog.text and "another Predict waited for its thread" in caplog.text
+        finally:
+            for call in unread:
+                call.cancel()
+            neighbour.close()
 
 
 def test_a_stalled_upload_is_cancelled_after_the_idle_limit_and_frees_its_slot_while_fits_are_served(graph, caplog):

@@ -18,13 +18,14 @@ from orchestrator.results import selected_results
 from orchestrator.store import Store, read_services, read_trials
 from orchestrator.trials.load import load_trials
 
-NAN, INF = float("nan"), float("inf")
-#: split -> [(status, val_loss)] by trial index, and the trial the rule selects (None: none can be).
+NAN = float("nan")
+#: split -> [(status, val_loss)] by trial index, and the trial the rule selects (None: none can be). An infinite
+#: loss never reaches the rule: loading refuses the store (tests/orchestrator/trials/test_load.py).
 CELLS = {
     0: ([("ok", 0.9), ("ok", 0.4), ("timeout", None), ("ok", 0.4)], 1),  # a tie goes to the earlier trial
     1: ([("ok", NAN), ("error", 0.1), ("ok", 0.5)], 2),  # a failed trial's loss and a missing loss never win
-    2: ([("ok", INF), ("ok", 0.7), ("oom", None)], 1),  # an infinite loss is no loss
-    3: ([("ok", NAN), ("timeout", None), ("ok", INF)], None),  # nothing to select
+    2: ([("ok", NAN), ("ok", 0.7), ("oom", None)], 1),  # a missing loss is no loss
+    3: ([("ok", NAN), ("timeout", None), ("ok", NAN)], None),  # nothing to select
 }
 
 

@@ -53,6 +53,27 @@ def test_bad_arguments_give_one_line_and_exit_2(tmp_path, args, message):
     assert "Traceback" not in result.output
 
 
+@pytest.mark.parametrize(
+    "endpoint, message",
+    [
+        ("gnn=127.0.0.1:112936", "--endpoint 'gnn=127.0.0.1:112936': port '112936' must be an integer in 1..65535"),
+        ("gnn=127.0.0.1:0", "port '0' must be an integer in 1..65535"),
+        ("gnm=127.0.0.1:50051", "'gnm' is neither a method nor a family of this checkout; did you mean gnn"),
+        ("gnn=999.1.1.1:50051", "host '999.1.1.1' is neither an IP address"),
+        ("gnn=a b:50051", "host 'a b' is neither an IP address"),
+        ("gnn=[::zz]:50051", "'::zz' in brackets is not an IPv6 address"),
+        ("gnn=dns:///gnn:70000", "port '70000' must be an integer in 1..65535"),
+    ],
+)
+def test_an_endpoint_no_service_can_have_is_refused_before_anything_starts(tmp_path, endpoint, message):
+    """Finding 11: port 47400 + 65536 ran on 47400 and stored the impossible endpoint; a mistyped family name was
+    ignored and a local service started instead."""
+    result = runner.invoke(app, ["run", *TINY_SWEEP, "--endpoint", endpoint, "--store", str(tmp_path / "r.sqlite")])
+    assert result.exit_code == 2 and result.output.startswith("error: ") and result.output.count("\n") == 1
+    assert message in result.output, result.output
+    assert not (tmp_path / "r.sqlite").exists()  # refused before the store or a service
+
+
 def test_an_endpoint_that_does_not_answer_is_named(tmp_path):
     proc = subprocess.run(
         [

@@ -3,8 +3,10 @@ refusals, the estimate's tables, the back-test's error."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -29,7 +31,8 @@ CATALOG = ",".join(t["name"] for t in tasks())
     [
         (["--methods", "mpl", "--datasets", "cora"], "unknown method 'mpl'"),
         (["--methods", "mlp", "--datasets", "corra"], "unknown dataset 'corra'"),
-        (["--methods", "mlp", "--datasets", "cora", "--shards", "0"], "--shards must be at least 1"),
+        (["--methods", "mlp", "--datasets", "cora", "--shards", "0"], "0 shards: the plan has 1 cell(s)"),
+        (["--methods", "mlp", "--datasets", "cora", "--shards", "1000000000"], "splits into 1 to 1 shards"),
         (["--methods", "mlp", "--datasets", "cora", "--from", "x.sqlite"], "--from is read by --estimate"),
         (
             ["--methods", "mlp", "--datasets", "cora", "--estimate", "--from", "none.sqlite"],
@@ -242,3 +245,22 @@ def test_the_paper_protocol_is_priced_with_its_hardware_apart_totals_and_interva
     assert any(r[0] == "appnp" for r in rows) and any(r[0] == "all" for r in rows)
     for _, _, hours, low, high in rows:
         assert float(low.replace(",", "")) <= float(hours.replace(",", "")) <= float(high.replace(",", ""))
+
+
+@pytest.mark.parametrize("value, shown", [(-86400.0, "fit_service_s -86400.0"), ("slow", "fit_service_s slow")])
+def test_a_corrupted_cost_probe_store_is_refused_in_one_line(tmp_path, monkeypatch, value, shown):
+    """Finding 15: negative seconds in the probe's store priced silently (an interval of 0.00 to 8,638.9 h); a text
+    value ended in `error: unexpected TypeError`."""
+    monkeypatch.setenv("NODEGROUND_CACHE", str(tmp_path / "cache"))
+    names = sorted(SIZED, key=lambda n: SIZED[n][0])[:3]
+    probe = tmp_path / "cache" / "calibration.sqlite"
+    probe.parent.mkdir()
+    _store(probe, {n: SIZED[n] for n in names})
+    with contextlib.closing(sqlite3.connect(probe)) as db, db:
+        db.execute("UPDATE trials SET fit_service_s = ? WHERE rowid = 2", (value,))
+    args = ["plan", "--methods", "mlp,gcn", "--datasets", ",".join(names), "--estimate", "--from", str(probe)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+    assert result.output.startswith(f"error: {probe}: trial ") and f"holds {shown}, which no trial computes" in (
+        result.output
+    )

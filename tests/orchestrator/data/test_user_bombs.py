@@ -119,7 +119,7 @@ def test_a_pt_beyond_the_memory_budget_is_refused_and_one_within_it_registers(ca
     x, _, _ = good_arrays()
     path = _pt(tmp_path, "plain", torch.tensor(x))
     monkeypatch.setenv(MEMORY_ENV, "100")
-    with pytest.raises(UserDatasetError, match="plain.pt: its arrays declare .* over the memory budget"):
+    with pytest.raises(UserDatasetError, match="plain.pt: the file holds .* over the memory budget of 100 bytes"):
         add_user_dataset(path, "plain")
     monkeypatch.delenv(MEMORY_ENV)
     assert add_user_dataset(path, "plain").num_nodes == 30

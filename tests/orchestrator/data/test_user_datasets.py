@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -10,7 +16,8 @@ from typer.testing import CliRunner
 from orchestrator.cli.main import app
 from orchestrator.data.registry import DatasetError, add_user_dataset, load_dataset, resolve_name
 from orchestrator.data.splits import graph_split
-from orchestrator.data.user import UserDatasetError
+from orchestrator.data.user import UserDatasetError, user_registry
+from tests.conftest import HANG_S, REPO, wait_for
 
 
 def good_arrays(n: int = 30):
@@ -221,3 +228,92 @@ def test_add_help_names_every_accepted_array_name():
     shown = " ".join(w for w in text.split() if w != "│")  # the help box's borders split wrapped lines
     for names in _KEYS.values():
         assert " | ".join(names) in shown, names
+
+
+def test_a_path_that_is_no_regular_file_is_refused_before_a_byte_is_read(cache, tmp_path):
+    """Finding 12: `datasets add /dev/zero` reached 22.7 GB in 9.6 s; a FIFO hung; a sparse file of hundreds of GiB
+    would be read whole."""
+    fifo = tmp_path / "graph.npz"
+    os.mkfifo(fifo)
+    sparse = tmp_path / "sparse.pt"
+    with open(sparse, "wb") as f:
+        f.truncate(300 << 30)
+    cases = [
+        ("/dev/zero", "dataset file /dev/zero is a character device, not a regular file"),
+        ("/dev/urandom", "dataset file /dev/urandom is a character device, not a regular file"),
+        (str(fifo), f"dataset file {fifo} is a FIFO, not a regular file"),
+        (str(sparse), "sparse.pt: the file holds 300.0 GiB, over the memory budget"),
+    ]
+    for path, message in cases:
+        result = CliRunner().invoke(app, ["datasets", "add", path, "--name", "z"])
+        assert result.exit_code == 2 and result.output == f"error: {message}" + result.output.split(message, 1)[1]
+        assert result.output.count("\n") == 1, result.output
+    assert not (cache / "user" / "registry.json").exists()
+
+
+#: A child that imports, says it is ready, waits for the go, then adds: the six adds start within milliseconds.
+_ADD = (
+    "import pathlib, sys, time; from orchestrator.data.registry import add_user_dataset; "
+    "go = pathlib.Path(sys.argv[3]); pathlib.Path(sys.argv[4]).touch(); "
+    "[time.sleep(0.001) for _ in iter(lambda: go.exists(), True)]; add_user_dataset(sys.argv[1], sys.argv[2])"
+)
+
+
+def test_six_concurrent_adds_keep_six_registrations(cache, tmp_path):
+    """Finding 13: concurrent `datasets add` lost registrations while each printed "registered" (6 started, 4 kept:
+    an unlocked read-modify-write of registry.json through one fixed temporary name)."""
+    x, edges, y = good_arrays()
+    env = {**os.environ, "NODEGROUND_CACHE": str(cache), "PYTHONPATH": str(REPO)}
+    go, procs = tmp_path / "go", []
+    for i in range(6):
+        path = write_npz(tmp_path / f"g{i}.npz", x=x + i, edge_index=edges, y=y)
+        ready = tmp_path / f"ready-{i}"
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-c", _ADD, str(path), f"graph-{i}", str(go), str(ready)], cwd=REPO, env=env
+            )
+        )
+    wait_for(lambda: all((tmp_path / f"ready-{i}").exists() for i in range(6)), "six adds ready")
+    go.touch()
+    assert [p.wait(HANG_S) for p in procs] == [0] * 6
+    assert sorted(user_registry()) == [f"graph-{i}" for i in range(6)]
+    assert sorted(p.name for p in (cache / "user").iterdir() if p.suffix == ".part") == []  # no temporary left
+
+
+@pytest.mark.parametrize("file", ["../victim.txt", "/tmp/victim.txt", ".", "..", "sub/x.npz", ""])
+def test_remove_never_deletes_outside_the_cache(cache, tmp_path, file):
+    """Finding 14: `datasets remove` followed a registry entry's `../` path and deleted a file outside the cache."""
+    x, edges, y = good_arrays()
+    add_user_dataset(write_npz(tmp_path / "mine.npz", x=x, edge_index=edges, y=y), "mine")
+    victim = cache / "victim.txt"
+    victim.write_text("keep me")
+    registry = cache / "user" / "registry.json"
+    entries = json.loads(registry.read_text())
+    entries["mine"]["file"] = file.replace("/tmp/", f"{cache}/")
+    registry.write_text(json.dumps(entries))
+    result = CliRunner().invoke(app, ["datasets", "remove", "mine"])
+    assert result.exit_code == 2 and "which is not a file name inside" in result.output, result.output
+    assert result.output.count("\n") == 1 and victim.read_text() == "keep me"
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[]", "holds an array, not an object"),
+        ('{"mine": 3}', "entry 'mine' in .* holds a number, not an object"),
+        ('{"mine": {"content_hash": "h"}}', "lacks the field 'file'"),
+        ('{"mine": {"file": 3, "content_hash": "h"}}', "'file' is a number, not a string"),
+        ("{not json", "is not valid JSON"),
+    ],
+)
+def test_a_malformed_registry_is_one_line(cache, tmp_path, text, message):
+    """Finding 16: a malformed registry.json ended in `error: unexpected ...`."""
+    (cache / "user").mkdir(parents=True)
+    (cache / "user" / "registry.json").write_text(text)
+    x, edges, y = good_arrays()
+    graph = str(write_npz(tmp_path / "g.npz", x=x, edge_index=edges, y=y))
+    for args in (["datasets", "remove", "mine"], ["datasets", "add", graph, "--name", "other"]):
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 2 and result.output.startswith("error: the user dataset registry"), result.output
+        assert re.search(message, result.output) and "unexpected" not in result.output
+        assert result.output.count("\n") == 1

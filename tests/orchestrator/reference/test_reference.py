@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 
@@ -155,3 +157,34 @@ def test_a_build_runs_the_cheapest_datasets_whose_wall_hours_fit(monkeypatch):
     resumed = build.size_up(plan, None, hours=2.0, done=["cornell"], parallel=2)  # type: ignore[arg-type]
     assert resumed.run == ["cornell", "texas", "citeseer"] and list(resumed.pending) == ["cora"]
     assert build.size_up(plan, None, hours=1.5, done=[], parallel=1).run == ["texas"]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[]", "holds an array, not an object"),
+        ('{"protocol": 3}', "'protocol' is a number, not a string"),
+        ('{"protocol": "lite", "surprise": 1}', "unknown field\\(s\\) surprise"),
+        ("{oops", "is not valid JSON"),
+    ],
+)
+def test_a_malformed_manifest_is_one_line(tmp_path, monkeypatch, text, message):
+    """Finding 16: a malformed lite.json ended in `error: unexpected ...`."""
+    from typer.testing import CliRunner
+
+    import orchestrator.reference as reference
+    from orchestrator.cli.main import app
+
+    shipped(tmp_path)
+    paths("lite", tmp_path)[1].write_text(text)
+    monkeypatch.setattr(reference, "REFERENCE_DIR", tmp_path)
+    with pytest.raises(ReferenceError, match=message):
+        read_manifest("lite")
+    with Store(tmp_path / "mine.sqlite") as store:
+        store.write_rows(rows(["mine"], ["texas"]).to_dict("records"))
+    show = ["reference", "show", "--out", str(tmp_path)]
+    report = ["report", "--store", str(tmp_path / "mine.sqlite"), "--reference", "lite", "--out", str(tmp_path / "s")]
+    for args in (show, report):
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 2 and result.output.startswith("error: the reference manifest"), result.output
+        assert re.search(message, result.output) and result.output.count("\n") == 1, result.output

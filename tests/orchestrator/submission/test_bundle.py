@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import sqlite3
+
 import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
+from orchestrator.cli.main import app
 from orchestrator.records import TrialRecord
 from orchestrator.store import Store
-from orchestrator.submission.bundle import BundleError, finalize_store, load_bundle, merge_trials, seal, verify_bundle
+from orchestrator.submission.bundle import (
+    BundleError,
+    finalize_store,
+    load_bundle,
+    merge_trials,
+    seal,
+    sealed,
+    verify_bundle,
+)
 from tests.orchestrator.conftest import trial_record
 
 
@@ -64,3 +78,59 @@ def test_bundle_refuses_builtin_rows_and_merges(tmp_path):
     clash = pd.DataFrame([_record(0, "builtin", method="demo").as_row()])
     with pytest.raises(BundleError, match="clashes"):
         merge_trials(clash, [tmp_path / "b"])
+
+
+def _edited_wal(bundle, sql: str) -> bytes:
+    """A write-ahead log that, beside the sealed store, makes SQLite read ``sql``'s edit: made on a copy."""
+    work = bundle.parent / "work"
+    work.mkdir()
+    shutil.copy(bundle / "trials.sqlite", work / "trials.sqlite")
+    db = sqlite3.connect(work / "trials.sqlite")
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA wal_autocheckpoint=0")
+    db.execute(sql)
+    db.commit()
+    wal = (work / "trials.sqlite-wal").read_bytes()  # read before the close folds it back
+    db.close()
+    return wal
+
+
+def test_a_file_beside_the_sealed_ones_refuses_the_bundle(tmp_path):
+    """Finding 1: a crafted trials.sqlite-wal beside the sealed trials.sqlite was read by SQLite; the report showed
+    the entry with its metrics edited, ranked first, without breaking the seal."""
+    bundle = tmp_path / "b"
+    _bundle(bundle)
+    (bundle / "trials.sqlite-wal").write_bytes(_edited_wal(bundle, "UPDATE trials SET test_primary = 0.99"))
+    with pytest.raises(BundleError, match=r"holds trials.sqlite-wal beside its sealed files"):
+        load_bundle(bundle)
+    result = CliRunner().invoke(app, ["report", "--bundle", str(bundle), "--out", str(tmp_path / "site")])
+    assert result.exit_code == 2 and "trials.sqlite-wal beside its sealed files" in result.output
+    assert result.output.count("\n") == 1
+    for extra in ("trials.sqlite-wal", "trials.sqlite-shm"):
+        (bundle / extra).unlink(missing_ok=True)
+    assert set(load_bundle(bundle)["test_primary"]) == {0.5, 0.6}  # the sealed content, as it was sealed
+    (bundle / "trials.sqlite-journal").write_bytes(b"\0" * 512)
+    with pytest.raises(BundleError, match=r"holds trials.sqlite-journal beside"):
+        verify_bundle(bundle)
+
+
+def test_the_store_is_read_from_a_private_copy_of_exactly_the_sealed_bytes(tmp_path):
+    bundle = tmp_path / "b"
+    checksum = _bundle(bundle)
+    with sealed(bundle) as content:
+        assert content.checksum == checksum and content.trials.parent != bundle
+        assert content.trials.read_bytes() == (bundle / "trials.sqlite").read_bytes()
+        assert not os.access(content.trials, os.W_OK) or os.geteuid() == 0  # read-only (root writes anyway)
+        copy = content.trials
+    assert not copy.exists()  # gone with the context
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    (bundle / "submission.json").unlink()
+    (bundle / "submission.json").symlink_to(fifo)
+    with pytest.raises(BundleError, match="is a FIFO, not a regular file"):
+        load_bundle(bundle)
+    (bundle / "submission.json").unlink()
+    with open(bundle / "submission.json", "wb") as sparse:  # Finding 12: a 300 GiB sparse submission.json hung
+        sparse.truncate(300 << 30)
+    with pytest.raises(BundleError, match=r"holds 300.0 GiB, more than the 16.0 MiB it may hold"):
+        load_bundle(bundle)

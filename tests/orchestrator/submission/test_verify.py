@@ -1,16 +1,20 @@
-"""`orchestrator verify`: a Lite bundle accepted by a full rerun that matches, refused by one that does not."""
+"""`orchestrator verify`: a Lite bundle accepted by a full rerun that matches, refused by one that does not; verified
+only by the maintainers' committed list, never by a file beside the bundle."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from orchestrator.cli.main import app
 from orchestrator.protocols import PAPER
 from orchestrator.store import Store
-from orchestrator.submission.bundle import SUBMISSION, TRIALS, finalize_store, seal
-from orchestrator.submission.verify import VERIFICATION, is_verified
+from orchestrator.submission import verify as verify_module
+from orchestrator.submission.bundle import CHECKSUM, SUBMISSION, TRIALS, BundleError, seal
+from orchestrator.submission.verify import is_verified, verified_checksums
+from tests.orchestrator.conftest import sealed_bundle
 from tests.orchestrator.reference.conftest import rows
 
 runner = CliRunner()
@@ -22,13 +26,8 @@ def write(path, frame) -> None:
 
 
 def lite_bundle(tmp_path):
-    bundle = tmp_path / "lite"
-    bundle.mkdir()
-    write(bundle / TRIALS, rows(["mine"], ["texas"], budget=3, origin="user:x"))
-    finalize_store(bundle / TRIALS)
-    (bundle / SUBMISSION).write_text(json.dumps({"id": "x", "protocol": {"name": "lite"}}))
-    seal(bundle)
-    return bundle
+    frame = rows(["mine"], ["texas"], budget=3, origin="user:x")
+    return sealed_bundle(tmp_path / "lite", frame.to_dict("records"), {"id": "x", "protocol": {"name": "lite"}})
 
 
 def full_run(tmp_path, change=None):
@@ -44,14 +43,44 @@ def full_run(tmp_path, change=None):
     return path
 
 
-def test_a_full_rerun_that_matches_verifies_the_bundle(tmp_path):
+@pytest.fixture
+def listing(tmp_path, monkeypatch):
+    """The maintainers' list of verified bundles, as a checkout holds it (empty here)."""
+    path = tmp_path / "verified.toml"
+    path.write_text("# the maintainers' list\n")
+    monkeypatch.setattr(verify_module, "VERIFIED", path)
+    return path
+
+
+def test_a_full_rerun_that_matches_prints_the_entry_that_verifies_the_bundle_once_committed(tmp_path, listing):
     bundle = lite_bundle(tmp_path)
+    before = sorted(p.name for p in bundle.iterdir())
     result = runner.invoke(app, ["verify", str(bundle), "--full", str(full_run(tmp_path))])
     assert result.exit_code == 0, result.output
     assert result.output.startswith("verified: 6 lite trials rerun within 0.0001")
-    assert is_verified(bundle)
+    checksum = (bundle / CHECKSUM).read_text().strip()
+    assert f'lite = "{checksum}"' in result.output and 'methods = ["mine"]' in result.output
+    assert sorted(p.name for p in bundle.iterdir()) == before  # nothing is written into the bundle
+    assert not is_verified(bundle)  # until the maintainers' list holds it
+    recorded = runner.invoke(app, ["verify", str(bundle), "--full", str(full_run(tmp_path)), "--record"])
+    assert recorded.exit_code == 0 and f"recorded in {listing}" in recorded.output
+    assert is_verified(bundle) and verified_checksums() == {checksum}
     (bundle / TRIALS).write_bytes((bundle / TRIALS).read_bytes() + b"x")
-    assert not is_verified(bundle)  # a verification names the content it verified
+    with pytest.raises(BundleError, match="changed after the bundle was sealed"):
+        is_verified(bundle)  # the entry names the content it verified
+
+
+def test_a_verification_written_beside_a_bundle_verifies_nothing(tmp_path, listing):
+    """Finding 2: `echo '{"lite_checksum": "<CHECKSUM>"}' > B/verification.json` once made B `verified`."""
+    bundle = lite_bundle(tmp_path)
+    checksum = (bundle / CHECKSUM).read_text().strip()
+    assert not is_verified(bundle)
+    (bundle / "verification.json").write_text(json.dumps({"lite_checksum": checksum, "compared": 6}))
+    with pytest.raises(BundleError, match=r"holds verification.json beside its sealed files"):
+        is_verified(bundle)
+    result = runner.invoke(app, ["report", "--bundle", str(bundle), "--out", str(tmp_path / "site")])
+    assert result.exit_code == 2 and "verification.json beside its sealed files" in result.output
+    assert result.output.count("\n") == 1
 
 
 def test_a_full_rerun_that_differs_or_lacks_cells_is_refused(tmp_path):
@@ -64,7 +93,7 @@ def test_a_full_rerun_that_differs_or_lacks_cells_is_refused(tmp_path):
 
     result = runner.invoke(app, ["verify", str(bundle), "--full", str(full_run(tmp_path, moved))])
     assert result.exit_code == 1 and "1 lite trial(s) differ" in result.output and "test_primary" in result.output
-    assert not (bundle / VERIFICATION).exists()
+    assert "[[verified]]" not in result.output
 
     def short(frame):
         return frame.drop(frame.index[frame["split"].eq(4) & frame["trial_index"].ge(100)])
@@ -79,3 +108,22 @@ def test_only_a_lite_bundle_can_be_verified(tmp_path):
     seal(bundle)
     result = runner.invoke(app, ["verify", str(bundle), "--full", str(full_run(tmp_path))])
     assert result.exit_code == 2 and "not lite: nothing to verify" in result.output
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[]", "holds an array, not an object"),
+        ('{"protocol": 3}', "was run under protocol none, not lite"),
+        ('{"protocol": {"name": ["lite"]}}', "was run under protocol none, not lite"),
+        ("{oops", "submission.json is not a JSON object"),
+    ],
+)
+def test_a_malformed_submission_is_one_line(tmp_path, text, message):
+    """Finding 16: a malformed submission.json ended in `error: unexpected ...`."""
+    bundle = lite_bundle(tmp_path)
+    (bundle / SUBMISSION).write_text(text)
+    seal(bundle)
+    result = runner.invoke(app, ["verify", str(bundle), "--full", str(full_run(tmp_path))])
+    assert result.exit_code == 2 and result.output.startswith("error: ") and message in result.output, result.output
+    assert result.output.count("\n") == 1 and "unexpected" not in result.output
