@@ -30,3 +30,14 @@ def test_the_estimate_reads_the_hardware_back_from_a_record():
     assert hardware_of(host_json(facts, {"device": "cuda:0", "device_name": "NVIDIA H200"})) == "NVIDIA H200"
     assert hardware_of(host_json(facts, {"device": "cuda:1"})) == "cuda:1"
     assert hardware_of(None) == hardware_of("not json") == "cpu"
+
+
+def test_a_cpu_records_hardware_line_names_its_model_threads_and_kernels():
+    """Records of one line share a price; a line without kernels is a record written before services named them."""
+    facts = host_facts()
+    service = {"device": "cpu", "cpu_model": "AMD EPYC", "compute_threads": 1}
+    assert hardware_of(host_json(facts, {**service, "kernels": "native"})) == "AMD EPYC, 1 thread, native kernels"
+    assert hardware_of(host_json(facts, {**service, "compute_threads": 2, "kernels": "pinned"})) == (
+        "AMD EPYC, 2 threads, pinned kernels"
+    )
+    assert hardware_of(host_json(facts, service)) == "AMD EPYC, 1 thread"

@@ -238,3 +238,17 @@ def test_an_embedded_service_whose_orchestrator_is_killed_mid_fit_exits_on_its_o
         orchestrator.kill()
         if service is not None and service.is_running():
             service.kill()
+
+
+def test_the_thread_rule_one_thread_a_service_one_service_a_core(monkeypatch):
+    """With nothing set a service computes on one thread and a local sweep runs one per core (one with a GPU); a set
+    NODEGROUND_THREADS is inherited, and a SLURM task shares its CPUs among the services it runs at once."""
+    from orchestrator.services.embedded import default_parallel, service_threads, usable_cores
+
+    assert service_threads(4, {}) == 1
+    assert service_threads(4, {"NODEGROUND_THREADS": "3"}) is None  # the children inherit it
+    assert service_threads(2, {"SLURM_CPUS_PER_TASK": "8"}) == 4
+    assert default_parallel(gpus=0) == usable_cores() == len(os.sched_getaffinity(0))
+    assert default_parallel(gpus=2) == 1
+    pools = {name: os.environ.get(name, "1") for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    assert EmbeddedService("gnn", threads=1)._thread_env() == {"NODEGROUND_THREADS": "1", **pools}
