@@ -39,11 +39,12 @@ REPLIES: dict[str, tuple[str, str]] = {
     # FitResponse
     "handle": (_FAILED, "the fit returned no model handle"),
     "fit-no-stats": (_FAILED, "fit reply carries no stats"),
-    "stats": (_FAILED, "fit stats are not a finite, non-negative time"),
-    "fit-seconds-inf": (_FAILED, "fit stats are not a finite, non-negative time"),
-    "fit-seconds-negative": (_FAILED, "fit stats are not a finite, non-negative time"),
-    "fit-rss-negative": (_FAILED, "fit stats are not a finite, non-negative time"),
-    "fit-gpu-negative": (_FAILED, "fit stats are not a finite, non-negative time"),
+    "stats": (_FAILED, "fit stats are not finite, non-negative times"),
+    "fit-seconds-inf": (_FAILED, "fit stats are not finite, non-negative times"),
+    "fit-seconds-negative": (_FAILED, "fit stats are not finite, non-negative times"),
+    "fit-rss-negative": (_FAILED, "fit stats are not finite, non-negative times"),
+    "fit-gpu-negative": (_FAILED, "fit stats are not finite, non-negative times"),
+    "fit-cpu-negative": (_FAILED, "fit stats are not finite, non-negative times"),
     "info": (_FAILED, "fit info 'epochs' carries no value"),
     # PredictChunk: class count, row placement, byte lengths, stats
     "short": (_FAILED, "prediction covers"),
@@ -62,8 +63,8 @@ REPLIES: dict[str, tuple[str, str]] = {
     "negative-rows": (_FAILED, "has -1 rows"),
     "too-many-rows": (_FAILED, "has 301 rows; 300 remain"),
     "predict-no-stats": (_FAILED, "prediction carries no stats"),
-    "predict-seconds-nan": (_FAILED, "predict stats are not a finite, non-negative time"),
-    "predict-rss-negative": (_FAILED, "predict stats are not a finite, non-negative time"),
+    "predict-seconds-nan": (_FAILED, "predict stats are not finite, non-negative times"),
+    "predict-rss-negative": (_FAILED, "predict stats are not finite, non-negative times"),
     # probabilities that decode but are not a distribution
     "nan": (_NONFINITE, "NaN or infinite"),
     "negative-probabilities": (_NONFINITE, "negative values"),
@@ -117,6 +118,8 @@ class HostileServicer(MethodServicer):
             reply.stats.peak_rss_bytes = -1
         elif mode == "fit-gpu-negative":
             reply.stats.peak_gpu_bytes = -(2**40)
+        elif mode == "fit-cpu-negative":
+            reply.stats.cpu_seconds = -0.5
         return reply
 
     def Predict(self, request: pb.PredictRequest, context: Any):
