@@ -18,10 +18,11 @@ ROUNDS = 5  # bootstrap resamples: enough to compare intervals, few enough for m
 
 @pytest.fixture
 def store(tmp_path):
-    """A store holding one method of the user's, "mine": the reference's own mlp trials under another name."""
-    frame, _ = load_reference("lite")
-    mine = frame[frame["method"] == "mlp"].assign(
-        method="mine", origin="builtin", trial_key=lambda f: f["trial_key"].str.replace("mlp@", "mine@")
+    """A store holding one method of the user's, "mine": a reference method's own trials under another name."""
+    frame, manifest = load_reference("lite")
+    copied = manifest.methods[0]
+    mine = frame[frame["method"] == copied].assign(
+        method="mine", origin="builtin", trial_key=lambda f: f["trial_key"].str.replace(f"{copied}@", "mine@")
     )
     path = tmp_path / "mine.sqlite"
     with Store(path) as opened:
@@ -50,9 +51,11 @@ def test_the_leaderboard_is_the_reports(store, tmp_path):
 
 
 def test_the_leaderboard_is_recomputed_over_whoever_competes(store):
-    both = compare(store, methods=["mine", "gcn"], rounds=ROUNDS)
-    assert set(both.leaderboard["view"].map(lambda v: v.split("-")[0])) == {"mine", "gcn"}
-    assert list(both.entries["method"]) == ["mine", "gcn"]
+    _, manifest = load_reference("lite")
+    other = manifest.methods[-1]
+    both = compare(store, methods=["mine", other], rounds=ROUNDS)
+    assert set(both.leaderboard["view"].map(lambda view: view.split("-")[0])) == {"mine", other}  # and their variants
+    assert list(both.entries["method"]) == ["mine", other]
     everyone = compare(store, rounds=ROUNDS).leaderboard
     mine = both.leaderboard.set_index(["regime", "view"]).loc[("10/10/80", "mine"), "elo"]
     assert mine != everyone.set_index(["regime", "view"]).loc[("10/10/80", "mine"), "elo"]  # who competes matters
