@@ -39,11 +39,11 @@ REPLIES: dict[str, tuple[str, str]] = {
     # FitResponse
     "handle": (_FAILED, "the fit returned no model handle"),
     "fit-no-stats": (_FAILED, "fit reply carries no stats"),
-    "stats": (_FAILED, "fit stats are not a finite, non-negative time"),
-    "fit-seconds-inf": (_FAILED, "fit stats are not a finite, non-negative time"),
-    "fit-seconds-negative": (_FAILED, "fit stats are not a finite, non-negative time"),
-    "fit-rss-negative": (_FAILED, "fit stats are not a finite, non-negative time"),
-    "fit-gpu-negative": (_FAILED, "fit stats are not a finite, non-negative time"),
+    "stats": (_FAILED, "fit stats are not finite, non-negative times and memory"),
+    "fit-seconds-inf": (_FAILED, "fit stats are not finite, non-negative times and memory"),
+    "fit-seconds-negative": (_FAILED, "fit stats are not finite, non-negative times and memory"),
+    "fit-rss-negative": (_FAILED, "fit stats are not finite, non-negative times and memory"),
+    "fit-gpu-negative": (_FAILED, "fit stats are not finite, non-negative times and memory"),
     "info": (_FAILED, "fit info 'epochs' carries no value"),
     # PredictChunk: class count, row placement, byte lengths, stats
     "short": (_FAILED, "prediction covers"),
@@ -62,8 +62,8 @@ REPLIES: dict[str, tuple[str, str]] = {
     "negative-rows": (_FAILED, "has -1 rows"),
     "too-many-rows": (_FAILED, "has 301 rows; 300 remain"),
     "predict-no-stats": (_FAILED, "prediction carries no stats"),
-    "predict-seconds-nan": (_FAILED, "predict stats are not a finite, non-negative time"),
-    "predict-rss-negative": (_FAILED, "predict stats are not a finite, non-negative time"),
+    "predict-seconds-nan": (_FAILED, "predict stats are not finite, non-negative times and memory"),
+    "predict-rss-negative": (_FAILED, "predict stats are not finite, non-negative times and memory"),
     # probabilities that decode but are not a distribution
     "nan": (_NONFINITE, "NaN or infinite"),
     "negative-probabilities": (_NONFINITE, "negative values"),
