@@ -61,7 +61,7 @@ class ServiceRecord:
 
     endpoint: str
     family: str
-    source: str  # embedded | remote
+    source: str  # embedded | remote | in-process (nodeground.run)
     pool: str  # the method or family name trials were routed by
     started_at: str  # UTC timestamp of the process start (embedded) or first contact (remote)
     start_seconds: float | None = None  # process start + imports + first health answer; None for remote endpoints

@@ -48,20 +48,20 @@ def nvidia_driver_version(
         return ""
 
 
-@functools.lru_cache(maxsize=8)  # the driver is asked once per device, not on every Describe
 def device_fields(device: torch.device) -> dict[str, Any]:
     """DescribeResponse's device fields: what the records name as the hardware and CUDA stack of a trial.
 
     The CPU model, the threads torch computes with and the kernels its libraries run (``contract.hardware``) are what
-    a CPU trial's cost depends on (the estimate prices per hardware); a GPU's name and memory, a GPU trial's.
+    a CPU trial's cost depends on (the estimate prices per hardware); a GPU's name and memory, a GPU trial's. The
+    threads and kernels are read on every call: a process that runs methods in-process (``nodeground.run``) sets its
+    threads for a run, and may run another with other threads.
     """
-    fields: dict[str, Any] = {
-        "device": str(device),
-        "cuda_version": torch.version.cuda or "",
-        "cpu_model": cpu_model(),
-        "compute_threads": torch.get_num_threads(),
-        "kernels": kernels_in_effect(),
-    }
+    return {**_hardware_fields(device), "compute_threads": torch.get_num_threads(), "kernels": kernels_in_effect()}
+
+
+@functools.lru_cache(maxsize=8)  # the driver is asked once per device, not on every Describe
+def _hardware_fields(device: torch.device) -> dict[str, Any]:
+    fields: dict[str, Any] = {"device": str(device), "cuda_version": torch.version.cuda or "", "cpu_model": cpu_model()}
     if device.type == "cuda":
         fields["device_name"] = torch.cuda.get_device_name(device)
         fields["driver_version"] = nvidia_driver_version()

@@ -33,7 +33,9 @@ from orchestrator.data.synthetic import (
 from orchestrator.data.user import UserDatasetError, load_user_dataset, store_user_dataset, user_registry
 from orchestrator.records import TASK_TYPES
 
-CATALOG_PATH = Path(__file__).resolve().parents[2] / "datasets" / "catalog.toml"
+# The catalog is ``datasets/catalog.toml``; this package's ``catalog.toml`` links to it, so that a wheel holds it as
+# package data (a wheel copies the file a link names) and an installed package reads it where a checkout does.
+CATALOG_PATH = Path(__file__).resolve().parent / "catalog.toml"
 
 DOMAINS = ("web", "social", "scholarly", "e-commerce", "transportation", "finance")
 SOURCES = ("pyg", "hf-tag", "heterophilous", "ogb")
@@ -136,9 +138,14 @@ def resolve_name(name: str) -> str:
     users = {n.lower(): n for n in user_registry()}
     if key in users:
         return users[key]
-    close = difflib.get_close_matches(key, sorted(set(known_names()) | set(catalog())), n=3)
+    close = close_names(name)
     hint = f"; did you mean {', '.join(close)}?" if close else "; `orchestrator datasets list` shows the known datasets"
     raise DatasetError(f"unknown dataset {name!r}{hint}")
+
+
+def close_names(name: str) -> list[str]:
+    """The known dataset names and aliases closest to a name that is none of them (at most three)."""
+    return difflib.get_close_matches(name.strip().lower(), sorted(set(known_names()) | set(catalog())), n=3)
 
 
 def is_builtin_name(name: str) -> bool:
@@ -325,6 +332,8 @@ def list_tasks() -> list[dict[str, Any]]:
                 "domain": task["domain"],
                 "task_type": task["task_type"],
                 "nodes": task.get("nodes"),
+                "edges": task.get("edges"),
+                "features": task.get("features"),
                 "classes": task.get("classes"),
                 "local": is_available(task),
             }

@@ -196,16 +196,21 @@ class MethodClient:
         self.endpoint = endpoint
         self.graph_dir = graph_dir
         self.security = security or Security.from_env()
-        # Predict's reply stream is read on the calling thread, not on a thread gRPC starts for each call
-        self._channel = self.security.channel(endpoint, options=[*CHANNEL_OPTIONS, (SINGLE_THREADED_STREAMS, 1)])
-        self._stub = pb_grpc.MethodServiceStub(self._channel)
-        self._health = health_pb2_grpc.HealthStub(self._channel)
+        self._connect()
         self._first_description: pb.DescribeResponse | None = None
         self._watchdog = _Watchdog(self.responsive, endpoint)
         # Graphs this client delivered, or the service said it held: a trial skips HasGraph for them. A graph
         # evicted since is answered NOT_FOUND by its fit, and the sweep then forgets and delivers it again.
         self.remembers_graphs = True
         self._held: set[str] = set()
+
+    def _connect(self) -> None:
+        """The transport: a channel to ``endpoint`` and the stubs on it. Every call below goes through ``_stub``
+        (and ``_unary``, ``_short``, ``_watched``), so a client that answers in this process replaces only these."""
+        # Predict's reply stream is read on the calling thread, not on a thread gRPC starts for each call
+        self._channel = self.security.channel(self.endpoint, options=[*CHANNEL_OPTIONS, (SINGLE_THREADED_STREAMS, 1)])
+        self._stub = pb_grpc.MethodServiceStub(self._channel)
+        self._health = health_pb2_grpc.HealthStub(self._channel)
 
     def close(self) -> None:
         self._watchdog.close()

@@ -1,6 +1,6 @@
-"""The dependency arrows hold: orchestrator -> contract <- methods, the contract needs no torch, and only the
-report command reaches the report (orchestrator.analysis); the rest of the orchestrator reads the protocol's rules
-from orchestrator.trials.
+"""The dependency arrows hold: orchestrator -> contract <- methods, the contract needs no torch, the public face
+(nodeground) composes both and neither imports it, and only the report command and the face's comparison reach the
+report (orchestrator.analysis); the rest of the orchestrator reads the protocol's rules from orchestrator.trials.
 
 A static scan of every import statement (the AST, so an import inside a function counts too).
 """
@@ -20,9 +20,9 @@ CONTRACT_DEPENDENCIES = {"numpy", "grpc", "google"}
 #: The orchestrator's readers of upstream dataset formats (PyG datasets, saved tensors) import torch
 #: inside the function that converts such a file, once per dataset; nothing else may.
 TORCH_READERS = {"orchestrator/data/loaders.py", "orchestrator/data/safe_pickle.py"}
-#: The report, and the one module outside it that may import it: the command that writes it.
+#: The report, and the modules outside it that may import it: the command that writes it, the face's comparison.
 REPORT = "orchestrator.analysis"
-REPORT_COMMAND = "orchestrator/cli/report.py"
+REPORT_READERS = {"orchestrator/cli/report.py", "nodeground/leaderboard.py"}
 
 
 def imported_names(path: Path) -> Iterator[tuple[str, int, bool]]:
@@ -87,31 +87,36 @@ def test_the_contract_imports_only_numpy_grpc_and_protobuf():
     assert not wrong, "\n".join(wrong)
 
 
-@pytest.mark.parametrize("package", ["methods", "contract"])
-def test_the_methods_and_the_contract_never_import_the_orchestrator(package):
+#: (room, what it never imports): the methods and the contract stand below the orchestrator, and every side below the
+#: public face, which composes them.
+BELOW = [("methods", "orchestrator"), ("contract", "orchestrator")] + [
+    (room, "nodeground") for room in ("orchestrator", "methods", "contract")
+]
+
+
+@pytest.mark.parametrize(("package", "above"), BELOW)
+def test_no_room_imports_one_above_it(package, above):
     wrong = [
-        f"{where(path, line)}"
-        for path in sources(package)
-        for module, line, _ in imports(path)
-        if module == "orchestrator"
+        f"{where(path, line)}" for path in sources(package) for module, line, _ in imports(path) if module == above
     ]
-    assert not wrong, "\n".join(wrong)
+    assert not wrong, f"{package} never imports {above}:\n" + "\n".join(wrong)
 
 
-def test_only_the_report_command_imports_the_report():
+def test_only_the_report_command_and_the_faces_comparison_import_the_report():
     """The planner, `show`/`export`, sweeps, submissions, the reference, merges, estimates, Slurm, every CLI command
-    but `report`, and the rules package (orchestrator.trials) never import orchestrator.analysis."""
+    but `report`, the rules package (orchestrator.trials) and the public face but its comparison never import
+    orchestrator.analysis."""
     scanned = [
         path
-        for path in sources("orchestrator")
+        for path in [*sources("orchestrator"), *sources("nodeground")]
         if not path.relative_to(REPO).is_relative_to("orchestrator/analysis")
-        and str(path.relative_to(REPO)) != REPORT_COMMAND
+        and str(path.relative_to(REPO)) not in REPORT_READERS
     ]
     names = {str(path.relative_to(REPO)) for path in scanned}
     assert {"orchestrator/plan.py", "orchestrator/results.py", "orchestrator/merge.py", "orchestrator/estimate.py",
             "orchestrator/slurm.py", "orchestrator/trials/selection.py", "orchestrator/submission/bundle.py",
             "orchestrator/reference/compare.py", "orchestrator/sweep.py", "orchestrator/trial.py",
-            "orchestrator/cli/export.py", "orchestrator/cli/run.py"} <= names  # fmt: skip
+            "orchestrator/cli/export.py", "orchestrator/cli/run.py", "nodeground/inprocess.py"} <= names  # fmt: skip
     wrong = [
         f"{where(path, line)}: {path.read_text().splitlines()[line - 1].strip()}"
         for path in scanned
@@ -119,6 +124,6 @@ def test_only_the_report_command_imports_the_report():
         if name == REPORT or name.startswith(REPORT + ".")
     ]
     assert not wrong, (
-        f"only {REPORT_COMMAND} imports the report; the rules it shares are in orchestrator.trials:\n"
+        f"only {', '.join(sorted(REPORT_READERS))} import the report; its shared rules are in orchestrator.trials:\n"
         + "\n".join(wrong)
     )
