@@ -31,6 +31,7 @@ _IDENTITY = ["view", "method", "method_name", "variant", "k", "kind", "origin"]
 
 
 def is_user(origin: pd.Series) -> pd.Series:
+    """User submissions: a bundle's (``user:<id>``) or, against the reference, the store's own (``user:store``)."""
     return origin.astype(str).str.startswith("user:")
 
 
@@ -94,6 +95,12 @@ def coverage(results: pd.DataFrame) -> pd.DataFrame:
     origin = results.drop_duplicates("view").set_index("view")["origin"]
     cov["origin"] = cov["view"].map(origin)
     return cov.sort_values(["regime", "native_fraction", "view"], ascending=[True, False, True]).reset_index(drop=True)
+
+
+def regime_datasets(coverage: pd.DataFrame, regime: str) -> int:
+    """The datasets ``regime`` compares methods on, from the ``coverage`` table (0 for a regime it lacks)."""
+    n = coverage.loc[coverage["regime"] == regime, "datasets"]
+    return int(n.iloc[0]) if len(n) else 0
 
 
 CELL = ["method", "dataset", "regime", "split"]

@@ -161,6 +161,13 @@ def min_bootstrap_datasets(tail: float = TAIL) -> int:
 MIN_BOOTSTRAP_DATASETS = min_bootstrap_datasets()
 
 
+def interval_resolved(native_datasets: float, regime_datasets: int) -> bool:
+    """Whether a view's Elo interval is a confidence interval: its regime and its own results both span
+    ``MIN_BOOTSTRAP_DATASETS`` datasets (the pages mark every other interval, and the findings say so)."""
+    native = 0 if native_datasets != native_datasets else native_datasets  # NaN: no native dataset
+    return min(native, regime_datasets) >= MIN_BOOTSTRAP_DATASETS
+
+
 def _bootstrap(totals: PairTotals, rounds: int, seed: int) -> pd.DataFrame:
     """Ratings of ``rounds`` dataset resamples (with replacement, drawn as bencheval draws them)."""
     n_tasks = len(totals.datasets)

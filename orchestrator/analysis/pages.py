@@ -32,13 +32,20 @@ th{background:#f0f3f6;cursor:pointer;position:sticky;top:0}td.l,th.l{text-align:
 tr.gfm td.l{color:#b3203a;font-weight:600}tr.default td.l{color:#57606a}
 .imp{color:#b35900}.note{background:#fff8c5;border:1px solid #d4a72c;padding:6px 10px;font-size:13px}
 figure{display:inline-block;margin:10px 12px 10px 0;vertical-align:top;background:#fff;border:1px solid #d0d7de;
-  padding:6px}
-figcaption{font-size:12px;color:#57606a;max-width:760px}figure img{max-width:760px;height:auto;display:block}
+  padding:6px;max-width:100%;box-sizing:border-box}
+figcaption{font-size:12px;color:#57606a;width:0;min-width:100%}
+figure img{max-width:100%;height:auto;display:block}
 .small{font-size:12px;color:#57606a}.wrap{overflow-x:auto}
-.warn{background:#ffebe9;border:1px solid #cf222e;padding:6px 10px;font-size:13px}
+.warn{background:#ffebe9;border:1px solid #cf222e;padding:6px 10px;font-size:13px;margin:6px 0}
+.note ul,.glance ul{margin:0;padding-left:18px}.note{margin:6px 0}.note details{margin-top:4px}
+.glance{background:#fff;border:1px solid #d0d7de;border-left:4px solid #0b4f9c;padding:8px 12px;font-size:15px;
+  margin:12px 0}.glance li{margin:3px 0}.glance a,.warn a{font-size:12px;margin-left:4px}
+tr.user td{background:#f3effc}tr.user td.l{color:#6639ba;font-weight:600}th.user,.glance .user{color:#6639ba}
+details.fold>summary{cursor:pointer;list-style:none;border-bottom:2px solid #d0d7de;margin-top:26px}
+details.fold>summary::-webkit-details-marker{display:none}details.fold>summary h2{display:inline;border:0}
+details.fold>summary::before{content:"\\25B8  ";font-size:20px}details.fold[open]>summary::before{content:"\\25BE  "}
 table.compact .sec{display:none}th[aria-sort=ascending]::after{content:" \\25B2"}
 th[aria-sort=descending]::after{content:" \\25BC"}button{font-size:12px;margin-left:6px}
-figure.wide img,figure.wide figcaption{max-width:1000px}
 """
 
 _JS = """
@@ -55,6 +62,9 @@ document.querySelectorAll('table.sortable').forEach(function(t){
 document.querySelectorAll('button[data-columns]').forEach(function(b){b.addEventListener('click',function(){
   var c=document.getElementById(b.dataset.columns).classList.toggle('compact');
   b.textContent=c?'Show all columns':'Fewer columns'})});
+function reveal(){var t=location.hash&&document.getElementById(decodeURIComponent(location.hash.slice(1)));
+  for(var e=t;e;e=e.parentElement){if(e.tagName==='DETAILS'){e.open=true}}if(t){t.scrollIntoView()}}
+window.addEventListener('hashchange',reveal);reveal();
 document.querySelectorAll('img').forEach(function(img){
   function mark(){img.setAttribute('data-loaded', img.naturalWidth>0?'1':'0')}
   if(img.complete){mark()}else{img.addEventListener('load',mark);img.addEventListener('error',mark)}});
@@ -171,16 +181,16 @@ def html_table(
     )
 
 
-def figure(rel: str, caption: str, wide: bool = False) -> str:
+def figure(rel: str, caption: str) -> str:
     """A figure with its caption and links to the data it plots (CSV and Parquet beside the PNG).
 
-    ``wide``: shown at its full 1,000 pixels (a plot whose every point is named), not shrunk to 760.
+    Shown at its own pixel size (``plots`` sizes each figure for the page at 1,400 pixels), never wider than the
+    page; the caption wraps to the image's width.
     """
     stem = rel.rsplit(".", 1)[0]
     return markup(
-        '<figure{wide}><img src="{rel}" alt="{caption}" loading="eager"><figcaption>{caption} '
+        '<figure><img src="{rel}" alt="{caption}" loading="eager"><figcaption>{caption} '
         'Data: <a href="{stem}.csv">CSV</a> · <a href="{stem}.parquet">Parquet</a></figcaption></figure>',
-        wide=Html(" class=wide" if wide else ""),
         rel=rel,
         caption=caption,
         stem=stem,

@@ -40,7 +40,6 @@ class Figure:
     caption: str | Callable[[pd.DataFrame, str], str]  # text ("{regime}" filled in), or a function of (data, regime)
     index: bool = False  # the data's index is a column (matrices)
     optional: bool = False  # skipped where its data is empty
-    wide: bool = False  # shown at full size (its points are named)
 
 
 @dataclass(frozen=True)
@@ -56,6 +55,7 @@ class Section:
     footer: Callable[[Analysis], list[str]] | None = None
     empty: str = ""  # HTML when nothing else is shown
     per_regime_heading: bool = False  # each regime opens its own "<title> — <regime>" heading, no section heading
+    fold: bool = True  # closed until the reader opens it (a link to it opens it), so the page reads at a glance
 
 
 LEADERBOARD_COLUMNS = [
@@ -90,35 +90,49 @@ LEADERBOARD_TITLES = {
     "sig_wins": "opponents beaten significantly (Wilcoxon, Holm-corrected)",
 }
 FEW = "\u2020"  # marks an interval that rests on fewer datasets than the bootstrap supports
+SUBMISSION = "user submission"  # a submission's status where no reference comparison names one
 
 
 def _interval(lb: pd.DataFrame, regime_datasets: int) -> pd.Series:
-    """'[lower, upper]', marked when the regime or the view's native results cover too few datasets."""
-    few = (lb["native_datasets"].fillna(0) < elo_mod.MIN_BOOTSTRAP_DATASETS) | (
-        regime_datasets < elo_mod.MIN_BOOTSTRAP_DATASETS
-    )
+    """'[lower, upper]', marked where it is no confidence interval (``elo.interval_resolved``)."""
     return pd.Series(
         [
-            f"[{lo:.0f}, {hi:.0f}]{' ' + FEW if f else ''}"
-            for lo, hi, f in zip(lb["lower"], lb["upper"], few, strict=True)
+            f"[{lo:.0f}, {hi:.0f}]{'' if elo_mod.interval_resolved(n, regime_datasets) else ' ' + FEW}"
+            for lo, hi, n in zip(lb["lower"], lb["upper"], lb["native_datasets"], strict=True)
         ],
         index=lb.index,
     )
+
+
+def _submitted_views(an: Analysis) -> tuple[frozenset[str], frozenset[str]]:
+    """(views, methods) of the user submissions (``cohorts.is_user``): the pages and figures mark them."""
+    res = an.tables["results"]
+    mine = res[co.is_user(res["origin"])]
+    return frozenset(mine["view"].astype(str)), frozenset(mine["method"].astype(str))
+
+
+def _row_class(submissions: frozenset[str]) -> Callable[[pd.Series], str]:
+    """A leaderboard row's class: its variant (the GFMs' colour, the defaults' grey), and "user" for a submission."""
+    return lambda r: f"{r['variant']} user" if str(r["view"]) in submissions else str(r["variant"])
 
 
 def _leaderboard_table(an: Analysis, name: str, regime: str, table_id: str) -> str:
     lb = regime_rows(an.tables, name, regime)
     lb = lb.assign(interval=_interval(lb, _regime_datasets(an, regime)))
     columns = LEADERBOARD_COLUMNS
+    mine, _ = _submitted_views(an)
     if "entries" in an.tables:  # a comparison with the shipped reference: each method's standing
         status = an.tables["entries"].set_index("method")["status"]
         names = an.tables["results"].drop_duplicates("view").set_index("view")["method_name"]
         lb = lb.assign(status=lb["view"].map(names).map(status).fillna(""))
+    elif mine:
+        lb = lb.assign(status=np.where(lb["view"].astype(str).isin(mine), SUBMISSION, ""))
+    if "status" in lb.columns:
         columns = [*columns[:3], ("status", "Status", -1), *columns[3:]]
     return html_table(
         lb,
         columns,
-        row_class=lambda r: str(r["variant"]),
+        row_class=_row_class(mine),
         table_id=table_id,
         secondary=LEADERBOARD_SECONDARY,
         sort_keys={"interval": "lower"},
@@ -143,7 +157,7 @@ def _leaderboard(an: Analysis, regime: str) -> list[str]:
 
 
 def _regime_datasets(an: Analysis, regime: str) -> int:
-    return int(an.tables["results"].loc[an.tables["results"]["regime"] == regime, "dataset"].nunique())
+    return co.regime_datasets(an.tables["coverage"], regime)
 
 
 def _pareto_figures(cost: str, label: str) -> tuple[Figure, ...]:
@@ -151,7 +165,9 @@ def _pareto_figures(cost: str, label: str) -> tuple[Figure, ...]:
 
     def caption(extra: str) -> Callable[[pd.DataFrame, str], str]:
         return lambda d, _regime: (
-            f"{label.capitalize()}, {extra}. Frontier: {', '.join(d.loc[d['on_front'], 'view'].astype(str))}."
+            f"{label.capitalize()}, {extra}. Frontier: {', '.join(d.loc[d['on_front'], 'view'].astype(str))}. "
+            f"In colour: the frontier{' and the user submissions' if plots.submitted(d).any() else ''}; "
+            f"grey: the rest{'' if plots.names_every_point(d) else ', named in the data file'}."
         )
 
     xlabel = f"Mean Overhead, {label} (log2 of cost over cheapest; lower is better)"
@@ -162,7 +178,6 @@ def _pareto_figures(cost: str, label: str) -> tuple[Figure, ...]:
             partial(plots.pareto, xlabel=xlabel, budgets=bool(suffix)),
             f"{label.capitalize()} Pareto frontier — {{regime}} ({extra})",
             caption(extra),
-            wide=True,
         )
         for suffix, extra in (
             ("", "default, tuned and GFM endpoints"),
@@ -199,7 +214,7 @@ def _tuning_table(an: Analysis, regime: str) -> list[str]:
                 ("k_within_1pt", "k within 1 point", 0),
                 ("gain_k50_to_full", "gain k=50 to full", 2),
             ],
-            table_id=f"tuning-{slug(regime)}",
+            table_id=f"tuning-table-{slug(regime)}",
         )
     ]
 
@@ -241,7 +256,7 @@ def _overlap_table(an: Analysis, regime: str) -> list[str]:
                 ("omitted_score", "omitted score", 4),
                 ("replacement_score", "replacement", 4),
             ],
-            table_id=f"overlap-{slug(regime)}",
+            table_id=f"overlap-table-{slug(regime)}",
         )
     ]
 
@@ -310,49 +325,69 @@ def _cells_sentence(cc: pd.DataFrame, regime: str) -> str:
     )
 
 
-def _few_datasets_warning(an: Analysis) -> list[str]:
-    """A warning for each regime whose comparison rests on fewer datasets than its bootstrap supports."""
+def _few(an: Analysis) -> list[tuple[str, int]]:
+    """(regime, datasets) of each regime whose comparison rests on fewer datasets than its bootstrap supports."""
     need = elo_mod.MIN_BOOTSTRAP_DATASETS
-    out: list[str] = []
-    for regime in an.regimes:
-        d = _regime_datasets(an, regime)
-        if d >= need:
-            continue
-        out.append(
-            markup(
-                '<p class="warn" id="few-datasets-{slug}"><b>Too few datasets for the intervals:</b> {regime} '
-                "compares methods on {d} dataset(s). A dataset bootstrap of d datasets can draw at most "
-                "C(2d\u22121, d) distinct resamples ({draws} here), and the ends of a 95% interval, its 2.5% and "
-                "97.5% quantiles, fall between distinct resamples only with at least 40 of them: {need} datasets or "
-                "more (C({twice}, {need}) = {enough}). Its intervals (marked {few}) are the rating on a single "
-                "resample such as one dataset repeated, not confidence intervals; the ranks and win rates rest on "
-                "as few datasets.</p>",
-                slug=slug(regime),
-                regime=regime,
-                d=d,
-                draws=math.comb(2 * d - 1, d) if d else 0,
-                need=need,
-                twice=2 * need - 1,
-                enough=math.comb(2 * need - 1, need),
-                few=FEW,
-            )
+    return [(r, d) for r in an.regimes if (d := _regime_datasets(an, r)) < need]
+
+
+def _few_datasets_warning(an: Analysis) -> list[str]:
+    """One line for every regime compared on too few datasets, linked to the reason (in the coverage section)."""
+    few = _few(an)
+    if not few:
+        return []
+    regimes = join((markup("{0} ({1} dataset{2})", r, d, "" if d == 1 else "s") for r, d in few), Html(", "))
+    return [
+        markup(
+            '<p class="warn" id="few-datasets-warning"><b>Too few datasets for confidence intervals:</b> {0}. Their '
+            'intervals (marked {1}) are not confidence intervals. <a href="#few-datasets">Why</a></p>',
+            regimes,
+            FEW,
         )
-    return out
+    ]
+
+
+def _few_datasets_why(an: Analysis) -> list[str]:
+    """Why the regimes of ``_few`` have no confidence intervals: how many distinct resamples their bootstrap has."""
+    few = _few(an)
+    if not few:
+        return []
+    need = elo_mod.MIN_BOOTSTRAP_DATASETS
+    each = join(
+        (
+            markup("{0} compares methods on {1} dataset(s) ({2} distinct resamples)", r, d, math.comb(2 * d - 1, d))
+            for r, d in few
+        ),
+        Html("; "),
+    )
+    return [
+        markup(
+            '<p class="small" id="few-datasets"><b>Too few datasets for the intervals:</b> {each}. A dataset '
+            "bootstrap of d datasets can draw at most C(2d\u22121, d) distinct resamples, and the ends of a 95% "
+            "interval, its 2.5% and 97.5% quantiles, fall between distinct resamples only with at least 40 of them: "
+            "{need} datasets or more (C({twice}, {need}) = {enough}). Intervals marked {few} are the rating on a "
+            "single resample such as one dataset repeated, not confidence intervals; the ranks and win rates rest on "
+            "as few datasets.</p>",
+            each=each,
+            need=need,
+            twice=2 * need - 1,
+            enough=math.comb(2 * need - 1, need),
+            few=FEW,
+        )
+    ]
 
 
 def _coverage(an: Analysis) -> list[str]:
     """What the leaderboard rests on: cells planned vs present, and per method native and imputed datasets."""
     cc, cov = an.tables["cell_coverage"], an.tables["coverage"]
-    out = _few_datasets_warning(an)
-    out.append(
+    out = [
         '<ul class="small" id="cells">'
         + join(markup("<li>{0}</li>", _cells_sentence(cc[cc["regime"] == r], r)) for r in sorted(cc["regime"].unique()))
-        + "</ul>"
-    )
-    out.append(
+        + "</ul>",
         '<p class="small">A cell is one method on one partition (dataset and split). The store does not keep '
-        "a sweep's plan, so the planned cells are its methods times the partitions its trials ran on.</p>"
-    )
+        "a sweep's plan, so the planned cells are its methods times the partitions its trials ran on.</p>",
+    ]
+    out += _few_datasets_why(an)
     out += _dataset_coverage(an, cov)
     return out
 
@@ -379,14 +414,16 @@ def _dataset_coverage(an: Analysis, cov: pd.DataFrame) -> list[str]:
     rest = int((~gaps).sum())
     return [
         markup(
-            '<p class="small">Datasets per method ({0}): native means the method\'s own results on every partition; '
-            "imputed, a missing partition holds the matched {1} result; missing, no result (user submissions are "
-            "never imputed). {2}</p>",
+            '<details id="coverage-datasets"><summary class="small">Datasets per method: {0} method(s) lack native '
+            'results on some dataset ({1})</summary><p class="small">Native means the method\'s own results on every '
+            "partition; imputed, a missing partition holds the matched {2} result; missing, no result (user "
+            "submissions are never imputed). {3}</p>{4}</details>",
+            int(gaps.sum()),
             total,
             an.reference,
             f"The {rest} method(s) not listed have native results on every dataset." if rest else "",
-        ),
-        html_table(flat.sort_values("view"), cols, table_id="coverage-table"),
+            Html(html_table(flat.sort_values("view"), cols, table_id="coverage-table")),
+        )
     ]
 
 
@@ -412,7 +449,7 @@ def _below_chance(an: Analysis) -> list[str]:
                 ("val_loss", "val loss", 4),
                 ("test_auroc", "test AUROC", 4),
             ],
-            table_id="below-chance",
+            table_id="below-chance-table",
         ),
     ]
 
@@ -421,7 +458,7 @@ _TUNING_X = "tuning budget k (last point: the full search)"
 
 #: The index page, in order.
 SECTIONS: tuple[Section, ...] = (
-    Section("coverage", "Coverage: what the leaderboard rests on", footer=_coverage),
+    Section("coverage", "Coverage: what the leaderboard rests on", footer=_coverage, fold=False),
     Section(
         "lb",
         "Leaderboard",
@@ -607,29 +644,45 @@ SECTIONS: tuple[Section, ...] = (
 )
 
 
+def _marked(data: pd.DataFrame, an: Analysis) -> pd.DataFrame:
+    """A figure's data with a ``submitted`` column (``plots.submitted``) where it names any user submission's view or
+    method; as it is otherwise."""
+    views, methods = _submitted_views(an)
+    if "method" in data.columns:
+        mine = data["method"].astype(str).isin(methods)
+    elif "view" in data.columns:
+        mine = data["view"].astype(str).isin(views)
+    else:
+        return data
+    return data.assign(submitted=mine) if mine.any() else data
+
+
 def _draw(fig: Figure, an: Analysis, regime: str, out: Path) -> tuple[Path, str] | None:
     """Plot ``fig`` for ``regime`` and write its data beside it; (the PNG, its HTML), or None when skipped."""
     data = regime_rows(an.tables, fig.data, regime) if isinstance(fig.data, str) else fig.data(an.tables, regime)
     if fig.optional and data.empty:
         return None
+    data = _marked(data, an)
     rel = figure_path(fig.stem, regime)
     png = out / rel
     fig.draw(data, png, fig.title.format(regime=regime))
     write_table(data, png.with_suffix(""), index=fig.index)
     caption = fig.caption(data, regime) if callable(fig.caption) else fig.caption.format(regime=regime)
-    return png, figure(rel, caption, wide=fig.wide)
+    return png, figure(rel, caption)
 
 
 def _section(section: Section, an: Analysis, out: Path, figures: list[Path]) -> list[str]:
-    """A section's HTML; the PNGs it draws are appended to ``figures``."""
+    """A section's HTML; the PNGs it draws are appended to ``figures``. A folded section is a ``details`` element
+    whose summary is its heading and what it holds."""
     blocks: list[str] = []
+    drawn = len(figures)
     for regime in an.regimes:
         parts = section.before(an, regime) if section.before else []
         for fig in section.figures:
-            drawn = _draw(fig, an, regime, out)
-            if drawn is not None:
-                figures.append(drawn[0])
-                parts.append(drawn[1])
+            made = _draw(fig, an, regime, out)
+            if made is not None:
+                figures.append(made[0])
+                parts.append(made[1])
         parts += section.after(an, regime) if section.after else []
         if not parts:
             continue
@@ -644,18 +697,75 @@ def _section(section: Section, an: Analysis, out: Path, figures: list[Path]) -> 
     blocks += section.footer(an) if section.footer else []
     if section.per_regime_heading:
         return blocks
+    intro = [section.intro] if section.intro else []
+    if not section.fold:
+        return [markup('<h2 id="{0}">{1}</h2>', section.id, section.title), *intro, *blocks]
+    n = len(figures) - drawn
+    holds = f"{n} figure{'s' if n != 1 else ''}" if n else "tables and notes"
     return [
-        markup('<h2 id="{0}">{1}</h2>', section.id, section.title),
-        *([section.intro] if section.intro else []),
+        markup(
+            '<details class="fold" id="{0}"><summary><h2>{1}</h2> <span class="small">{2}</span></summary>',
+            section.id,
+            section.title,
+            holds,
+        ),
+        *intro,
         *blocks,
+        "</details>",
     ]
 
 
+def _glance(an: Analysis) -> list[str]:
+    """The page's first lines: per regime, who leads and how sure it is, and where each user submission ranks (the
+    findings' own sentences, so the page and the findings page say the same), then the page-wide warnings."""
+    said = an.tables["findings"]
+    items = []
+    for regime in an.regimes:
+        lead = said[(said["regime"] == regime) & (said["topic"] == "elo")]["sentence"]
+        if lead.empty:
+            continue
+        mine = said[(said["regime"] == regime) & (said["topic"] == "submitted")]["sentence"]
+        rest = [s.removeprefix(f"In {regime}, ") for s in mine]  # our own words first: "the user submission ..."
+        items.append(
+            markup(
+                '<li><b>{0}</b>: {1} {2}<a href="#lb-{3}">Leaderboard</a></li>',
+                regime,
+                lead.iloc[0].removeprefix(f"In {regime}, "),
+                join(markup('<span class="user">{0}</span> ', r[:1].upper() + r[1:]) for r in rest),
+                slug(regime),
+            )
+        )
+    glance = [markup('<div class="glance" id="glance"><ul>{0}</ul></div>', join(items))] if items else []
+    return [*glance, *_few_datasets_warning(an), *_notes(an)]
+
+
+#: Notes shown on the first screen; the rest wait behind "more".
+_NOTES_SHOWN = 2
+
+
+def _notes(an: Analysis) -> list[str]:
+    """The notes on the whole page (``an.notes``) in one box: the first ``_NOTES_SHOWN``, the rest folded."""
+    if not an.notes:
+        return []
+    shown = join(markup("<li>{0}</li>", n) for n in an.notes[:_NOTES_SHOWN])
+    rest = an.notes[_NOTES_SHOWN:]
+    more = (
+        markup(
+            "<details><summary>{0} more note(s)</summary><ul>{1}</ul></details>",
+            len(rest),
+            join(markup("<li>{0}</li>", n) for n in rest),
+        )
+        if rest
+        else Html()
+    )
+    return [markup('<div class="note" id="notes"><ul>{0}</ul>{1}</div>', shown, more)]
+
+
 def _preamble(an: Analysis) -> list[str]:
-    """The notes, and how the leaderboard reads."""
+    """The glance, and how the leaderboard reads."""
     anchored = f"anchored at {an.anchor} = 1000" if an.anchor else "centred on 1000 (no reference result)"
     return [
-        *(markup('<p class="note">{0}</p>', note) for note in an.notes),
+        *_glance(an),
         markup(
             '<p class="small">Elo: partition-level battles on the primary metric (accuracy, or AUROC for binary '
             "tasks), ties half, each partition weighted 1/5, 200 dataset-bootstrap resamples, {0}. Missing built-in "
@@ -670,6 +780,7 @@ def _preamble(an: Analysis) -> list[str]:
 def _datasets_body(an: Analysis) -> str:
     """The per-dataset page: dataset leaders, and every view's mean score on every dataset."""
     body: list[str] = []
+    mine, _ = _submitted_views(an)
     for regime in an.regimes:
         leaders = regime_rows(an.tables, "dataset_leaders", regime)
         body.append(markup("<h2>{0}</h2><h3>Dataset leaders (tuned or canonical configurations)</h3>", regime))
@@ -684,11 +795,14 @@ def _datasets_body(an: Analysis) -> str:
                     ("leader_kind", "kind", -1),
                     ("score", "score", 4),
                 ],
+                row_class=lambda r: "user" if str(r["leader"]) in mine else "",
             )
         )
         wide, imp = tb.dataset_scores(an.tables, regime)
         body.append(markup("<h3>Mean primary metric over partitions (* imputed with {0})</h3>", an.reference))
-        head = Html('<th class="l">dataset</th>') + join(markup("<th>{0}</th>", v) for v in wide.columns)
+        head = Html('<th class="l">dataset</th>') + join(
+            markup('<th class="{0}">{1}</th>', "user" if str(v) in mine else "", v) for v in wide.columns
+        )
         rows = []
         for ds, r in wide.iterrows():
             cells = []

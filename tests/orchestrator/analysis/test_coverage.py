@@ -113,9 +113,13 @@ def test_a_two_dataset_report_states_its_coverage_and_warns_about_its_intervals(
     assert html.index('id="coverage"') < html.index('id="lb-10-10-80"')  # at the top, above the leaderboards
     assert "3 method(s) × 10 partition(s) = 30 planned cells; 29 hold a selectable result" in html
     assert "1 hold no trial (mlp 1)" in html  # the deleted cell
-    warning = html[html.index('id="few-datasets-10-10-80"') :]
-    warning = warning[: warning.index("</p>")]
-    assert "compares methods on 2 dataset(s)" in warning and "(3 here)" in warning and "5 datasets or more" in warning
+    warning = html[html.index('id="few-datasets-warning"') :]
+    warning = warning[: warning.index("</p>")]  # one line on the first screen, linked to the reason
+    assert "10/10/80 (2 datasets)" in warning and '<a href="#few-datasets">' in warning
+    why = html[html.index('id="few-datasets"') :]
+    why = why[: why.index("</p>")]
+    assert html.index('id="few-datasets-warning"') < html.index('id="coverage"') < html.index('id="few-datasets"')
+    assert "10/10/80 compares methods on 2 dataset(s) (3 distinct resamples)" in why and "5 datasets or more" in why
     # the imputed mlp cell is counted, and every interval rests on too few datasets
     for table_id in ("leaderboard-10-10-80", "leaderboard-native-10-10-80"):  # the designated and non-imputed views
         table = html[html.index(f'id="{table_id}"') :]

@@ -31,17 +31,34 @@ def _endpoints(seed: int = 0) -> pd.DataFrame:
     return df
 
 
-def test_every_point_of_the_endpoint_plot_is_named_without_collisions(tmp_path):
-    df = _endpoints()
-    placed = plots.pareto(df, tmp_path / "p.png", "t", "overhead")
-    assert sorted(p.label for p in placed) == sorted(df["view"])
+def _apart(placed: list[plots.Placed]) -> None:
+    """No label collides with anything, nor overlaps another."""
     assert not [p.label for p in placed if p.collides]
     for i, a in enumerate(placed):
         for b in placed[i + 1 :]:
             assert not _boxes_overlap(a.box, b.box), (a.label, b.label)
 
 
-def test_the_budget_plot_names_endpoints_by_method_and_budget_points_by_k(tmp_path):
+def test_a_crowded_endpoint_plot_names_the_frontier_and_the_submission_only(tmp_path):
+    df = _endpoints()
+    mine = df.index[~df["on_front"]][0]  # a submission off the frontier
+    df["submitted"] = df.index == mine
+    assert len(df) > plots.NAME_EVERY_POINT_UP_TO
+    placed = plots.pareto(df, tmp_path / "p.png", "t", "overhead")
+    assert sorted(p.label for p in placed) == sorted(df.loc[df["on_front"] | df["submitted"], "view"])
+    _apart(placed)
+
+
+def test_a_small_endpoint_plot_names_every_point_without_collisions(tmp_path):
+    df = _endpoints()
+    df = df[df["method"].isin([*SUPERVISED[:5], *GFMS[:2]])]
+    assert len(df) <= plots.NAME_EVERY_POINT_UP_TO
+    placed = plots.pareto(df, tmp_path / "p.png", "t", "overhead")
+    assert sorted(p.label for p in placed) == sorted(df["view"])
+    _apart(placed)
+
+
+def test_the_budget_plot_names_the_frontier_methods_paths_by_view_and_budget_k(tmp_path):
     ends = _endpoints(1)
     inter = []
     for m in SUPERVISED:
@@ -50,16 +67,48 @@ def test_the_budget_plot_names_endpoints_by_method_and_budget_points_by_k(tmp_pa
             f = i / 5
             x = d["mean_overhead"] + f * (t["mean_overhead"] - d["mean_overhead"])
             y = d["mean_improvability"] + f * (t["mean_improvability"] - d["mean_improvability"])
-            inter.append({"view": f"{m}@{k}", "variant": "budget", "method": m, "kind": "supervised", "k": float(k),
-                          "mean_overhead": x, "mean_improvability": y})  # fmt: skip
+            point = {"view": f"{m}@{k}", "variant": "budget", "method": m, "kind": "supervised", "k": float(k)}
+            inter.append({**point, "mean_overhead": x, "mean_improvability": y})
     df = pd.concat([ends.drop(columns="on_front"), pd.DataFrame(inter)], ignore_index=True)
     df["on_front"] = pareto_front(df)
     placed = plots.pareto(df, tmp_path / "b.png", "t", "overhead", budgets=True)
-    assert len(placed) == len(df)
-    labels = [p.label for p in placed]
-    assert sorted(set(ends["view"])) == sorted(x for x in labels if not x.isdigit())
-    assert sorted(x for x in labels if x.isdigit()) == sorted(["2", "5", "10", "25"] * len(SUPERVISED))
-    assert sum(p.collides for p in placed) == 0
+    shown = set(df.loc[df["on_front"], "method"])  # every point of a method that reaches the frontier
+    assert 0 < len(shown) < len(SUPERVISED)
+    rows = df[df["method"].isin(shown)]
+    labels = sorted(p.label for p in placed)
+    assert labels == sorted(
+        [*rows.loc[rows["variant"] != "budget", "view"], *(str(int(k)) for k in rows["k"].dropna())]
+    )
+    _apart(placed)
+
+
+def test_a_heatmap_names_its_cells_where_they_fit_and_grows_to_its_labels(tmp_path):
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    views = [v for m in SUPERVISED for v in (m, f"{m}-Default")] + list(GFMS)  # the paper's field
+    subgroups = [f"feature dimension 100-1000 (n={i})" for i in range(22)]
+    ranks = pd.DataFrame(rng.uniform(1, 39, (len(views), 22)), views, subgroups)
+    assert plots.heatmap(ranks, tmp_path / "s.png", "t", "rank", fmt="{:.1f}")  # 22 columns: "12.5" fits a cell
+    square = pd.DataFrame(rng.uniform(0, 1, (len(views), len(views))), views, views)
+    assert not plots.heatmap(square, tmp_path / "w.png", "t", "win rate")  # 37 columns: too narrow for "0.53"
+    for png in ("s.png", "w.png"):
+        assert Image.open(tmp_path / png).width <= 1330, png  # fits the page at 1,400 pixels
+    longer = square.rename(index=lambda v: v + " (a much longer name)")
+    plots.heatmap(longer, tmp_path / "l.png", "t", "win rate")
+    grown = Image.open(tmp_path / "l.png").width - Image.open(tmp_path / "w.png").width
+    assert grown > 100  # the canvas grows to the labels instead of cutting them
+
+
+def test_budget_axes_read_as_whole_budgets(tmp_path):
+    few = pd.DataFrame({"method": "gcn", "k": [1, 2, 3], "gap": [2.0, 1.0, 0.0]})
+    assert plots.lines(few, tmp_path / "a.png", "t", "k", "gap", "method", "k", "gap") == ["1", "2", "3"]
+    many = pd.DataFrame({"method": "gcn", "k": [1, 2, 3, 5, 10, 20, 50, 100, 200], "gap": 1.0})
+    round_ones = ["1", "2", "5", "10", "20", "50", "100", "200"]
+    assert plots.lines(many, tmp_path / "b.png", "t", "k", "gap", "method", "k", "gap") == round_ones
+    traj = pd.DataFrame({"method": "gcn", "k": [1, 2, 5, 10], "budget": ["1", "2", "5", "full"]})
+    traj = traj.assign(mean_improvability=0.3, mean_overhead=[0.0, 1.0, 2.0, 3.0])
+    assert plots.budget_curves(traj, tmp_path / "c.png", "t") == ["1", "2", "5", "full"]
 
 
 def test_a_crowd_of_points_gets_leader_lines_and_no_overlap(tmp_path):

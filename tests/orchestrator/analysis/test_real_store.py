@@ -85,7 +85,7 @@ def test_real_store_report_has_the_appendix_views_and_findings(real_report):
             "elo",
             "gfm",
             "pareto_time",
-            "pareto_time_budgets",
+            "pareto_memory",
             "tuning",
             "validation_test_gap",
             "task_types",

@@ -1,5 +1,6 @@
 """A contributor's path on a fresh checkout: scaffold a method, run it alone under Lite, and see it ranked among
-every shipped reference method, with its coverage stated, on a leaderboard that fits 1,400 pixels in Chromium.
+every shipped reference method, with its coverage stated, on a leaderboard that fits 1,400 pixels in Chromium,
+its rows marked and its rank named in the findings and on the page's first screen.
 
 The checkout is a copy of the working tree (what a clone holds), the method the scaffold of
 `orchestrator methods new`, unchanged; `python -m orchestrator` runs from the copy, so its services serve the
@@ -22,7 +23,13 @@ from orchestrator.data.registry import dataset_size
 from orchestrator.reference import load_reference
 from orchestrator.reference.compare import REFERENCE, SUBMITTED
 from tests.conftest import HANG_S
-from tests.orchestrator.analysis.test_report_browser import CHROMIUM, DomSummary, _body_attributes, chromium
+from tests.orchestrator.analysis.test_report_browser import (
+    CHROMIUM,
+    DomSummary,
+    _body_attributes,
+    chromium,
+    first_screen,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 TREE = ("contract", "methods", "orchestrator", "datasets", "pyproject.toml")
@@ -89,6 +96,18 @@ def test_a_scaffolded_method_run_alone_is_ranked_among_the_reference(mirror, tmp
     dom.feed(run.stdout)
     for regime, n in board.groupby("regime").size().items():
         assert dom.rows[f"leaderboard-{regime.replace('/', '-')}"] == n
+        assert dom.marked[f"leaderboard-{regime.replace('/', '-')}"] == len(mine[mine["regime"] == regime]) > 0
+    assert not dom.repeated_ids()
+    said = pd.read_csv(site / "tables" / "findings.csv")
+    for r in mine.itertuples():  # the contribution's rank, in the findings and on the first screen
+        sentence = f"{r.view} ranks {r.rank} of {int((board['regime'] == r.regime).sum())} (Elo {r.elo:.0f}"
+        assert (
+            said[(said["regime"] == r.regime) & (said["topic"] == "submitted")]["sentence"]
+            .str.contains(sentence, regex=False)
+            .any()
+        ), sentence
+        glance = run.stdout[run.stdout.index('id="glance"') : run.stdout.index('id="coverage"')]
+        assert sentence in glance
     probe = site / "probe.html"
     probe.write_text((site / "index.html").read_text().replace("</body>", _PROBE))
     run = chromium(["--window-size=1400,1000", "--virtual-time-budget=10000", "--dump-dom", probe.as_uri()],
@@ -104,6 +123,7 @@ def test_a_scaffolded_method_run_alone_is_ranked_among_the_reference(mirror, tmp
     run = chromium(["--window-size=1400,1400", "--virtual-time-budget=15000", f"--screenshot={shot}", url],
                    tmp_path / "p3")  # fmt: skip
     assert run.returncode == 0 and shot.stat().st_size > 50_000
+    first_screen(shot, artifacts / "reference-first-screen.png")
 
 
 @pytest.mark.slow
