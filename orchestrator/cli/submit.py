@@ -22,6 +22,7 @@ from orchestrator.cli.options import (
     TimeLimitOpt,
     build_plan,
 )
+from orchestrator.cli.progress import sweep_with_progress
 from orchestrator.cli.validate import SandboxCpusOpt, SandboxEnvOpt, SandboxMemoryOpt, SandboxWeightsOpt, parse_env
 from orchestrator.plan import DEFAULT_TIME_LIMIT_S
 from orchestrator.services.sandbox import SandboxLimits
@@ -69,7 +70,7 @@ def submit(
         weights=weights,
         env=tuple(parse_env(env).items()),
     )
-    bundle = benchmark(request, say=console.print)
+    bundle = benchmark(request, say=console.print, run_sweep=sweep_with_progress)
     trials = bundle["trials"]
     typer.echo(
         f"bundle {out}: {trials['total']} trials ({trials['ok']} ok), origin {bundle['origin']}, "
