@@ -25,6 +25,7 @@ from orchestrator.cli.options import (
 from orchestrator.cli.progress import sweep_with_progress
 from orchestrator.cli.validate import SandboxCpusOpt, SandboxEnvOpt, SandboxMemoryOpt, SandboxWeightsOpt, parse_env
 from orchestrator.plan import DEFAULT_TIME_LIMIT_S
+from orchestrator.protocols import LITE
 from orchestrator.services.sandbox import SandboxLimits
 from orchestrator.submission.run import Submission, benchmark
 
@@ -41,8 +42,12 @@ def submit(
     splits: SplitsOpt = None,
     budget: BudgetOpt = None,
     protocol: Annotated[
-        str, typer.Option(help=f"{PROTOCOL_HELP} A submission runs under one; paper unless told (lite: run first).")
-    ] = "paper",
+        str,
+        typer.Option(
+            help=f"{PROTOCOL_HELP} A submission runs under one: lite unless told; paper (about 100,000 trials per "
+            "method) only by name."
+        ),
+    ] = LITE.name,
     methods: Annotated[
         str, typer.Option(help="Comma-separated methods of the image (default: every method it describes).")
     ] = "",
