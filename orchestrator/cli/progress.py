@@ -337,6 +337,21 @@ class _SweepDisplay(Progress):
 Pricer = Callable[[list[PlannedTrial]], Prices]
 
 
+def _plan_known(
+    tally: Tally, pricer: Pricer | None, say: Callable[[str], None]
+) -> Callable[[list[PlannedTrial]], None]:
+    """The hook for the run's trials once known: price them, and say first when the price puts the run above an
+    hour."""
+
+    def known(todo: list[PlannedTrial]) -> None:
+        tally.priced(pricer(todo) if pricer else Prices({}, "not priced"), todo)
+        line = long_run_line(tally)
+        if line:
+            say(line)
+
+    return known
+
+
 def run_with_progress(
     sweep_run: Callable[[SweepProgress], list[TrialRecord]],
     console: Console,
@@ -348,17 +363,10 @@ def run_with_progress(
     if not console.is_terminal:
         plain = PlainProgress(_stderr_line)
         plain.tally.parallel = parallel
-
-        def plan_known(todo: list[PlannedTrial]) -> None:
-            plain.tally.priced(pricer(todo) if pricer else Prices({}, "not priced"), todo)
-            line = long_run_line(plain.tally)
-            if line:
-                plain.say(line)
-
         stop = threading.Event()
         threading.Thread(target=_beat_until, args=(plain, stop), name="progress-heartbeat", daemon=True).start()
         try:
-            return sweep_run(plain.hooks(plan_known))
+            return sweep_run(plain.hooks(_plan_known(plain.tally, pricer, plain.say)))
         finally:
             stop.set()
             plain.finish()
@@ -378,19 +386,19 @@ def run_with_progress(
             tally.skip(count)
             refresh()
 
-        def on_plan(todo: list[PlannedTrial]) -> None:
-            tally.priced(pricer(todo) if pricer else Prices({}, "not priced"), todo)
-            line = long_run_line(tally)
-            if line:
-                bar.console.print(line, markup=False, highlight=False)
-
         def on_trial(record: TrialRecord) -> None:
             tally.trial(record)
             refresh()
 
-        hooks = SweepProgress(on_total=on_total, on_skip=on_skip, on_trial=on_trial, on_plan=on_plan)
-        hooks.on_start = tally.started
-        return sweep_run(hooks)
+        def say(line: str) -> None:
+            bar.console.print(line, markup=False, highlight=False)
+
+        on_plan = _plan_known(tally, pricer, say)
+        return sweep_run(
+            SweepProgress(
+                on_total=on_total, on_skip=on_skip, on_trial=on_trial, on_plan=on_plan, on_start=tally.started
+            )
+        )
 
 
 def sweep_with_progress(sweep: Sweep, stores: Sequence[Path] | None = None) -> list[TrialRecord]:
