@@ -124,9 +124,17 @@ family-wheels: install
 # (A symlinked wheelhouse is followed: tar -h.)
 BUILD_STAGE_LABEL = nodeground.build-stage=base
 
+# Said after an online build fails: without a registry Docker ends in its raw DNS error ("lookup
+# registry-1.docker.io ... no such host"), which names neither the cause nor the way out.
+OFFLINE_HINT = the build could not reach an image registry or package index (a DNS or connection error above says \
+so); without a network, build offline: make wheels base-offline images OFFLINE=1 (docker/README.md, "Offline: no \
+image registry, no index inside containers")
+# $(call offline_hint,OFFLINE) ends an online build's command (none with 1): on failure, the hint, then the failure
+offline_hint = $(if $(filter 1,$(1)),,|| { echo 'error: $(OFFLINE_HINT)' >&2; exit 1; })
+
 define build_base
 tar -chf - docker/base/Dockerfile docker/requirements.txt $(if $(filter 1,$(2)),$(WHEELHOUSE)) | $(DOCKER) build -f docker/base/Dockerfile -t $(BASE_TAG) \
-	--build-arg BASE_IMAGE=$(1) --build-arg OFFLINE=$(2) --build-arg TORCH_INDEX_URL=$(TORCH_INDEX) -
+	--build-arg BASE_IMAGE=$(1) --build-arg OFFLINE=$(2) --build-arg TORCH_INDEX_URL=$(TORCH_INDEX) - $(call offline_hint,$(2))
 $(DOCKER) image prune -f --filter label=$(BUILD_STAGE_LABEL) >/dev/null
 endef
 
@@ -204,7 +212,7 @@ images:
 			echo "$$img is current (inputs $$inputs)"; continue; fi; \
 		echo "building $$img"; \
 		$(DOCKER) build -f $$df -t $$img --label $(INPUTS_LABEL)=$$inputs \
-			--build-arg BASE=$$base --build-arg FAMILY=$$f . ; \
+			--build-arg BASE=$$base --build-arg FAMILY=$$f . $(call offline_hint,$(OFFLINE)); \
 	done
 
 # A family whose CUDA pins differ from the runtime's (methods/FAMILY/requirements-cuda.txt, its whole

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 
 from contract.descriptions import MethodSpec
+from orchestrator.data.fetch import cache_dir
 from orchestrator.data.synthetic import CalibrationGraph
 from orchestrator.estimate import Design, EpochsModel, Size, cost_prior, size_values
 from orchestrator.plan import SweepPlan
@@ -47,6 +49,11 @@ PROBE_CONFIGS = 2  # per regime: the default and one sampled configuration
 PROBE_EPOCHS = 10
 SUPERVISED_SECONDS = 36.0  # one supervised method's probe, in service seconds (15 methods: about 10 minutes)
 GFM_SECONDS = 120.0  # one GFM's probe
+
+
+def calibration_store() -> Path:
+    """Where this machine keeps its probe's records (``$NODEGROUND_CACHE/calibration.sqlite``)."""
+    return cache_dir() / "calibration.sqlite"
 
 
 @dataclass
@@ -155,3 +162,18 @@ def calibrate(
     for p in progress.values():
         p.stopped = p.stopped or "every probe graph done"
     return list(progress.values())
+
+
+def methods_to_probe(
+    specs: Mapping[str, MethodSpec], families: Mapping[str, object], stored: Callable[[], pd.DataFrame]
+) -> list[str]:
+    """The methods ``calibrate`` would still run a step of, found from the store alone (nothing runs): none when the
+    probe is up to date, so a caller starts no service and says so in one line."""
+    wanted: list[str] = []
+
+    def dry_step(plan: SweepPlan) -> Mapping[str, str]:
+        wanted.extend(plan.methods)
+        return {m: "to probe" for m in plan.methods}  # left out, so each stops at its first step to run
+
+    calibrate(specs, families, dry_step, stored)
+    return list(dict.fromkeys(wanted))

@@ -4,7 +4,8 @@
 configurations), every catalog task. ``lite``: the tier a contributor runs first and the project ships
 reference records of (``orchestrator.reference``): both regimes, split 0, budget ``LITE_BUDGET``, every catalog
 task this machine can load. A budget of K is a prefix of a larger one, so a lite trial is also a paper trial
-(same key), and a full run contains the lite run it verifies.
+(same key), and a full run contains the lite run it verifies. A contributor's Lite run without ``--datasets`` covers
+the datasets the shipped reference holds, what it is compared with (``orchestrator.cli.options.default_datasets``).
 
 A command given ``--protocol`` takes the protocol's datasets, regimes, splits and budget for every one of those
 flags not given; a trial is recorded with the protocol's name when the protocol holds it (its regime, split and

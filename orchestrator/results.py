@@ -97,12 +97,31 @@ def _table(
     return table
 
 
+# What the terminal's tables abbreviate, said once under each table that uses it (issue 52: never explained).
+SELECTED_LEGEND = (
+    "selected: the trial validation loss chose in its cell, by its place in the configuration sequence (0 = the "
+    "default configuration; `orchestrator export` lists each one's configuration)"
+)
+DEFAULT_LEGEND = (
+    "METHOD-Default: the default configuration alone (trial 0, a budget of 1); METHOD: what its whole search selected"
+)
+SPLITS_LEGEND = "s0:2: on split 0 the selected trial is trial 2 (0 = the default configuration)"
+
+
+def _legend(table: Table, *lines: str) -> Table:
+    """``table`` with what its columns abbreviate said under it."""
+    table.caption = "\n".join(lines)
+    table.caption_justify = "left"
+    return table
+
+
 def results_table(selected: pd.DataFrame) -> Table:
     table = _table(
         "Selected results (lowest validation loss)",
         ("method", "dataset", "regime", "split", "trials", "failed", "selected", "val loss", "test metric", "value"),
         right=("split", "trials", "failed", "selected", "val loss", "value"),
     )
+    _legend(table, SELECTED_LEGEND)
     versions = selected.groupby("method", observed=True)["method_version"].nunique()
     for row in selected.itertuples(index=False):
         chosen = pd.notna(row.trial_index)
@@ -229,7 +248,9 @@ def _bytes(value: Any) -> str:
 
 def workflow_table(selected: pd.DataFrame) -> Table:
     """The paper's per-cell workflow figures (full search) as a rich table."""
-    table = Table(title="Workflow cost per cell (full search; service-side seconds, warm-up excluded)")
+    table = _legend(
+        Table(title="Workflow cost per cell (full search; service-side seconds, warm-up excluded)"), SELECTED_LEGEND
+    )
     headers = (
         "method",
         "dataset",
@@ -380,6 +401,10 @@ def summary_table(summary: pd.DataFrame) -> Table:
         wrap=("selected trial per split", "not selectable"),
         overflow="fold",
     )
+    views = summary["view"].astype(str) if len(summary) else pd.Series(dtype=str)
+    legend = [DEFAULT_LEGEND] * bool(views.str.endswith("-Default").any())
+    legend += [SPLITS_LEGEND] * bool(summary["selected"].astype(str).str.len().gt(0).any() if len(summary) else 0)
+    _legend(table, *legend)
     for row in summary.itertuples(index=False):
         if row.selected_splits:
             spread = f" ± {row.std:.4f}" if pd.notna(row.std) else " (1 split)"

@@ -51,12 +51,15 @@ UNAVAILABLE_RETRIES = 1  # a trial whose replica went down is run again this man
 
 @dataclass
 class Progress:
-    """Callbacks the CLI hooks a display onto (called from the thread that runs the sweep)."""
+    """Callbacks the CLI hooks a display onto: called from the thread that runs the sweep, except ``on_start``,
+    which a trial's own thread calls as the trial begins (so a display can name what runs and for how long)."""
 
     on_total: Callable[[int], None] = lambda total: None
     on_trial: Callable[[TrialRecord], None] = lambda record: None
     on_skip: Callable[[int], None] = lambda count: None
     on_service: Callable[[ServiceRecord], None] = lambda record: None
+    on_plan: Callable[[list[PlannedTrial]], None] = lambda todo: None  # the trials this run will run, in order
+    on_start: Callable[[PlannedTrial], None] = lambda trial: None
 
 
 @dataclass
@@ -218,6 +221,7 @@ class Sweep:
             self.store.write_plan(self.shard_record())
         todo = self._todo()
         self.progress.on_total(len(planned))
+        self.progress.on_plan(todo)
         self.progress.on_skip(len(planned) - len(todo))
         self._drain_services()
         self._trials.host = host_facts()
@@ -267,6 +271,7 @@ class Sweep:
 
     def _run_job(self, job: Job) -> TrialRecord:
         started = time.perf_counter()
+        self.progress.on_start(job.trial)
         try:
             return self._run_trial(job)
         finally:

@@ -7,17 +7,25 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
+import pandas as pd
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from orchestrator.calibrate import PROBE_GRAPHS, Progress, calibrate
+from orchestrator.calibrate import (
+    GFM_SECONDS,
+    PROBE_GRAPHS,
+    SUPERVISED_SECONDS,
+    Progress,
+    calibrate,
+    calibration_store,
+    methods_to_probe,
+)
 from orchestrator.cli.errors import UserError, user_errors
 from orchestrator.cli.options import EndpointOpt, ServicesOpt, parse_endpoints
-from orchestrator.cli.progress import cpu_seconds
+from orchestrator.cli.progress import cpu_seconds, sweep_with_progress
 from orchestrator.cli.services import open_services
 from orchestrator.cli.specs import plan_specs
-from orchestrator.data.fetch import cache_dir
 from orchestrator.plan import SweepPlan
 from orchestrator.services.client import ServiceNotReady
 from orchestrator.services.directory import resolve_methods
@@ -26,17 +34,30 @@ from orchestrator.store import read_trial_columns
 PROBE_COLUMNS = ("method", "dataset", "status", "fit_service_s", "predict_service_s")
 
 
-def calibration_store() -> Path:
-    """Where this machine keeps its probe's records (``$NODEGROUND_CACHE/calibration.sqlite``)."""
-    return cache_dir() / "calibration.sqlite"
-
-
 def run_probe(methods: Sequence[str], store: Path, endpoint: list[str], services: str) -> list[Progress]:
-    """Probe ``methods`` into ``store`` (resuming what it holds), one graph after another, saying each step."""
+    """Probe ``methods`` into ``store`` (resuming what it holds), one graph after another, each step's sweep with its
+    progress; a store that holds every step says so in one line and starts nothing."""
     methods = tuple(dict.fromkeys(methods))
     specs = plan_specs(methods, parse_endpoints(endpoint))
     families = {m: f for m, f in resolve_methods(list(methods)).items()}
     err = Console(stderr=True)
+
+    def stored() -> pd.DataFrame:
+        return read_trial_columns(store, PROBE_COLUMNS) if store.exists() else pd.DataFrame(columns=PROBE_COLUMNS)
+
+    def say(text: str) -> None:
+        err.print(text, markup=False, highlight=False, soft_wrap=True)
+
+    todo = methods_to_probe(specs, families, stored)
+    if not todo:
+        say(
+            f"calibration: this machine's cost probe ({store}) is up to date for {', '.join(methods)}: nothing to probe"
+        )
+        return calibrate(specs, families, lambda plan: {}, stored)  # no step is left: the table from the records
+    say(
+        f"calibration: probing {', '.join(todo)} on this machine into {store} (at most {SUPERVISED_SECONDS:g} s of "
+        f"service time per supervised method, {GFM_SECONDS:g} s per GFM; a rerun resumes)"
+    )
     with open_services(methods, store, endpoint, services, 0) as found:
 
         def run_step(plan: SweepPlan) -> dict[str, str]:
@@ -53,17 +74,14 @@ def run_probe(methods: Sequence[str], store: Path, endpoint: list[str], services
                     if not refused:
                         raise
                     continue
-                sweep.run()
+                sweep_with_progress(sweep, stores=[store])
                 break
             return left_out
-
-        def stored():
-            return read_trial_columns(store, PROBE_COLUMNS)
 
         def on_step(graph, progress: list[Progress]) -> None:
             done = [p for p in progress if graph.name in p.graphs]
             line = ", ".join(f"{p.method} {p.spent:,.0f}/{p.budget:g} s" for p in done)
-            err.print(f"calibration: {graph.name} done ({line})", markup=False, highlight=False, soft_wrap=True)
+            say(f"calibration: {graph.name} done ({line})")
 
         return calibrate(specs, families, run_step, stored, on_step)
 

@@ -10,6 +10,7 @@ command by tests/orchestrator/cli/test_lazy_cli.py.
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any
 
 import typer
@@ -119,6 +120,23 @@ def load_command(name: str) -> _click.Command:
         single.command(name)(target)
         command = typer.main.get_command(single)
     command.name = name
+    return unwrapped(command)
+
+
+def unwrapped(command: _click.Command) -> _click.Command:
+    """``command`` (and its sub-commands) with each paragraph of its help on one line.
+
+    A docstring is wrapped at the source's 120 columns, and Typer's rich help keeps every line break after the first
+    paragraph, so an 80-column terminal showed half-empty lines mid-sentence; one line per paragraph lets the help
+    rewrap to any width. Paragraphs stay apart, and one that starts with click's ``\\b`` keeps its lines.
+    """
+    if command.help:
+        paragraphs = inspect.cleandoc(command.help).split("\n\n")
+        command.help = "\n\n".join(
+            p if p.startswith("\b") else " ".join(line.strip() for line in p.splitlines()) for p in paragraphs
+        )
+    for sub in getattr(command, "commands", {}).values():
+        unwrapped(sub)
     return command
 
 

@@ -99,6 +99,6 @@ def new(
     typer.echo(  # the contributor's path in order (docs/methods.md); `make describe` before the image, which copies it
         f"\nnext:\n  make describe\n  make image-{name}\n"
         f"  orchestrator validate nodeground/{name}\n"
-        f"  orchestrator submit nodeground/{name} --protocol lite --out {name}-lite\n"
+        f"  orchestrator submit nodeground/{name} --out {name}-lite\n"
         f"  orchestrator report --bundle {name}-lite --reference lite --out report/"
     )

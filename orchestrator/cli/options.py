@@ -30,6 +30,7 @@ from orchestrator.services.discovery import DiscoveryError, is_dns_target, split
 F = TypeVar("F", bound=Callable[..., Any])
 
 ALL_DATASETS = "all"  # --datasets all: the whole catalog (the protocol)
+LOADABLE_DATASETS = "loadable"  # --datasets loadable: every catalog task this machine can load now (Lite's tier)
 ALL_METHODS = "all"  # --methods all: every method of this checkout's families (the protocol's, and a scaffold's)
 DEFAULT_REGIMES, DEFAULT_SPLITS, DEFAULT_BUDGET = "10/10/80", "0", 1  # without a --protocol
 
@@ -38,8 +39,8 @@ TIME_LIMIT_HELP = (
 )
 PROTOCOL_HELP = (
     "A named protocol (paper: both regimes, splits 0-4, budget 201, the catalog; lite: both regimes, split 0, "
-    f"budget {LITE.budget}, every catalog task this machine can load): its datasets, regimes, splits and budget for "
-    "each of those flags not given."
+    f"budget {LITE.budget}, the datasets the shipped reference holds unless --datasets says otherwise): its "
+    "datasets, regimes, splits and budget for each of those flags not given."
 )
 ENDPOINT_HELP = (
     "Use a running service: METHOD_OR_FAMILY=HOST:PORT, or =dns:///NAME:PORT for every replica behind a DNS name "
@@ -61,8 +62,8 @@ MethodsOpt = Annotated[
 ProtocolOpt = Annotated[str | None, typer.Option(help=PROTOCOL_HELP)]
 DatasetsOpt = Annotated[
     str | None,
-    typer.Option(help="Comma-separated dataset names, e.g. synthetic-homophilous,cora; all = the catalog (default: "
-                 "the --protocol's)."),
+    typer.Option(help="Comma-separated dataset names, e.g. synthetic-homophilous,cora; all = the catalog; loadable = "
+                 "every catalog task this machine can load now (default: the --protocol's)."),
 ]  # fmt: skip
 RegimesOpt = Annotated[
     str | None,
@@ -240,23 +241,52 @@ def parse_methods(value: str) -> list[str]:
 
 
 def parse_datasets(value: str) -> list[str]:
-    """Comma-separated dataset names or aliases as catalog names; ``all`` is the whole catalog (the protocol)."""
+    """Comma-separated dataset names or aliases as catalog names; ``all`` is the whole catalog (the protocol),
+    ``loadable`` every catalog task this machine can load now."""
     if value.strip() == ALL_DATASETS:
         return [t["name"] for t in tasks()]
+    if value.strip() == LOADABLE_DATASETS:
+        return loadable_datasets()
     return [resolve_name(d) for d in csv_items(value, "datasets")]
+
+
+def loadable_datasets() -> list[str]:
+    """The catalog tasks this machine can load now (processed in the cache, or in NODEGROUND_MIRROR)."""
+    loadable = [t["name"] for t in tasks() if is_available(t)]
+    if not loadable:
+        raise UserError(
+            "no catalog task loads on this machine (none processed in the cache, none in NODEGROUND_MIRROR); name "
+            "--datasets to download them"
+        )
+    return loadable
 
 
 def protocol_datasets(protocol: Protocol) -> str:
     """A protocol's datasets as a --datasets value: the catalog, or the catalog tasks this machine can load now."""
-    if protocol.datasets == "catalog":
-        return ALL_DATASETS
-    loadable = [t["name"] for t in tasks() if is_available(t)]
-    if not loadable:
-        raise UserError(
-            f"--protocol {protocol.name}: no catalog task loads on this machine (none processed in the cache, none in "
-            "NODEGROUND_MIRROR); name --datasets to download them"
-        )
-    return ",".join(loadable)
+    return ALL_DATASETS if protocol.datasets == "catalog" else LOADABLE_DATASETS
+
+
+def default_datasets(protocol: Protocol) -> str:
+    """--datasets when a protocol fills it: a Lite run is for comparing with the shipped reference, so it covers the
+    datasets the reference holds (a cell the reference lacks ranks against nothing) and says so in one line, with the
+    way to ask for more; any other protocol's own datasets."""
+    from orchestrator.reference import ReferenceError, read_manifest
+
+    if protocol.name != LITE.name:
+        return protocol_datasets(protocol)
+    try:
+        held = read_manifest(LITE.name).datasets
+    except ReferenceError:
+        held = []
+    if not held:
+        return protocol_datasets(protocol)
+    typer.echo(
+        f"--protocol {LITE.name}: the {len(held)} datasets the shipped reference holds ({', '.join(held)}), to rank "
+        f"against it; --datasets {LOADABLE_DATASETS} runs every catalog task this machine can load, --datasets "
+        f"{ALL_DATASETS} the whole catalog",
+        err=True,
+    )
+    return ",".join(held)
 
 
 def build_plan(
@@ -281,7 +311,7 @@ def build_plan(
     if datasets is None:
         if named is None:
             raise UserError("--datasets is required (or --protocol, whose datasets it names)")
-        datasets = protocol_datasets(named)
+        datasets = default_datasets(named)
     budget = budget if budget is not None else named.budget if named else DEFAULT_BUDGET
     check_count("budget", budget, MAX_BUDGET)
     check_time_limit(time_limit)

@@ -11,7 +11,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from orchestrator.cli.calibrate import calibration_store, run_probe
+from orchestrator.calibrate import calibration_store
+from orchestrator.cli.calibrate import run_probe
 from orchestrator.cli.errors import UserError, user_errors
 from orchestrator.cli.options import ENDPOINT_HELP, SERVICES_HELP, HardwareOpt, SweepFlags, flag_groups, parse_endpoints
 from orchestrator.cli.specs import plan_specs
@@ -142,12 +143,7 @@ def pricing_stores(methods: tuple[str, ...], given: list[Path], endpoint: list[s
         if not path.exists():
             raise UserError(f"no run store at {path}")
     probe = calibration_store()
-    if not given:
-        typer.echo(
-            f"pricing from this machine's cost probe ({probe}); probing what it lacks of {', '.join(methods)} "
-            "(about 36 s of service time per supervised method, 120 s per GFM; `orchestrator calibrate`)",
-            err=True,
-        )
+    if not given:  # the probe says in one line whether it has anything to run (`orchestrator calibrate`)
         run_probe(methods, probe, endpoint, services)
     return [*given, probe] if probe.exists() and probe not in given else list(given)
 

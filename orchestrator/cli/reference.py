@@ -100,7 +100,7 @@ def build_command(
             try:
                 with open_services(plan.methods, store, [], "embedded", parallel) as found:
                     sweep = found.sweep(narrowed, warmup=True)
-                    sweep_with_progress(sweep)
+                    sweep_with_progress(sweep, stores=[store, probe, *from_stores])  # the ETA's price: the build's
             except KeyboardInterrupt:  # what is complete still ships, and this build's time is counted
                 interrupted = True
     trials = read_trials(store)

@@ -22,8 +22,10 @@ from orchestrator.cli.options import (
     TimeLimitOpt,
     build_plan,
 )
+from orchestrator.cli.progress import sweep_with_progress
 from orchestrator.cli.validate import SandboxCpusOpt, SandboxEnvOpt, SandboxMemoryOpt, SandboxWeightsOpt, parse_env
 from orchestrator.plan import DEFAULT_TIME_LIMIT_S
+from orchestrator.protocols import LITE
 from orchestrator.services.sandbox import SandboxLimits
 from orchestrator.submission.run import Submission, benchmark
 
@@ -40,8 +42,12 @@ def submit(
     splits: SplitsOpt = None,
     budget: BudgetOpt = None,
     protocol: Annotated[
-        str, typer.Option(help=f"{PROTOCOL_HELP} A submission runs under one; paper unless told (lite: run first).")
-    ] = "paper",
+        str,
+        typer.Option(
+            help=f"{PROTOCOL_HELP} A submission runs under one: lite unless told; paper (about 100,000 trials per "
+            "method) only by name."
+        ),
+    ] = LITE.name,
     methods: Annotated[
         str, typer.Option(help="Comma-separated methods of the image (default: every method it describes).")
     ] = "",
@@ -69,7 +75,7 @@ def submit(
         weights=weights,
         env=tuple(parse_env(env).items()),
     )
-    bundle = benchmark(request, say=console.print)
+    bundle = benchmark(request, say=console.print, run_sweep=sweep_with_progress)
     trials = bundle["trials"]
     typer.echo(
         f"bundle {out}: {trials['total']} trials ({trials['ok']} ok), origin {bundle['origin']}, "

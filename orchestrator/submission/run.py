@@ -12,6 +12,7 @@ import logging
 import os
 import shlex
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -136,10 +137,13 @@ def chosen_methods(asked: tuple[str, ...], hosted: list[str], image: str) -> tup
     return asked or tuple(hosted)
 
 
-def benchmark(request: Submission, say: Any = print) -> dict[str, Any]:
+def benchmark(
+    request: Submission, say: Any = print, run_sweep: Callable[[Sweep], list[TrialRecord]] = Sweep.run
+) -> dict[str, Any]:
     """Run the protocol against the sandboxed image and write the sealed bundle; its submission.json as a dict.
 
-    ``say`` prints progress lines (the CLI passes its console).
+    ``say`` prints lines and ``run_sweep`` runs the sweep (the CLI passes its console and a sweep that shows its
+    progress, as `run`'s does).
     """
     out = request.out
     out.mkdir(parents=True, exist_ok=True)
@@ -169,7 +173,7 @@ def benchmark(request: Submission, say: Any = print) -> dict[str, Any]:
                 f"{len(plan.datasets)} dataset(s) x {len(plan.regimes)} regime(s) x {len(plan.splits)} split(s), "
                 f"budget {plan.budget}, sandboxed"
             )
-            records = Sweep(plan, store, directory).run()
+            records = run_sweep(Sweep(plan, store, directory))
             frame = store.frame()
         finally:
             directory.close()

@@ -30,7 +30,6 @@ from orchestrator.services.client import ServiceUnavailable
 from tests.orchestrator.data.test_user_bombs import npz_bomb
 
 EXAMPLES = 400
-pytestmark = pytest.mark.timeout(300)
 FUZZ = dict(
     deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )

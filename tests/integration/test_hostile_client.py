@@ -24,7 +24,7 @@ from orchestrator.services.client import MethodClient
 from orchestrator.services.directory import ServiceDirectory, resolve_methods
 from orchestrator.store import Store
 from orchestrator.sweep import Sweep, SweepPlan
-from tests.conftest import HANG_S, served, tiny_graph
+from tests.conftest import HANG_S, served, tiny_graph, wait_for
 
 # The whole script may raise the service's RSS by at most this much over its warmed-up size
 # (1,000 unreleased fits alone took +4.3 GB before models were capped).
@@ -36,7 +36,11 @@ WIDE = {"max_epochs": 1, "patience": 20, "hidden": 512, "num_layers": 3}  # ~2 M
 
 @pytest.fixture(scope="module")
 def service() -> Iterator[tuple[psutil.Process, str]]:
-    with served("gnn", "--upload-wait-seconds", "2", NODEGROUND_MAX_MODELS=str(MAX_MODELS)) as running:
+    # refusals after a 2 s slot wait; stalled streams kept open (their idle limit, 30 s by default, is a hang's here)
+    idle = f"{4 * HANG_S:g}"
+    with served(
+        "gnn", "--upload-wait-seconds", "2", "--upload-idle-seconds", idle, NODEGROUND_MAX_MODELS=str(MAX_MODELS)
+    ) as running:
         yield running
 
 
@@ -59,11 +63,14 @@ def _header(num_nodes: int, num_features: int, num_edges: int, num_classes: int)
     )
 
 
-def _answers_quickly(stubs) -> None:
-    """Health and Describe answer while uploads stall: a starved one would wait for the stalled streams' 60 s."""
+def _answers_quickly(stubs, stalled: list[grpc.Future] | None = None) -> None:
+    """Health and Describe answer while uploads stall: ``stalled`` streams are still open after both answered (a
+    starved service would answer only once they ended: told by order, not by a time a loaded machine can miss)."""
     stub, health = stubs
-    assert health.Check(health_pb2.HealthCheckRequest(), timeout=30).status == health_pb2.HealthCheckResponse.SERVING
-    assert stub.Describe(pb.DescribeRequest(), timeout=30).family == "gnn"
+    status = health.Check(health_pb2.HealthCheckRequest(), timeout=HANG_S).status
+    assert status == health_pb2.HealthCheckResponse.SERVING
+    assert stub.Describe(pb.DescribeRequest(), timeout=HANG_S).family == "gnn"
+    assert not any(f.done() for f in stalled or []), "health or Describe waited for the stalled uploads to end"
 
 
 def _warm(endpoint: str) -> None:
@@ -86,28 +93,28 @@ def test_header_only_and_lying_uploads_cost_nothing_and_health_still_answers(ser
 
     def header_then_silence(header: pb.GraphHeader) -> Iterator[pb.GraphChunk]:
         yield pb.GraphChunk(header=header)
-        release.wait(60)
+        release.wait(HANG_S)
 
     gib_header = _header(
         num_nodes=(1 << 30) // 8 // 4, num_features=4, num_edges=4, num_classes=2
     )  # ~1 GiB of features
-    idle = [stub.UploadGraph.future(header_then_silence(gib_header), timeout=60) for _ in range(10)]
+    idle = [stub.UploadGraph.future(header_then_silence(gib_header), timeout=4 * HANG_S) for _ in range(10)]
     try:
-        deadline = time.monotonic() + 30  # refusals come after the 2 s slot wait; a loaded machine delivers them later
-        while sum(f.done() for f in idle) < 8 and time.monotonic() < deadline:
-            time.sleep(0.1)
+        # refusals come after the 2 s slot wait; more than the upload cap allowed to stream would never be 8
+        wait_for(lambda: sum(f.done() for f in idle) >= 8, "8 of 10 stalled uploads refused (the cap is 2)")
         time.sleep(0.5)
         refused = [f for f in idle if f.done()]
         assert len(refused) >= 8, "more than the upload cap were allowed to stream at once"
         for f in refused:
             assert f.exception().code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-        _answers_quickly(stubs)  # compute threads are taken by idle streams; health has its own
+        # compute threads are taken by idle streams; health has its own
+        _answers_quickly(stubs, [f for f in idle if not f.done()])
         assert proc.memory_info().rss - before < 64 << 20, "a header-only upload allocated its declared size"
     finally:
         release.set()
     for f in idle:
         with pytest.raises(grpc.RpcError) as info:
-            f.result(timeout=30)
+            f.result(timeout=HANG_S)
         assert info.value.code() in (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.INVALID_ARGUMENT)
 
     huge = _header(num_nodes=10**10, num_features=1, num_edges=0, num_classes=2)

@@ -59,7 +59,7 @@ def run_args(store: Path, parallel: int) -> list[str]:
     )  # fmt: skip
 
 
-def kill_when(store: Path, should_kill, timeout: float = 240) -> tuple[int, list[int]]:
+def kill_when(store: Path, should_kill, timeout: float = 4 * HANG_S) -> tuple[int, list[int]]:
     """Start a sweep, SIGKILL it once ``should_kill(elapsed, new_rows)``; return its exit code and its services'
     pids."""
     before = rows(store)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -47,12 +49,27 @@ def test_families_through_service(service, graph):
         assert service.release(fit.value.model_handle)
 
 
-def test_graphany_infers_in_predict_and_the_service_times_it(weights):
+def test_graphany_infers_in_predict_and_the_service_times_it(weights, monkeypatch):
     """GraphAny's predict applies the fitted LinearGNNs and the attention to every node, and the service's
-    predict seconds cover that and the encoding of the reply: most of the call, not ~0 (issue: 0.0 vs 0.25 s)."""
+    predict seconds cover that inference (issue: 0.0 vs 0.25 s, when fit inferred and predict only copied).
+
+    Structural, so no load can flip it: the inference over all nodes runs inside the Predict call, and the
+    service's own interval contains the inference's (a ratio to the call's end-to-end time failed under load)."""
     from contract.wire import make_bundle
+    from methods.graphany import GraphAny
     from orchestrator.data.synthetic import sbm_graph
 
+    inferred: list[tuple[str, int, float]] = []  # (call, nodes, wall seconds) of every inference GraphAny ran
+    phase = ["fit"]
+    fuse = GraphAny._fuse
+
+    def watched(state, rows):
+        started = time.perf_counter()
+        fused, weights = fuse(state, rows)
+        inferred.append((phase[0], len(fused), time.perf_counter() - started))
+        return fused, weights
+
+    monkeypatch.setattr(GraphAny, "_fuse", staticmethod(watched))
     graph = sbm_graph("predict-time", num_nodes=3000, num_classes=5, num_features=32, avg_degree=6.0, seed=0)
     labels = graph.y.astype(np.int64).copy()
     labels[1000:] = -1
@@ -62,6 +79,8 @@ def test_graphany_infers_in_predict_and_the_service_times_it(weights):
         fit = client.fit(
             "graphany", bundle.graph_hash, np.arange(0, 500), np.arange(500, 1000), {}, seed=0, time_limit=None
         )
+        phase[0] = "predict"
         predicted = client.predict(fit.value.model_handle, bundle.num_nodes, 5)
     assert predicted.value.shape == (3000, 5)
-    assert predicted.stats.seconds > 0.5 * predicted.e2e_seconds, (predicted.stats.seconds, predicted.e2e_seconds)
+    assert [(call, rows) for call, rows, _ in inferred] == [("fit", 500), ("predict", 3000)]  # fit: validation only
+    assert predicted.stats.seconds >= inferred[-1][2] > 0, (predicted.stats.seconds, inferred)

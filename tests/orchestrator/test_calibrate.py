@@ -12,6 +12,7 @@ from orchestrator.calibrate import (
     PROBE_REGIMES,
     SUPERVISED_SECONDS,
     calibrate,
+    methods_to_probe,
 )
 from orchestrator.cli.specs import plan_specs
 from orchestrator.protocols import CALIBRATION
@@ -81,3 +82,16 @@ def test_the_probe_graphs_grow_and_vary_degree_and_features_apart_from_nodes():
     nodes = [g.nodes for g in PROBE_GRAPHS]
     assert nodes == sorted(nodes) and nodes[0] == 500 and nodes[-1] == 128_000
     assert len({g.degree for g in PROBE_GRAPHS}) >= 4 and len({g.features for g in PROBE_GRAPHS}) >= 4
+
+
+def test_what_is_left_to_probe_is_found_without_running_anything():
+    families = load_families()
+    owners = {m: f for f in families.values() for m in f.methods}
+    specs, of = plan_specs(("mlp", "gcn"), {}), {m: owners[m] for m in ("mlp", "gcn")}
+    fake = FakeProbe({"mlp": 0.01, "gcn": 2.0})
+    assert methods_to_probe(specs, of, fake.stored) == ["mlp", "gcn"] and fake.steps == []
+    _probe(fake, ("mlp",))
+    steps = len(fake.steps)
+    assert methods_to_probe(specs, of, fake.stored) == ["gcn"]
+    _probe(fake)
+    assert methods_to_probe(specs, of, fake.stored) == [] and len(fake.steps) > steps  # up to date: nothing to run

@@ -66,6 +66,21 @@ def test_show_summary_prints_it_and_filters(tmp_path):
     assert both.exit_code == 2 and "not both" in both.output
 
 
+def test_show_explains_what_its_tables_abbreviate(tmp_path):
+    """Each table says under it what it abbreviates: the summary its "gcn-Default" and "s0:1", the others the bare
+    trial index under "selected"."""
+    from orchestrator.results import DEFAULT_LEGEND, SELECTED_LEGEND, SPLITS_LEGEND
+
+    store = tmp_path / "runs.sqlite"
+    write_store(mixed_status_trials(), store)
+    wide = {"terminal_width": 400}
+    summary = " ".join(CliRunner().invoke(app, ["show", "--store", str(store), "--summary"], **wide).output.split())
+    assert "gcn-Default" in summary and DEFAULT_LEGEND in summary and SPLITS_LEGEND in summary
+    for flags in ([], ["--workflow"]):
+        shown = " ".join(CliRunner().invoke(app, ["show", "--store", str(store), *flags], **wide).output.split())
+        assert SELECTED_LEGEND in shown and DEFAULT_LEGEND not in shown, flags
+
+
 def _before(store, summary: bool = False, workflow: bool = False) -> str:
     """`show` as it printed before it read only the columns it prints: from every row read whole (``read_trials``)."""
     from rich.console import Console

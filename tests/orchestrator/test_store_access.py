@@ -61,12 +61,13 @@ def test_show_export_and_report_read_a_read_only_store(read_only_store, tmp_path
 
 def _holder(path: Path) -> subprocess.Popen:
     code = (
-        "import sys, time; from orchestrator.store import Store; s = Store(sys.argv[1]); s.claim(); print('held', "
-        "flush=True); time.sleep(120)"
-    )
+        "import sys; from orchestrator.store import Store; s = Store(sys.argv[1]); s.claim(); print('held', "
+        "flush=True); sys.stdin.read()"
+    )  # holds the claim until killed, however long the test takes (it was 120 s)
     proc = subprocess.Popen(
         [sys.executable, "-c", code, str(path)],
         cwd=REPO,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONPATH": f"{REPO}:{REPO / 'proto'}"},

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 
 import numpy as np
 import psutil
@@ -11,6 +10,7 @@ import pytest
 
 from methods.sdk.allocator import release_freed_memory
 from methods.sdk.probe import ResourceProbe, high_water_mark_bytes
+from tests.conftest import wait_for
 
 MIB = 1 << 20
 SIZE = 128 * MIB
@@ -19,18 +19,16 @@ SIZE = 128 * MIB
 LOW, HIGH = SIZE - 4 * MIB, SIZE + 32 * MIB
 
 
-def allocate_and_free(hold_s: float = 0.0) -> None:
-    block = np.ones(SIZE, dtype=np.uint8)  # written, so every page is resident
-    if hold_s:
-        time.sleep(hold_s)
-    del block
-
-
-def probed(use_kernel: bool, hold_s: float = 0.0) -> tuple[ResourceProbe, int]:
+def probed(use_kernel: bool, hold: bool = False) -> tuple[ResourceProbe, int]:
+    """A probe of a call that allocates SIZE and frees it; ``hold`` keeps the block until the probe's sampler has
+    seen it (waited for, never slept for: a sampler thread a loaded machine did not schedule in time saw nothing)."""
     release_freed_memory()  # as the probe does on entry: the RSS it starts from holds no earlier call's free pages
     rss = psutil.Process().memory_info().rss
     with ResourceProbe(use_kernel=use_kernel) as probe:
-        allocate_and_free(hold_s)
+        block = np.ones(SIZE, dtype=np.uint8)  # written, so every page is resident
+        if hold:
+            wait_for(lambda: probe.peak_rss_bytes - rss >= LOW, "the sampler seeing the held block")
+        del block
     return probe, rss
 
 
@@ -45,7 +43,7 @@ def test_kernel_peak_is_the_calls_own_not_the_processs_lifetime():
 
 
 def test_sampler_fallback_records_a_held_allocation():
-    probe, rss = probed(use_kernel=False, hold_s=0.2)  # the sampler needs the block held across a few periods
+    probe, rss = probed(use_kernel=False, hold=True)  # the sampler needs the block held across a period
     assert not probe.kernel_peak
     assert LOW <= probe.peak_rss_bytes - rss <= HIGH, (probe.peak_rss_bytes - rss) / MIB
 

@@ -49,8 +49,8 @@ def _copy(weights_ids, source, dest) -> None:
         shutil.copyfile(source / entry.relative_path, dest / entry.relative_path)
 
 
-def _wait_status(client: MethodClient, status: int, seconds: float = 120.0) -> int:
-    deadline = time.monotonic() + seconds
+def _wait_status(client: MethodClient, status: int) -> int:
+    deadline = time.monotonic() + HANG_S
     while _health(client) != status and time.monotonic() < deadline:
         time.sleep(0.05)
     return _health(client)

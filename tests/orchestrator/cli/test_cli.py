@@ -88,7 +88,7 @@ def test_an_endpoint_that_does_not_answer_is_named(tmp_path):
         env=ENV,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG_S,
     )
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: method service at 127.0.0.1:9 did not become healthy")
@@ -116,14 +116,14 @@ def test_run_then_rerun_resumes_and_show_prints_the_selection(tmp_path):
         "--store",
         str(store),
     ]
-    first = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
+    first = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=HANG_S)
     assert first.returncode == 0, first.stderr
     assert first.stdout.count("synthetic-tiny") == 4 and "accuracy" in first.stdout
     with sqlite3.connect(store) as db:
         assert db.execute("SELECT COUNT(*), SUM(status = 'ok') FROM trials").fetchone() == (4, 4)
         stamps = db.execute("SELECT trial_key, finished_at FROM trials").fetchall()
     subset = [*cmd[:-5], "1", *cmd[-4:]]  # --splits 1
-    again = subprocess.run(subset, env=ENV, capture_output=True, text=True, timeout=300)
+    again = subprocess.run(subset, env=ENV, capture_output=True, text=True, timeout=HANG_S)
     assert again.returncode == 0, again.stderr
     assert (
         again.stdout.count("synthetic-tiny") == 2

@@ -9,6 +9,7 @@ import typer
 from typer.testing import CliRunner
 
 from orchestrator.cli.main import COMMANDS, app, load_command
+from tests.conftest import HANG_S
 
 HEAVY = ("pandas", "grpc", "numpy", "torch", "sklearn", "scipy", "orchestrator.store", "orchestrator.sweep")
 
@@ -26,7 +27,7 @@ def test_help_and_a_mistyped_command_import_no_command_module():
         "    try:\n        app(args, prog_name='orchestrator')\n    except SystemExit:\n        pass\n"
         f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=HANG_S, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout
     assert "No such command 'nope'" in out.stdout + out.stderr
 

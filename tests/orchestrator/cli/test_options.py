@@ -58,3 +58,19 @@ def test_methods_all_names_every_method_of_the_families_once():
     declared = {m for family in load_families().values() for m in family.methods}
     assert set(plan.methods) == declared and len(plan.methods) == len(declared) >= 22
     assert {"mlp", "gcn", "graphany"} <= declared
+
+
+def test_lite_without_datasets_covers_the_reference_and_loadable_asks_for_every_loadable_task(mirror, capsys):
+    from orchestrator.cli.options import LOADABLE_DATASETS, parse_datasets
+    from orchestrator.data.registry import is_available, tasks
+    from orchestrator.reference import read_manifest
+
+    held = read_manifest("lite").datasets
+    plan = SweepFlags(methods="mlp", protocol="lite").plan()
+    assert list(plan.datasets) == held
+    note = capsys.readouterr().err
+    assert note.count("\n") == 1 and note.startswith(f"--protocol lite: the {len(held)} datasets the shipped reference")
+    loadable = parse_datasets(LOADABLE_DATASETS)
+    assert loadable == [t["name"] for t in tasks() if is_available(t)] and set(held) <= set(loadable)
+    assert SweepFlags(methods="mlp", protocol="lite", datasets=LOADABLE_DATASETS).plan().datasets == tuple(loadable)
+    assert capsys.readouterr().err == ""  # asked for by name: nothing to say

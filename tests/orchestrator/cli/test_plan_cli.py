@@ -199,7 +199,7 @@ def test_a_fresh_machine_prices_a_sweep_with_one_command(tmp_path):
         cwd=tmp_path, env={**env, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=4 * HANG_S,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "pricing from this machine's cost probe" in done.stderr and "calibration: calibration-n500-" in done.stderr
+    assert "calibration: probing mlp on this machine" in done.stderr and "calibration: calibration-n500-" in done.stderr
     hardware = next(line for line in done.stdout.splitlines() if line.startswith("hardware: "))
     assert "1 thread" in hardware and "cores" in hardware and "from the cost probe" in hardware
     assert "priced: 6 trials" in done.stdout and "unpriced:" not in done.stdout

@@ -17,6 +17,7 @@ from contract.v1 import method_service_pb2 as pb
 from contract.wire import GraphBundle, encode_probabilities
 from methods.sdk import Capabilities, FitContext, FloatParam, Method, ResourceError
 from methods.sdk.service import MethodServicer, build_server
+from tests.conftest import HANG_S
 
 RELEASE_HANGS = threading.Event()  # set at teardown so that hung fits end
 
@@ -80,7 +81,7 @@ class HangsPastDeadline(Centroid):
 
     def fit(self, graph, train, val, config, ctx):
         if ctx.deadline is not None and ctx.deadline - time.monotonic() < 5:
-            RELEASE_HANGS.wait(120)
+            RELEASE_HANGS.wait(HANG_S)
         return super().fit(graph, train, val, config, ctx)
 
 

@@ -24,8 +24,13 @@ from tests.orchestrator.conformance.fixtures import (
     serve,
 )
 
-# A short fit deadline keeps the hang checks quick; the grace and waits leave a loaded machine room to answer.
-FAST = Options(call_timeout=HANG_S, deadline=0.3, grace=10.0, health_timeout=HANG_S)
+# A short fit deadline keeps the deadline check quick. The grace is HANG_S where the service answers (an honest one
+# waits for none of it, and no load can make it late), and short only where the service hangs for ever: then any grace
+# catches it, and a short one keeps the test quick.
+FAST = Options(call_timeout=HANG_S, deadline=0.3, grace=HANG_S, health_timeout=HANG_S)
+HANGING = Options(call_timeout=HANG_S, deadline=0.3, grace=10.0, health_timeout=HANG_S)
+# The same through `orchestrator validate`'s flags
+CLI = ["--call-timeout", f"{HANG_S:g}", "--deadline", "0.3", "--grace", f"{HANG_S:g}"]
 
 
 def _failures(results):
@@ -80,7 +85,7 @@ def test_wrong_row_count_is_caught():
 
 def test_hang_past_the_deadline_is_caught():
     with serve(HangsPastDeadline) as endpoint:
-        failed = _failures(run_checks(endpoint, FAST))
+        failed = _failures(run_checks(endpoint, HANGING))
     assert list(failed) == ["deadline honoured [centroid]"], failed
     assert "hung past its deadline" in failed["deadline honoured [centroid]"]
 
@@ -97,7 +102,7 @@ def test_a_graph_refused_by_the_memory_estimate_is_a_refused_check_not_a_failure
     runner = CliRunner()
     with serve(RefusesLarge) as endpoint:
         results = {r.name: r for r in run_checks(endpoint, FAST)}
-        cli = runner.invoke(app, ["validate", endpoint, "--call-timeout", "30", "--deadline", "0.3", "--grace", "1.5"])
+        cli = runner.invoke(app, ["validate", endpoint, *CLI])
     refused = {name: r.detail for name, r in results.items() if r.status == REFUSED}
     assert set(refused) == {"fit/predict large [centroid]", "deadline honoured [centroid]"}, refused
     assert all("RESOURCE_EXHAUSTED" in d and "9.00 GiB" in d for d in refused.values()), refused
@@ -129,13 +134,12 @@ def test_cases_hide_every_label_outside_train_and_val():
 
 def test_validate_cli_exit_codes():
     runner = CliRunner()
-    args = ["--call-timeout", "30", "--deadline", "0.3", "--grace", "1.5"]
     with serve(Centroid) as endpoint:
-        ok = runner.invoke(app, ["validate", endpoint, *args])
+        ok = runner.invoke(app, ["validate", endpoint, *CLI])
     assert ok.exit_code == 0, ok.output
     assert "all" in ok.output and "checks passed" in ok.output
     with serve(NotSumming) as endpoint:
-        bad = runner.invoke(app, ["validate", endpoint, *args])
+        bad = runner.invoke(app, ["validate", endpoint, *CLI])
     assert bad.exit_code == 1
     assert "FAIL" in bad.output and "checks failed" in bad.output
 

@@ -12,6 +12,7 @@ from contract.families import load_families
 from methods.sdk.service import MethodServicer, build_server
 from orchestrator.cli.main import app
 from orchestrator.conformance import FAIL, Options, run_checks
+from tests.conftest import HANG_S
 
 
 def test_templates_are_not_a_family():
@@ -59,7 +60,7 @@ def test_scaffold_builds_an_honest_method_that_passes(tmp_path, request):
     server, port = build_server(MethodServicer("demox", [method]), "127.0.0.1:0")
     server.start()
     try:
-        results = run_checks(f"127.0.0.1:{port}", Options(call_timeout=60, deadline=0.5, grace=5))
+        results = run_checks(f"127.0.0.1:{port}", Options(call_timeout=HANG_S, deadline=0.5, grace=HANG_S))
     finally:
         server.stop(grace=0)
     failed = {r.name: r.detail for r in results if r.status == FAIL}

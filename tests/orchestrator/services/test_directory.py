@@ -2,43 +2,77 @@
 idle; the store ends with every trial once (0 lost, 0 duplicated).
 
 The replicas are in-process gRPC servers standing in for embedded processes: stopping one is what a
-`kill -9` looks like to the client (its calls end UNAVAILABLE), and its restart takes a few seconds,
-as an embedded service's start does (the real-process version: tests/integration/test_sweep_faults.py).
+`kill -9` looks like to the client (its calls end UNAVAILABLE). What is raced in real life (the restart against
+the retry, the sibling's fit against the restart) is ordered here by events, never by sleeps, so no load can
+reorder it (the real-process version: tests/integration/test_sweep_faults.py).
 """
 
 from __future__ import annotations
 
 import threading
-import time
+from typing import Any
 
+import numpy as np
 import pytest
 
 from contract.families import Family
-from methods.sdk import ChoiceParam, Config
+from contract.wire import GraphBundle
+from methods.sdk import ChoiceParam, Config, FitContext
 from methods.sdk.service import MethodServicer, build_server
 from orchestrator.services.directory import ServiceDirectory, resolve_methods
 from orchestrator.store import Store
 from orchestrator.sweep import Sweep, SweepPlan
-from tests.conftest import HANG_S
+from tests.conftest import HANG_S, wait_for
 from tests.methods.helpers import Sleeper
 
-LONG_S = 2.0  # the trial whose replica is killed mid-fit
-RESTART_S = 4.0  # how long the killed replica takes to come back
+LONG_S = 2.0  # the default configuration: the trial whose replica is killed mid-fit
+BUSY_S = 8.0  # LongNap's sample: it keeps its replica busy until the killed trial runs again elsewhere
+
+
+class Events:
+    """What the fits and the restart wait for, set by the test or by each other."""
+
+    def __init__(self) -> None:
+        self.long_fit_started = threading.Event()  # the first long fit began (its replica is the victim)
+        self.killed = threading.Event()  # the victim's server was stopped
+        self.long_fit_again = threading.Event()  # the killed trial began again on some replica
+        self.restart_may_end = threading.Event()  # the restart comes back only once this is set
+        self.victim: MethodServicer | None = None  # the servicer the first long fit came to
+
+
+EVENTS = Events()
 
 
 class Nap(Sleeper):
-    """The default fits for LONG_S, checking its deadline; the one sample is quick."""
+    """The default fits for LONG_S (its first fit holds its replica until the replica is killed); the one sample is
+    quick."""
 
     name = "nap"
     default_config: Config = {"seconds": LONG_S}
     search_space = (ChoiceParam("seconds", (LONG_S, 0.05)),)
 
+    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> Any:
+        if config["seconds"] == LONG_S and not EVENTS.long_fit_started.is_set():
+            EVENTS.long_fit_started.set()
+            while not EVENTS.killed.wait(0.01):  # mid-fit until its server stops; then the cancel ends it
+                ctx.check()
+            ctx.check()
+        elif config["seconds"] == LONG_S:
+            EVENTS.long_fit_again.set()
+        return super().fit(graph, train, val, config, ctx)
+
 
 class LongNap(Nap):
-    """As Nap, but the sample keeps its replica busy far longer than the restart takes."""
+    """As Nap, but the sample keeps its replica busy until the killed trial has begun again on another replica."""
 
     name = "longnap"
-    search_space = (ChoiceParam("seconds", (LONG_S, RESTART_S + 4.0)),)
+    search_space = (ChoiceParam("seconds", (LONG_S, BUSY_S)),)
+
+    def fit(self, graph: GraphBundle, train: np.ndarray, val: np.ndarray, config: Config, ctx: FitContext) -> Any:
+        if config["seconds"] == BUSY_S:
+            EVENTS.long_fit_again.wait(HANG_S)
+            return graph.num_classes
+        return super().fit(graph, train, val, config, ctx)
 
 
 FAMILY = Family("naps", "nodeground/naps", __name__, ("nap", "longnap"))
@@ -66,22 +100,21 @@ class _Replica:
 
 
 class _Watched(MethodServicer):
-    """Tells the test which replica began the long fit."""
-
-    long_fit_started = threading.Event()
+    """Tells the test which replica the first long fit came to."""
 
     def Fit(self, request, context):
-        if request.config["seconds"].float_value == LONG_S and not _Watched.long_fit_started.is_set():
-            _Watched.long_fit_started.set()
+        if request.config["seconds"].float_value == LONG_S and EVENTS.victim is None:
+            EVENTS.victim = self
         return super().Fit(request, context)
 
 
-class SlowRestarts:
-    """Embedded services whose restart takes RESTART_S (an embedded process imports torch first)."""
+class GatedRestarts:
+    """Embedded services whose restart comes back only when the test lets it (``EVENTS.restart_may_end``), as an
+    embedded process's start takes seconds (it imports torch first)."""
 
     def __init__(self) -> None:
         self.replicas: dict[str, list[_Replica]] = {}
-        self.restarted_at: list[float] = []
+        self.restarted = threading.Event()
 
     def start(self, family: str) -> _Replica:
         pool = self.replicas.setdefault(family, [])
@@ -91,11 +124,11 @@ class SlowRestarts:
 
     def restart(self, old: _Replica) -> _Replica:
         old.stop()
-        time.sleep(RESTART_S)
+        EVENTS.restart_may_end.wait(HANG_S)
         fresh = _Replica(old.family, old.replica)
         pool = self.replicas[old.family]
         pool[pool.index(old)] = fresh
-        self.restarted_at.append(time.monotonic())
+        self.restarted.set()
         return fresh
 
     def close(self) -> None:
@@ -105,19 +138,22 @@ class SlowRestarts:
                     replica.stop()
 
 
-def _sweep_killing_the_long_fit(tmp_path, method: str):
-    """Two replicas, two trials in flight; the replica of the long trial is stopped once that fit began."""
-    _Watched.long_fit_started.clear()
-    services = SlowRestarts()
+def _sweep_killing_the_long_fit(tmp_path, method: str, restart_at_once: bool):
+    """Two replicas, two trials in flight; the replica of the long trial is stopped while that fit runs. The restart
+    comes back at once (``restart_at_once``) or only after the sweep has ended; returns the records, the store,
+    the victim, the services and whether the restart had come back when the sweep ended."""
+    if restart_at_once:
+        EVENTS.restart_may_end.set()
+    services = GatedRestarts()
     plan = SweepPlan((method,), ("synthetic-tiny",), ("10/10/80",), (0,), budget=2)
-    killed: list[tuple[str, float]] = []
+    killed: list[str] = []
 
     def kill() -> None:
-        assert _Watched.long_fit_started.wait(HANG_S)
-        time.sleep(0.3)  # mid-fit
-        victim = next(r for r in services.replicas["naps"] if r.servicer._compute.locked())
-        killed.append((victim.endpoint, time.monotonic()))
+        assert EVENTS.long_fit_started.wait(HANG_S)
+        victim = next(r for r in services.replicas["naps"] if r.servicer is EVENTS.victim)
+        killed.append(victim.endpoint)
         victim.stop()
+        EVENTS.killed.set()
 
     try:
         with Store(tmp_path / "r.sqlite") as store:
@@ -129,32 +165,31 @@ def _sweep_killing_the_long_fit(tmp_path, method: str):
             killer = threading.Thread(target=kill, daemon=True)
             killer.start()
             records = Sweep(plan, store, directory, parallel=2, warmup="none").run()
-            ended = time.monotonic()
+            restarted_before_the_end = services.restarted.is_set()
+            EVENTS.restart_may_end.set()
             killer.join(HANG_S)
-            deadline = time.monotonic() + HANG_S
-            while not services.restarted_at and time.monotonic() < deadline:  # the restart in the background
-                time.sleep(0.1)
+            wait_for(services.restarted.is_set, "the restart in the background")
             directory.close()
             frame = store.frame()
     finally:
         services.close()
-    return records, frame, killed, services, ended
+    return records, frame, killed, services, restarted_before_the_end
 
 
 def test_a_dead_replicas_trial_moves_to_the_idle_sibling_without_waiting_for_the_restart(tmp_path):
-    records, frame, killed, services, ended = _sweep_killing_the_long_fit(tmp_path, "nap")
-    ((victim, killed_at),) = killed
+    records, frame, killed, services, restarted_before_the_end = _sweep_killing_the_long_fit(tmp_path, "nap", False)
+    (victim,) = killed
     by_seconds = {r.config_json: r for r in records}
     long_trial = by_seconds['{"seconds": 2.0}']
     sibling = by_seconds['{"seconds": 0.05}'].endpoint
     assert long_trial.status == "ok" and long_trial.endpoint == sibling != victim, records
-    assert services.restarted_at and ended < services.restarted_at[0], "the sweep waited for the restart"
+    assert not restarted_before_the_end, "the sweep waited for the restart"
     assert len(frame) == 2 and frame["trial_key"].is_unique and (frame["status"] == "ok").all()  # 0 lost, 0 twice
 
 
 def test_with_no_idle_sibling_the_trial_waits_for_the_restarted_replica(tmp_path):
-    records, frame, killed, services, _ = _sweep_killing_the_long_fit(tmp_path, "longnap")
-    ((victim, _),) = killed
+    records, frame, killed, services, _ = _sweep_killing_the_long_fit(tmp_path, "longnap", True)
+    (victim,) = killed
     by_seconds = {r.config_json: r for r in records}
     long_trial, busy = by_seconds['{"seconds": 2.0}'], by_seconds['{"seconds": 8.0}']
     restarted = services.replicas["naps"][0 if services.replicas["naps"][0].endpoint != busy.endpoint else 1]
@@ -163,6 +198,10 @@ def test_with_no_idle_sibling_the_trial_waits_for_the_restarted_replica(tmp_path
 
 
 @pytest.fixture(autouse=True)
-def _no_leftover_event():
+def _fresh_events():
+    global EVENTS
+    EVENTS = Events()
     yield
-    _Watched.long_fit_started.clear()
+    EVENTS.killed.set()  # nothing left waiting on a failed test's events
+    EVENTS.restart_may_end.set()
+    EVENTS.long_fit_again.set()
