@@ -214,6 +214,18 @@ def claim_lock(path: Path) -> Claim:
     return Claim((fd, store_fd))
 
 
+def drop_claim(path: Path) -> None:
+    """Remove the store's ``.lock`` file, claimed first so that no writer holds it (a finished submission bundle holds
+    only its sealed files). A claimant racing the removal still meets the database file's flock, which every claim
+    takes; StoreBusy while another process writes the store."""
+    claim = claim_lock(path)
+    try:
+        real = Path(os.path.realpath(path))
+        real.with_name(real.name + ".lock").unlink(missing_ok=True)
+    finally:
+        claim.close()
+
+
 def _flock(fd: int, path: Path, *also: int) -> int | None:
     """``fd`` with an exclusive flock taken, or None (``fd`` closed) when another process holds one; StoreBusy (every
     descriptor closed) when the file system refuses flock."""

@@ -27,7 +27,7 @@ from orchestrator.records import STATUS_OK, TrialRecord
 from orchestrator.services.client import MethodClient, Replica
 from orchestrator.services.directory import Directory
 from orchestrator.services.sandbox import Sandbox, SandboxError, SandboxLimits
-from orchestrator.store import Store
+from orchestrator.store import Store, drop_claim
 from orchestrator.submission.bundle import SUBMISSION, TRIALS, finalize_store, seal
 from orchestrator.sweep import Sweep
 
@@ -181,6 +181,7 @@ def benchmark(
     finally:
         sandbox.stop()
     finalize_store(out / TRIALS)
+    drop_claim(out / TRIALS)  # the sweep's claim file is no part of the bundle, which holds its sealed files alone
     submission = {
         "format": "nodeground-submission-v1",
         "id": ident,

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from orchestrator.cli.main import app
-from orchestrator.store import Store, StoreBusy
+from orchestrator.store import Store, StoreBusy, drop_claim
 from orchestrator.trials.load import load_trials
 from tests.conftest import TINY_SWEEP
 from tests.orchestrator.cli.test_cli import _fake_store
@@ -122,6 +122,25 @@ def test_the_claim_is_the_files_whatever_name_reaches_it(tmp_path):
         holder.wait()
     with Store(hardlink) as store:
         store.claim()  # the holder is gone: the file is free under any name
+
+
+def test_a_finished_stores_claim_file_is_dropped_only_when_no_one_holds_it(tmp_path):
+    """A submission bundle holds its sealed files alone, and the sweep's claim file is none of them (a contributor's
+    `submit` made a bundle its own report refused): it goes once the writer is done, never under a writer."""
+    path = tmp_path / "trials.sqlite"
+    lock = tmp_path / "trials.sqlite.lock"
+    holder = _holder(path)
+    try:
+        with pytest.raises(StoreBusy, match="being written by another orchestrator"):
+            drop_claim(path)
+        assert lock.exists()
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    drop_claim(path)
+    assert not lock.exists() and path.exists()
+    with Store(path) as store:
+        store.claim()  # and the store is claimable again
 
 
 @pytest.mark.parametrize(
