@@ -12,7 +12,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from orchestrator.calibrate import (
+from orchestrator.cli.errors import UserError, user_errors
+from orchestrator.cli.options import EndpointOpt, ServicesOpt, parse_endpoints
+from orchestrator.cli.progress import cpu_seconds, sweep_with_progress
+from orchestrator.cli.services import open_services
+from orchestrator.cli.specs import plan_specs
+from orchestrator.plan import SweepPlan
+from orchestrator.price.probe import (
     GFM_SECONDS,
     PROBE_GRAPHS,
     SUPERVISED_SECONDS,
@@ -21,12 +27,6 @@ from orchestrator.calibrate import (
     calibration_store,
     methods_to_probe,
 )
-from orchestrator.cli.errors import UserError, user_errors
-from orchestrator.cli.options import EndpointOpt, ServicesOpt, parse_endpoints
-from orchestrator.cli.progress import cpu_seconds, sweep_with_progress
-from orchestrator.cli.services import open_services
-from orchestrator.cli.specs import plan_specs
-from orchestrator.plan import SweepPlan
 from orchestrator.services.client import ServiceNotReady
 from orchestrator.services.directory import resolve_methods
 from orchestrator.store import read_trial_columns

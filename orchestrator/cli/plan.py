@@ -11,13 +11,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from orchestrator.calibrate import calibration_store
 from orchestrator.cli.calibrate import run_probe
 from orchestrator.cli.errors import UserError, user_errors
 from orchestrator.cli.options import ENDPOINT_HELP, SERVICES_HELP, HardwareOpt, SweepFlags, flag_groups, parse_endpoints
 from orchestrator.cli.specs import plan_specs
 from orchestrator.data.registry import resolve_name
-from orchestrator.estimate import (
+from orchestrator.plan import Plan, make_plan, stored_done
+from orchestrator.price.model import (
     MIN_DATASETS,
     BacktestRow,
     CellCost,
@@ -30,7 +30,7 @@ from orchestrator.estimate import (
     shard_costs,
     summarise,
 )
-from orchestrator.plan import Plan, make_plan, stored_done
+from orchestrator.price.probe import calibration_store
 
 ESTIMATE_HELP = (
     "Also price the plan: hours and peak memory, from the --from stores and this machine's cost probe (run first "

@@ -18,8 +18,8 @@ from orchestrator.cli.options import TimeLimitOpt, build_plan, protocol_datasets
 from orchestrator.cli.progress import cpu_seconds, sweep_with_progress
 from orchestrator.cli.services import local_gpus, open_services
 from orchestrator.cli.specs import plan_specs
-from orchestrator.estimate import fit_cost_model, read_records
 from orchestrator.plan import DEFAULT_TIME_LIMIT_S, SweepPlan, make_plan
+from orchestrator.price.model import fit_cost_model, read_records
 from orchestrator.protocols import LITE
 from orchestrator.reference import (
     REFERENCE_DIR,

@@ -17,9 +17,9 @@ from orchestrator.cli.merge import PARTIAL_HELP, echo_report
 from orchestrator.cli.options import HardwareOpt, ServicesOpt, SweepFlags, flag_groups
 from orchestrator.cli.plan import pricing_stores
 from orchestrator.cli.specs import plan_specs
-from orchestrator.estimate import fit_cost_model, read_records, shard_costs
 from orchestrator.merge import merge_stores
 from orchestrator.plan import SweepPlan, make_plan
+from orchestrator.price.model import fit_cost_model, read_records, shard_costs
 from orchestrator.slurm import (
     BASE_MEM_GIB,
     DEFAULT_MAX_REQUEUES,

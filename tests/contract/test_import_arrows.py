@@ -113,7 +113,7 @@ def test_only_the_report_command_and_the_faces_comparison_import_the_report():
         and str(path.relative_to(REPO)) not in REPORT_READERS
     ]
     names = {str(path.relative_to(REPO)) for path in scanned}
-    assert {"orchestrator/plan.py", "orchestrator/results.py", "orchestrator/merge.py", "orchestrator/estimate.py",
+    assert {"orchestrator/plan.py", "orchestrator/results.py", "orchestrator/merge.py", "orchestrator/price/model.py",
             "orchestrator/slurm.py", "orchestrator/trials/selection.py", "orchestrator/submission/bundle.py",
             "orchestrator/reference/compare.py", "orchestrator/sweep.py", "orchestrator/trial.py",
             "orchestrator/cli/export.py", "orchestrator/cli/run.py", "nodeground/inprocess.py"} <= names  # fmt: skip

@@ -12,9 +12,8 @@ import pytest
 
 from contract.descriptions import read_description
 from contract.families import load_families
-from orchestrator.calibrate import PROBE_EPOCHS, PROBE_GRAPHS
 from orchestrator.data.registry import dataset_size
-from orchestrator.estimate import (
+from orchestrator.price.model import (
     GENERIC_PRIOR,
     KAPPA,
     OVERHEAD_PART,
@@ -34,6 +33,7 @@ from orchestrator.estimate import (
     size_values,
     trial_costs,
 )
+from orchestrator.price.probe import PROBE_EPOCHS, PROBE_GRAPHS
 
 HOST = json.dumps({"device": "cpu", "cpu_model": "Test CPU", "compute_threads": 2, "cpu_count": 2})
 SMALL = ("texas", "cornell", "wisconsin")
@@ -157,7 +157,7 @@ def test_held_out_errors_all_of_one_sign_still_give_an_interval_around_the_estim
 
     specs = plan_specs(("gcn",), {})
     plan = make_plan(SweepPlan(("gcn",), ("cora",), ("10/10/80",), (0,), 201), specs)
-    from orchestrator.estimate import estimate_cells
+    from orchestrator.price.model import estimate_cells
 
     (cost,) = estimate_cells(plan, model)
     assert cost.low <= cost.seconds <= cost.high and cost.peak_low <= cost.peak <= cost.peak_high
@@ -266,7 +266,7 @@ def test_a_prior_names_sizes_and_configuration_keys_only():
 def test_the_manual_lists_every_familys_prior_as_the_manifests_declare_it():
     from pathlib import Path
 
-    from orchestrator.estimate import prior_table
+    from orchestrator.price.model import prior_table
 
-    manual = (Path(__file__).resolve().parents[2] / "docs" / "estimate.md").read_text()
-    assert prior_table() in manual, "docs/estimate.md is stale: paste orchestrator.estimate.prior_table() into it"
+    manual = (Path(__file__).resolve().parents[3] / "docs" / "estimate.md").read_text()
+    assert prior_table() in manual, "docs/estimate.md is stale: paste orchestrator.price.model.prior_table() into it"

@@ -26,8 +26,8 @@ import pandas as pd
 from contract.descriptions import MethodSpec
 from orchestrator.data.fetch import cache_dir
 from orchestrator.data.synthetic import CalibrationGraph
-from orchestrator.estimate import Design, EpochsModel, Size, cost_prior, size_values
 from orchestrator.plan import SweepPlan
+from orchestrator.price.model import Design, EpochsModel, Size, cost_prior, size_values
 from orchestrator.protocols import CALIBRATION
 from orchestrator.records import STATUS_OK, STATUS_UNAVAILABLE
 

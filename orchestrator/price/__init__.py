@@ -1,0 +1,1 @@
+"""The price of a sweep before it runs."""
