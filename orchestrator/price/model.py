@@ -59,11 +59,11 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from contract.cost import CostPrior, cost_prior
 from contract.families import Family, load_families
 from contract.space import EPOCHS_KEY, capped_epochs
 from orchestrator.data.registry import DatasetError, dataset_size, tasks
@@ -76,7 +76,6 @@ from orchestrator.records import STATUS_OK, call_seconds
 from orchestrator.sampling import config_sequence
 from orchestrator.store import read_trial_columns
 
-SIZE_NAMES = ("nodes", "edges", "arcs", "features", "classes", "train")
 PATIENCE_KEY = "patience"  # the SDK's early stopping reads it (methods.sdk.method.train_epochs)
 WORK_UNIT = 1e9  # time terms in giga multiply-adds, memory terms in GiB: columns of like scale
 PRIOR_RECORDS = 2.0  # a term's prior weighs as much as this many records' relative errors
@@ -101,152 +100,6 @@ QUANTILES = np.linspace(0.0, 1.0, 101)
 
 class EstimateError(ValueError):
     """Records that cannot support an estimate (none on the asked hardware, none that ran)."""
-
-
-class PriorError(ValueError):
-    """A family's cost prior that is not well-formed (its manifest's [cost] table)."""
-
-
-# ---- the cost prior ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Term:
-    """One product of graph sizes and configuration values, with its prior weight (multiply-adds or bytes)."""
-
-    factors: tuple[str, ...]
-    weight: float
-
-    @property
-    def name(self) -> str:
-        return "*".join(self.factors)
-
-    @classmethod
-    def parse(cls, text: str, weight: object, where: str) -> Term:
-        factors = tuple(part.strip() for part in str(text).split("*"))
-        if not all(factors) or not all(_factor_form(f) for f in factors):
-            raise PriorError(f"{where}: term {text!r} must be names joined by '*' (a name, key=value, or key>number)")
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight < math.inf:
-            raise PriorError(f"{where}: the weight of {text!r} must be a positive number, got {weight!r}")
-        return cls(factors, float(weight))
-
-    def size_part(self, size: Mapping[str, float]) -> float:
-        return math.prod(size[f] for f in self.factors if f in SIZE_NAMES)
-
-    def config_part(self, config: Mapping[str, Any]) -> float:
-        """The configuration's factors: a key's number (1 where it has none); ``key=value`` 1 where the configuration
-        says so, else 0; ``key>number`` 1 where its number is larger (a dropout that runs at all), else 0."""
-        product = 1.0
-        for factor in self.factors:
-            if factor in SIZE_NAMES:
-                continue
-            key, sign, value = _split_factor(factor)
-            given = config.get(key)
-            if sign == "=":
-                product *= float(str(given).lower() == value.lower())
-            elif sign == ">":
-                product *= float(_number(given) > float(value))
-            elif isinstance(given, (int, float)):
-                product *= float(given)
-        return product
-
-    def config_keys(self) -> set[str]:
-        return {_split_factor(f)[0] for f in self.factors if f not in SIZE_NAMES}
-
-
-def _split_factor(factor: str) -> tuple[str, str, str]:
-    """A term's factor as (key, sign, value): sign "=" or ">" (a comparison), or "" for a plain name."""
-    for sign in ("=", ">"):
-        key, found, value = factor.partition(sign)
-        if found:
-            return key.strip(), sign, value.strip()
-    return factor, "", ""
-
-
-def _factor_form(factor: str) -> bool:
-    key, sign, value = _split_factor(factor)
-    if not key or (sign and not value):
-        return False
-    if sign == ">":
-        try:
-            return math.isfinite(float(value))
-        except ValueError:
-            return False
-    return True
-
-
-@dataclass(frozen=True)
-class CostPrior:
-    """What a method's trial costs grow with: per-epoch work, once-per-trial work and the bytes of its peak, and
-    the configuration values an epoch's fixed cost grows with (``overhead``: framework calls per layer or step,
-    whatever the graph; the records alone weigh them, as they weigh the trial's and the epoch's constants)."""
-
-    epoch: tuple[Term, ...]
-    once: tuple[Term, ...]
-    memory: tuple[Term, ...]
-    source: str  # where it is declared
-    overhead: tuple[Term, ...] = ()  # weight NaN: no prior weight
-
-    def problems(self, config_keys: Iterable[str]) -> list[str]:
-        """Factors that are neither a size nor a key of the method's configuration (empty when none)."""
-        keys = set(config_keys)
-        return [
-            f"{self.source}: {t.name} names {sorted(t.config_keys() - keys)}, neither a size ({', '.join(SIZE_NAMES)}) "
-            "nor a configuration key"
-            for t in (*self.overhead, *self.epoch, *self.once, *self.memory)
-            if t.config_keys() - keys
-        ]
-
-
-GENERIC_PRIOR = CostPrior(
-    epoch=(),
-    once=(Term(("nodes", "features"), 1.0), Term(("arcs",), 8.0)),
-    memory=(Term(("nodes", "features"), 8.0), Term(("arcs",), 40.0)),
-    source="the generic prior (no [cost] in the family's manifest)",
-)
-PRIOR_PARTS = ("epoch", "once", "memory")
-OVERHEAD_PART = "overhead"
-
-
-def cost_prior(method: str, family: Family | None) -> CostPrior:
-    """The method's prior: its own ``[cost.<method>]`` part by part over its family's ``[cost]``, else generic."""
-    declared = family.cost if family is not None else {}
-    if not declared:
-        return GENERIC_PRIOR
-    assert family is not None
-    own = declared.get(method, {})
-    where = f"methods/{family.name}/manifest.toml [cost{'.' + method if own else ''}]"
-    known = (*PRIOR_PARTS, OVERHEAD_PART)
-    unknown = [k for k in declared if k not in known and k not in family.methods]
-    unknown += [k for k in own if k not in known]
-    if unknown:
-        raise PriorError(
-            f"{where}: unknown part(s) {', '.join(map(str, unknown))}; a prior has {', '.join(known)}, and a "
-            f"table per method of the family ({', '.join(family.methods)})"
-        )
-    parts = {}
-    for part in PRIOR_PARTS:
-        table = own.get(part, declared.get(part, {}))
-        if not isinstance(table, dict):
-            raise PriorError(f"{where}: {part} must be a table of term = weight")
-        parts[part] = tuple(Term.parse(t, w, where) for t, w in table.items())
-    return CostPrior(parts["epoch"], parts["once"], parts["memory"], where, _overhead(own, declared, where))
-
-
-def _overhead(own: Mapping, declared: Mapping, where: str) -> tuple[Term, ...]:
-    """The ``overhead`` list: products of configuration values only (a graph size there would be work, not
-    overhead), unweighted."""
-    names = own.get(OVERHEAD_PART, declared.get(OVERHEAD_PART, []))
-    if not isinstance(names, list):
-        raise PriorError(f"{where}: {OVERHEAD_PART} must be a list of configuration values (names joined by '*')")
-    terms = tuple(Term.parse(name, 1.0, where) for name in names)
-    for term in terms:
-        if any(f in SIZE_NAMES for f in term.factors):
-            raise PriorError(
-                f"{where}: {OVERHEAD_PART} term {term.name!r} names a graph size; one that grows with the graph is "
-                "work (epoch)"
-            )
-    return tuple(Term(t.factors, math.nan) for t in terms)
 
 
 # ---- graph sizes ----------------------------------------------------------------
@@ -1243,21 +1096,3 @@ def _backtest_method(
         predicted_peak,
         (min(factors), max(factors)) if factors else (1.0, 1.0),
     )
-
-
-def prior_table(families: Mapping[str, Family] | None = None) -> str:
-    """Every method's cost prior as a Markdown table (docs/estimate.md holds it; a test keeps the two equal)."""
-    families = load_families() if families is None else families
-    lines = [
-        "| family | method | overhead per epoch | per epoch | once per trial | peak bytes |",
-        "| --- | --- | --- | --- | --- | --- |",
-    ]
-    for family in families.values():
-        for method in family.methods:
-            prior = cost_prior(method, family)
-            parts = [", ".join(t.name for t in prior.overhead) or "-"] + [
-                ", ".join(f"{t.weight:g} {t.name}" for t in terms) or "-"
-                for terms in (prior.epoch, prior.once, prior.memory)
-            ]
-            lines.append(f"| {family.name} | {method} | {' | '.join(parts)} |")
-    return "\n".join(lines)

@@ -23,11 +23,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from contract.cost import cost_prior
 from contract.descriptions import MethodSpec
 from orchestrator.data.fetch import cache_dir
 from orchestrator.data.synthetic import CalibrationGraph
 from orchestrator.plan import SweepPlan
-from orchestrator.price.model import Design, EpochsModel, Size, cost_prior, size_values
+from orchestrator.price.model import Design, EpochsModel, Size, size_values
 from orchestrator.protocols import CALIBRATION
 from orchestrator.records import STATUS_OK, STATUS_UNAVAILABLE
 

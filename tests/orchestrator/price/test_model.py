@@ -10,23 +10,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from contract.descriptions import read_description
+from contract.cost import OVERHEAD_PART
 from contract.families import load_families
 from orchestrator.data.registry import dataset_size
 from orchestrator.price.model import (
-    GENERIC_PRIOR,
     KAPPA,
-    OVERHEAD_PART,
-    SIZE_NAMES,
     Z80,
-    CostPrior,
     EpochsModel,
-    PriorError,
     Size,
-    Term,
     _predict_seconds,
     backtest,
-    cost_prior,
     fit_cost_model,
     fit_method,
     interval,
@@ -181,52 +174,6 @@ def test_calibration_rows_teach_the_cost_of_an_epoch_not_how_many_epochs_a_fit_r
     assert not model.epochs.from_prior and max(model.epochs.best) < 40  # the real records' best epochs only
 
 
-def test_every_family_declares_a_prior_over_sizes_and_its_own_configuration_keys():
-    for family in load_families().values():
-        specs = read_description(family) or {}
-        for method in family.methods:
-            prior = cost_prior(method, family)
-            assert prior is not GENERIC_PRIOR, f"{family.name}: no [cost] in its manifest"
-            assert prior.memory, f"{method}: a prior must say what the peak holds"
-            if method in specs:
-                assert prior.problems(specs[method].default_config) == []
-            assert any("arcs" in t.factors or "edges" in t.factors for t in prior.memory)
-            if family.kind == "supervised" and method != "mlp":  # message passing: at least linear in arcs
-                assert any("arcs" in t.factors for t in prior.epoch + prior.once), method
-
-
-@pytest.mark.parametrize(
-    "table, message",
-    [
-        ({"epoch": {"nodes**hidden": 1}}, "must be names joined by '*'"),
-        ({"epoch": {"nodes": -1}}, "must be a positive number"),
-        ({"epoch": {"nodes": True}}, "must be a positive number"),
-        ({"epochs": {"nodes": 1}}, "unknown part"),
-        ({"epoch": "nodes"}, "must be a table"),
-        ({"epoch": {"nodes*dropout>": 1}}, "key>number"),
-        ({"epoch": {"nodes*dropout>low": 1}}, "key>number"),
-        ({"overhead": "num_layers"}, "must be a list"),
-        ({"overhead": ["nodes*num_layers"]}, "names a graph size"),
-    ],
-)
-def test_a_malformed_prior_is_refused_in_one_line(table, message):
-    from contract.families import Family
-
-    family = Family("x", "nodeground/x", "methods.x", ("m",), cost=table)
-    with pytest.raises(PriorError, match=message) as caught:
-        cost_prior("m", family)
-    assert "\n" not in str(caught.value) and "methods/x/manifest.toml" in str(caught.value)
-
-
-def test_a_comparison_counts_a_term_where_the_configuration_runs_it_at_all():
-    """A dropout draws a random number per element at any rate above 0, and none at 0 (torch skips it)."""
-    term = Term.parse("nodes*features*input_dropout>0", 64, "here")
-    assert [term.config_part({"input_dropout": p}) for p in (0.0, 0.05, 0.6)] == [0.0, 1.0, 1.0]
-    assert term.config_part({}) == 0.0 and term.config_part({"input_dropout": "high"}) == 0.0
-    assert term.config_keys() == {"input_dropout"}
-    assert Term.parse("nodes*jk=lstm*num_layers>2", 1, "here").config_part({"jk": "lstm", "num_layers": 3}) == 1.0
-
-
 def overhead_law(size: Size, regime: str, config: dict, epochs: float) -> tuple[float, float]:
     """gcn's law plus what a CPU framework pays per layer and epoch whatever the graph (5 ms here)."""
     seconds, peak = gcn_law(size, regime, config, epochs)
@@ -253,20 +200,3 @@ def test_a_per_layer_overhead_is_weighed_by_the_records_alone():
         if name == "overhead":
             assert model.design.free_columns == 3 and 0.6 < model.fitted.theta[2] / 0.005 < 1.5, model.fitted.theta
     assert errors["overhead"] < 0.11 < errors["plain"], errors  # the records' noise is 10%
-
-
-def test_a_prior_names_sizes_and_configuration_keys_only():
-    prior = CostPrior(epoch=(), once=(), memory=(), source="s")
-    assert prior.problems({}) == []
-    families = load_families()
-    assert cost_prior("gat", families["gnn"]).problems({"hidden": 1}) != []  # heads, num_layers are gat's
-    assert set(SIZE_NAMES) == {"nodes", "edges", "arcs", "features", "classes", "train"}
-
-
-def test_the_manual_lists_every_familys_prior_as_the_manifests_declare_it():
-    from pathlib import Path
-
-    from orchestrator.price.model import prior_table
-
-    manual = (Path(__file__).resolve().parents[3] / "docs" / "estimate.md").read_text()
-    assert prior_table() in manual, "docs/estimate.md is stale: paste orchestrator.price.model.prior_table() into it"
