@@ -19,7 +19,7 @@ from orchestrator.cli.progress import cpu_seconds, sweep_with_progress
 from orchestrator.cli.services import local_gpus, open_services
 from orchestrator.cli.specs import plan_specs
 from orchestrator.plan import DEFAULT_TIME_LIMIT_S, SweepPlan, make_plan
-from orchestrator.price.model import fit_cost_model, read_records
+from orchestrator.price import learn_cost_model, read_records
 from orchestrator.protocols import LITE
 from orchestrator.reference import (
     REFERENCE_DIR,
@@ -86,7 +86,7 @@ def build_command(
     parallel = default_parallel(local_gpus())
     probe = store.with_name("calibration.sqlite")
     run_probe(methods, probe, [], "auto")
-    model = fit_cost_model(read_records([store, probe, *from_stores]), user_hardware(read_records([probe])))
+    model = learn_cost_model(read_records([store, probe, *from_stores]), user_hardware(read_records([probe])))
     done = complete_datasets(read_trials(store), computed)
     sizing = size_up(computed, model, hours, done, parallel)
     todo = [d for d in sizing.run if d not in done]

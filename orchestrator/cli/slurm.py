@@ -19,7 +19,7 @@ from orchestrator.cli.plan import pricing_stores
 from orchestrator.cli.specs import plan_specs
 from orchestrator.merge import merge_stores
 from orchestrator.plan import SweepPlan, make_plan
-from orchestrator.price.model import fit_cost_model, read_records, shard_costs
+from orchestrator.price import learn_cost_model, read_records, shard_costs
 from orchestrator.slurm import (
     BASE_MEM_GIB,
     DEFAULT_MAX_REQUEUES,
@@ -187,7 +187,7 @@ def shard_estimate(
     """The largest shard's needs by the estimate: the upper ends of its 80% intervals, hours per trial in flight."""
     computed = make_plan(sweep, plan_specs(sweep.methods, {}))
     costs = shard_costs(
-        computed, fit_cost_model(read_records(pricing_stores(sweep.methods, stores, [], "auto")), hardware), shards
+        computed, learn_cost_model(read_records(pricing_stores(sweep.methods, stores, [], "auto")), hardware), shards
     )
     unpriced = sum(c.trials - c.estimated_trials for c in costs)
     if unpriced:

@@ -25,7 +25,7 @@ from contract.weights import load_weights_catalog, weights_dir
 from orchestrator.data.fetch import is_local
 from orchestrator.host import hardware_of
 from orchestrator.plan import Plan
-from orchestrator.price.model import CostModel, estimate_cells, sizes_of
+from orchestrator.price import CostModel, estimate_cells, sizes_of
 from orchestrator.protocols import Protocol
 from orchestrator.records import call_seconds
 from orchestrator.reference import TABLE_COLUMNS

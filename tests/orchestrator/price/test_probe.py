@@ -6,7 +6,7 @@ import pandas as pd
 
 from contract.families import load_families
 from orchestrator.cli.specs import plan_specs
-from orchestrator.price.probe import (
+from orchestrator.price import (
     PROBE_CONFIGS,
     PROBE_EPOCHS,
     PROBE_GRAPHS,
