@@ -360,6 +360,20 @@ class Store:
             return
         self._db.execute(self._insert, [row[c] for c in COLUMNS])
 
+    def supersede(self, keys: Iterable[str]) -> int:
+        """Move the rows of ``keys`` to ``superseded_trials`` (kept, never lost), so a rerun runs them again; how many
+        moved."""
+        chosen = sorted(set(keys))
+        columns = ", ".join(COLUMNS)
+        moved = 0
+        with self.transaction() as db:
+            for start in range(0, len(chosen), 500):  # SQLite's bound on a statement's parameters
+                part = chosen[start : start + 500]
+                where = f"FROM trials WHERE trial_key IN ({', '.join('?' for _ in part)})"
+                db.execute(f"INSERT INTO superseded_trials ({columns}) SELECT {columns} {where}", part)
+                moved += db.execute(f"DELETE {where}", part).rowcount
+        return moved
+
     def write_many(self, records: Iterable[TrialRecord]) -> None:
         for record in records:
             self.write(record)

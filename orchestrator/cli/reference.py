@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from datetime import UTC, datetime
@@ -12,12 +13,15 @@ import typer
 from rich.console import Console
 
 from contract.families import load_families
+from contract.hardware import cpu_model, kernel_policy
+from contract.settings import THREADS
 from orchestrator.cli.calibrate import run_probe
 from orchestrator.cli.errors import UserError, user_errors
 from orchestrator.cli.options import TimeLimitOpt, build_plan, protocol_datasets
 from orchestrator.cli.progress import cpu_seconds, sweep_with_progress
 from orchestrator.cli.services import local_gpus, open_services
 from orchestrator.cli.specs import plan_specs
+from orchestrator.host import hardware_of
 from orchestrator.plan import DEFAULT_TIME_LIMIT_S, SweepPlan, make_plan
 from orchestrator.price import learn_cost_model, read_records
 from orchestrator.protocols import LITE
@@ -40,7 +44,7 @@ from orchestrator.reference.build import (
     table_rows,
 )
 from orchestrator.reference.compare import user_hardware
-from orchestrator.services.embedded import default_parallel
+from orchestrator.services.embedded import default_parallel, service_threads
 from orchestrator.store import Store, read_trials
 
 app = typer.Typer(help="The reference records the project ships: build (resume, extend) and show them.")
@@ -86,7 +90,9 @@ def build_command(
     parallel = default_parallel(local_gpus())
     probe = store.with_name("calibration.sqlite")
     run_probe(methods, probe, [], "auto")
-    model = learn_cost_model(read_records([store, probe, *from_stores]), user_hardware(read_records([probe])))
+    here = _this_machine(local_gpus(), parallel, probe)
+    _measure_here(store, here)
+    model = learn_cost_model(read_records([store, probe, *from_stores]), here)
     done = complete_datasets(read_trials(store), computed)
     sizing = size_up(computed, model, hours, done, parallel)
     todo = [d for d in sizing.run if d not in done]
@@ -137,6 +143,31 @@ def build_command(
     show(out)
     if interrupted:
         raise KeyboardInterrupt  # the one handler: "interrupted: ... rerun the same command to resume", exit 130
+
+
+def _this_machine(gpus: int, parallel: int, probe: Path) -> str | None:
+    """The hardware line this build's services write (``hardware_of``): on a CPU, read here (the CPU model, the
+    services' threads, the kernel policy), never from a store that may hold another machine's records; with a GPU,
+    the line most of the probe's records name (the GPU's name is its service's)."""
+    if gpus:
+        return user_hardware(read_records([probe]))
+    threads = service_threads(parallel) or int(THREADS.read() or 1)
+    return hardware_of(json.dumps({"cpu_model": cpu_model(), "compute_threads": threads, "kernels": kernel_policy()}))
+
+
+def _measure_here(store: Path, here: str | None) -> None:
+    """A reference's costs are one machine's: rows measured on other hardware (another CPU, threads or kernels) leave
+    the working store for its superseded table, so the sweep runs them again here."""
+    trials = read_trials(store)
+    if here is None or trials.empty:
+        return
+    lines = trials["host_json"].map(hardware_of)
+    elsewhere = lines != here
+    if elsewhere.any():
+        with Store(store) as target:
+            moved = target.supersede(trials.loc[elsewhere, "trial_key"])
+        seen = ", ".join(sorted(set(lines[elsewhere])))
+        err.print(f"reference: {moved:,} rows measured on {seen} run again on {here}", markup=False)
 
 
 def _seed(store: Path, root: Path) -> int:

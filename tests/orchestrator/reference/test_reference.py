@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+import sqlite3
 
 import pandas as pd
 import pytest
@@ -98,9 +100,10 @@ def test_a_first_build_from_nothing_ships_a_table_and_the_next_resumes_from_it(m
     probes = []
 
     def probe(methods, store, *args):  # the cost probe's records, without its minutes: texas-sized mlp trials
-        probes.append(store)  # in the build's own store
+        probes.append(store)  # in the build's own store, on this machine's hardware line
+        here = json.dumps({"hardware": command._this_machine(0, 1, store)})
         with Store(store) as target:
-            target.write_rows(rows(["mlp"], ["texas"]).to_dict("records"))
+            target.write_rows(rows(["mlp"], ["texas"], host=here).to_dict("records"))
 
     monkeypatch.setattr(command, "run_probe", probe)
     out, store = tmp_path / "shipped", tmp_path / "work" / "lite.sqlite"
@@ -123,7 +126,7 @@ def test_a_first_build_from_nothing_ships_a_table_and_the_next_resumes_from_it(m
     assert f"{2 * LITE.budget} rows from the shipped table" in said and "runs nothing new" in said
     assert paths("lite", out)[0].read_bytes() == shipped_bytes and len(read_manifest("lite", out).builds) == 2
 
-    def interrupt(sweep):
+    def interrupt(sweep, stores=None):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(command, "protocol_datasets", lambda protocol: "texas,cornell")
@@ -188,3 +191,26 @@ def test_a_malformed_manifest_is_one_line(tmp_path, monkeypatch, text, message):
         result = CliRunner().invoke(app, args)
         assert result.exit_code == 2 and result.output.startswith("error: the reference manifest"), result.output
         assert re.search(message, result.output) and result.output.count("\n") == 1, result.output
+
+
+def test_a_build_runs_again_what_was_measured_on_other_hardware(tmp_path):
+    """A reference's costs are one machine's: a working store's rows of another hardware line (the shipped rows of a
+    method whose version did not change, measured elsewhere or with other kernels) are superseded, kept, and rerun."""
+    from orchestrator.cli.reference import _measure_here
+
+    store = tmp_path / "work.sqlite"
+    here, there = "AMD EPYC, 1 thread, native kernels", "Intel(R) Xeon(R) Processor, 1 thread"
+    frame = rows(["gcn", "mlp"], ["texas"])
+    frame["host_json"] = [json.dumps({"hardware": here if m == "gcn" else there}) for m in frame["method"]]
+    with Store(store) as target:
+        target.write_rows(frame.to_dict("records"))
+    _measure_here(store, here)
+    kept = read_trials(store)
+    assert set(kept["method"]) == {"gcn"} and len(kept) == (frame["method"] == "gcn").sum()
+    db = sqlite3.connect(store)
+    assert (
+        db.execute("SELECT COUNT(*) FROM superseded_trials WHERE method = 'mlp'").fetchone()[0]
+        == (frame["method"] == "mlp").sum()
+    )
+    _measure_here(store, here)  # nothing left to move
+    assert len(read_trials(store)) == len(kept)
