@@ -35,6 +35,8 @@ from contract.errors import UserError
 from contract.families import Family, load_families
 
 SIZE_NAMES = ("nodes", "edges", "arcs", "features", "classes", "train")
+#: The sizes a service knows of a graph when its resource check runs: before a fit, so without ``train``.
+CHECK_SIZES = ("nodes", "edges", "arcs", "features", "classes")
 PRIOR_PARTS = ("epoch", "once", "memory")
 OVERHEAD_PART = "overhead"
 CHECK_PART = "check"
@@ -237,7 +239,25 @@ def _check(table: object, memory: tuple[Term, ...], where: str) -> ResourceCheck
     check = ResourceCheck(tuple(counted), tuple(Term.parse(t, w, where) for t, w in beyond.items()))
     if not check.terms:
         raise PriorError(f"{where}: {CHECK_PART} counts no term")
+    unknown = {f for t in check.terms for f in t.factors if f in SIZE_NAMES and f not in CHECK_SIZES}
+    if unknown:
+        raise PriorError(
+            f"{where}: {CHECK_PART} names {', '.join(sorted(unknown))}; a resource check runs before the split is "
+            f"known and sees {', '.join(CHECK_SIZES)}"
+        )
     return check
+
+
+def check_sizes(nodes: int, stored_edges: int, features: int, classes: int) -> dict[str, float]:
+    """A graph's sizes as a resource check sees them, from a bundle's counts: its edge index stores every edge in
+    both directions, and a propagation adds at most one self-loop per node (``arcs``)."""
+    return {
+        "nodes": float(nodes),
+        "edges": stored_edges / 2,
+        "arcs": float(stored_edges + nodes),
+        "features": float(features),
+        "classes": float(classes),
+    }
 
 
 def prior_problems(family: Family, config_keys: Mapping[str, Iterable[str]] | None = None) -> list[str]:

@@ -8,9 +8,8 @@ imports only the SDK and its own modules.
 
 from contract.space import ChoiceParam, Config, ConfigError, FloatParam, IntParam
 from methods.sdk.dropout import feature_dropout
-from methods.sdk.memory import ResourceError, available_memory_bytes, require_memory
+from methods.sdk.memory import ResourceError, available_memory_bytes, require_declared_memory, require_memory
 from methods.sdk.method import (
-    FLOAT_BYTES,
     TRAIN_SPACE,
     Capabilities,
     FitContext,
@@ -19,12 +18,10 @@ from methods.sdk.method import (
     InputRefused,
     Method,
     TorchNodeClassifier,
-    edge_message_bytes,
     graph_tensors,
 )
 
 __all__ = [
-    "FLOAT_BYTES",
     "TRAIN_SPACE",
     "Capabilities",
     "ChoiceParam",
@@ -40,8 +37,8 @@ __all__ = [
     "TorchNodeClassifier",
     "GraphTensors",
     "available_memory_bytes",
-    "edge_message_bytes",
     "feature_dropout",
     "graph_tensors",
+    "require_declared_memory",
     "require_memory",
 ]

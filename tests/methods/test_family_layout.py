@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from torch import nn
 
-from contract.families import load_families
+from contract.cost import prior_problems
+from contract.families import load_families, load_family
 from methods.families import method_classes
 
 METHODS = Path(__file__).resolve().parents[2] / "methods"
@@ -23,6 +24,8 @@ MAX_FUNCTION_LINES = 60
 def layout_problems(folder: Path) -> list[str]:
     """What in ``folder`` departs from the shape, read from the source (nothing is imported)."""
     problems = [f"no {name}" for name in ("__init__.py", "method.py", "model.py") if not (folder / name).is_file()]
+    if (folder / "manifest.toml").is_file():  # its cost prior, whose check the family's resource checks read
+        problems += prior_problems(load_family(folder))
     if (folder / "__init__.py").is_file():
         problems += _reexport_problems(folder / "__init__.py", f"methods.{folder.name}")
     for path in sorted(folder.rglob("*.py")):
@@ -104,4 +107,18 @@ def test_the_scan_finds_each_departure(tmp_path):
         "__init__.py:6 does more than re-export (move it to method.py or model.py)",
         "__init__.py: __all__ None is not what it imports, ['A']",
         f"models.py:1 fit is 93 lines (at most {MAX_FUNCTION_LINES})",
+    ]
+
+
+def test_the_scan_finds_a_malformed_cost_prior(tmp_path):
+    """The family's resource checks and the price read its prior: a malformed one is a departure of the family."""
+    folder = tmp_path / "badprior"
+    folder.mkdir()
+    init = '"""Bad prior."""\n\nfrom methods.badprior.method import M\n\n__all__ = ["M"]\n'
+    (folder / "__init__.py").write_text(init)
+    (folder / "method.py").write_text('class M(Method):\n    name = "m"\n')
+    (folder / "model.py").write_text("")
+    (folder / "manifest.toml").write_text('family = "badprior"\n[cost]\nmemory = { "arcs" = -1 }\n')
+    assert layout_problems(folder) == [
+        "methods/badprior/manifest.toml [cost]: the weight of 'arcs' must be a positive number, got -1"
     ]
