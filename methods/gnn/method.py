@@ -42,10 +42,11 @@ from methods.sdk import (
     FloatParam,
     IntParam,
     TorchNodeClassifier,
+    edges_without_self_loops,
+    graph_tensors,
     require_declared_memory,
+    sym_norm_weights,
 )
-from methods.sdk.graph_ops import edges_without_self_loops, sym_norm_weights
-from methods.sdk.method import graph_tensors
 
 VERSION = "2026-12-07"  # the SDK's fast dropout, feature dropout of nonzeros, fused Adam; MLP trains on its rows
 

@@ -28,15 +28,13 @@ from methods.sdk import (
     FloatParam,
     IntParam,
     TorchNodeClassifier,
-    require_declared_memory,
-)
-from methods.sdk.graph_ops import (
     WeightedPropagation,
     edges_without_self_loops,
+    graph_tensors,
     laplacian_eigenvectors,
+    require_declared_memory,
     sym_norm_weights,
 )
-from methods.sdk.method import graph_tensors
 
 VERSION = "2026-12-07"  # the SDK's fast dropout, feature dropout of nonzeros, fused Adam; NAGphormer trains on its rows
 
