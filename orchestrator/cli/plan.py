@@ -308,8 +308,20 @@ def backtest_command(
 def backtest_table(rows: list[BacktestRow], named: bool, by_size: float | None) -> Table:
     mode = f"graphs at least {by_size:g}x larger than those fitted on" if by_size else "held-out datasets"
     table = Table(title=f"back-test: trials of {mode}, predicted by a model fitted without them")
-    columns = ["method", "fitted on", "held out", "size factor", "trials", "measured h", "predicted h",
-               "predicted / measured", "in 80% interval", "peak measured", "peak predicted", "peak ratio"]  # fmt: skip
+    columns = [
+        "method",
+        "fitted on",
+        "held out",
+        "size factor",
+        "trials",
+        "measured h",
+        "predicted h",
+        "predicted / measured",
+        "in 80% interval",
+        "peak measured",
+        "peak predicted",
+        "peak ratio",
+    ]
     for column in columns:
         table.add_column(column, justify="left" if column in ("method", "fitted on", "held out") else "right")
     for row in rows:
