@@ -1,7 +1,7 @@
 """Selected results: per cell, the trial that the one selection rule picks, as `show` and `export` print them.
 
 The rule (the lowest finite validation loss among ok trials, ties to the earlier trial) is
-``orchestrator.trials.selection.workflow_costs``; `show`, `export` and the report all read it.
+``orchestrator.trial_table.selection.workflow_costs``; `show`, `export` and the report all read it.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from rich.table import Table
 
 from orchestrator.protocols import without_calibration
 from orchestrator.records import ACCEPTED_STATUSES, RETRIED_STATUSES, TrialRecord
-from orchestrator.trials.load import read_store_columns
-from orchestrator.trials.selection import (
+from orchestrator.trial_table.load import read_store_columns
+from orchestrator.trial_table.selection import (
     FULL,
     default_view,
     single_trial_searches_dropped,
@@ -58,7 +58,7 @@ SHOWN_TRIAL_COLUMNS = (
     "test_primary",
     "protocol",
 )
-#: What `show --workflow` reads besides: the costs it prints (``orchestrator.trials.selection.workflow_costs``).
+#: What `show --workflow` reads besides: the costs it prints (``orchestrator.trial_table.selection.workflow_costs``).
 # A table: service seconds, then peak bytes: the formatter keeps the two rows.
 SHOWN_COST_COLUMNS = (
     "fit_service_s", "predict_service_s", "fit_cpu_s", "predict_cpu_s",
@@ -234,7 +234,7 @@ _TRIAL_FIELDS = {
 def selected_with_workflow(trials: pd.DataFrame) -> pd.DataFrame:
     """One row per (method, version, dataset, regime, split): the selected trial and the cell's workflow figures.
 
-    Selection and the cost figures both come from ``orchestrator.trials.selection.workflow_costs``
+    Selection and the cost figures both come from ``orchestrator.trial_table.selection.workflow_costs``
     (full search), the one selection rule. A column the trial table lacks (`show` reads only
     ``SHOWN_TRIAL_COLUMNS``) is left empty.
     """

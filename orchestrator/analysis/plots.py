@@ -15,7 +15,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
 
-from orchestrator.trials.selection import FULL
+from orchestrator.trial_table.selection import FULL
 
 KIND_COLORS = {"default": "#9aa5b1", "tuned": "#1f6feb", "gfm": "#d1495b", "budget": "#8fb5ef"}
 #: A user submission, wherever a figure shows it (bars, points, labels); the pages mark its rows alike.

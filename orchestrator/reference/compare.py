@@ -228,7 +228,7 @@ def with_reference(
     from orchestrator.store import read_trial_columns
     from orchestrator.submission.bundle import sealed
     from orchestrator.submission.verify import verified_checksums
-    from orchestrator.trials.load import complete_columns, refuse_out_of_range_frame
+    from orchestrator.trial_table.load import complete_columns, refuse_out_of_range_frame
 
     shipped, manifest = load_reference(name)
     refuse_out_of_range_frame(shipped, f"the shipped {name} reference")
