@@ -64,7 +64,8 @@ class SweepPlan:
     regimes: tuple[str, ...]
     splits: tuple[int, ...]
     budget: int
-    time_limit: float = DEFAULT_TIME_LIMIT_S  # seconds, per fit and per predict (see README, "Time limits")
+    # Seconds, per fit and per predict (docs/running.md#resuming-retries-and-failures).
+    time_limit: float = DEFAULT_TIME_LIMIT_S
     shard: tuple[int, int] = (0, 1)  # (index, count): run only this slice of the plan's cells (shard_index)
     # The named protocol the trials belong to (``orchestrator.protocols``), recorded in each trial; None: a sweep of
     # the user's own choosing.

@@ -195,7 +195,7 @@ def failures_table(grouped: pd.DataFrame) -> Table:
 
 # ---- export and workflow views ------------------------------------------------
 
-#: Columns of the selected-results export, in order (README.md, "Export").
+#: Columns of the selected-results export, in order (docs/records.md#export).
 # A table: one line per group of columns (identity, task, counts, selection, metrics, costs), kept as written.
 SELECTED_COLUMNS = (
     "method", "method_version", "family", "kind", "origin",

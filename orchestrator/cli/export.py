@@ -1,4 +1,4 @@
-"""`orchestrator export`: the store's tables as Parquet or CSV files (column schema: README.md, "Export")."""
+"""`orchestrator export`: the store's tables as Parquet or CSV files (column schema: docs/records.md#export)."""
 
 from __future__ import annotations
 
