@@ -67,7 +67,7 @@ def _plan_env(tmp_path: Path) -> dict[str, str]:
 @pytest.mark.slow
 @pytest.mark.timeout(4 * HANG_S)  # a hang only: about 20 s of CPU on two cores
 def test_the_paper_protocol_plans_without_services_data_or_weights(tmp_path):
-    """Every built-in method, the 51 catalog datasets, both regimes, splits 0-4, budget 201, 64 shards."""
+    """Every built-in method, every catalog dataset, both regimes, splits 0-4, budget 201, 64 shards."""
     from tests.contract.test_cli_without_torch import PRELUDE
 
     args = ["plan", "--methods", EVERY_METHOD, "--datasets", CATALOG, "--regimes", "10/10/80,50/25/25"]
