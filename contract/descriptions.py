@@ -39,7 +39,9 @@ from contract.v1 import method_service_pb2 as pb
 
 DESCRIPTION_FILE = "description.json"
 GENERATOR = "python -m methods.describe"
-_KIND_NAMES = {pb.METHOD_KIND_SUPERVISED: "supervised", pb.METHOD_KIND_GFM: "gfm"}
+#: A method's kind as the wire names it: the one mapping Describe's encoder (``method_info``) and every reader use.
+KINDS = {"supervised": pb.METHOD_KIND_SUPERVISED, "gfm": pb.METHOD_KIND_GFM}
+KIND_NAMES = {value: name for name, value in KINDS.items()}
 
 
 class DescriptionError(ValueError):
@@ -60,12 +62,38 @@ class MethodSpec:
     library_versions: dict[str, str] = field(default_factory=dict)
 
 
+def method_info(
+    name: str,
+    version: str,
+    family: str,
+    kind: str,
+    default_config: Config,
+    search_space: tuple[Param, ...],
+    capabilities: pb.Capabilities,
+    library_versions: dict[str, str] | None = None,
+    description: str = "",
+) -> pb.MethodInfo:
+    """A method's ``MethodInfo``, as Describe sends it and a description file holds it: the one encoder, which
+    ``spec_from_proto`` reads back (a kind other than ``KINDS``' is read as supervised)."""
+    return pb.MethodInfo(
+        name=name,
+        version=version,
+        family=family,
+        kind=KINDS.get(kind, pb.METHOD_KIND_SUPERVISED),
+        capabilities=capabilities,
+        default_config=config_to_proto(default_config),
+        search_space=[param_to_proto(p) for p in search_space],
+        library_versions=library_versions or {},
+        description=description,
+    )
+
+
 def spec_from_proto(info: pb.MethodInfo) -> MethodSpec:
     return MethodSpec(
         name=info.name,
         version=info.version,
         family=info.family,
-        kind=_KIND_NAMES.get(info.kind, "supervised"),
+        kind=KIND_NAMES.get(info.kind, "supervised"),
         default_config=config_from_proto(info.default_config),
         search_space=tuple(param_from_proto(p) for p in info.search_space),
         max_classes=info.capabilities.max_classes,
@@ -76,14 +104,14 @@ def spec_from_proto(info: pb.MethodInfo) -> MethodSpec:
 def spec_to_dict(spec: MethodSpec) -> dict[str, Any]:
     """What of a method decides its trials (name, version, family, kind, default configuration, search space), as
     a description file writes it; ``spec_from_dict`` reads it back with the same planning identity."""
-    info = pb.MethodInfo(
-        name=spec.name,
-        version=spec.version,
-        family=spec.family,
-        kind=next((k for k, name in _KIND_NAMES.items() if name == spec.kind), pb.METHOD_KIND_SUPERVISED),
-        capabilities=pb.Capabilities(max_classes=spec.max_classes),
-        default_config=config_to_proto(spec.default_config),
-        search_space=[param_to_proto(p) for p in spec.search_space],
+    info = method_info(
+        spec.name,
+        spec.version,
+        spec.family,
+        spec.kind,
+        spec.default_config,
+        spec.search_space,
+        pb.Capabilities(max_classes=spec.max_classes),
     )
     return info_to_dict(info)
 

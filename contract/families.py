@@ -47,8 +47,8 @@ class Family:
     # Pretraining graphs per checkpoint: configuration key -> its value -> that checkpoint's graphs
     # (manifest [pretraining_by.<key>]); a family whose search chooses among checkpoints declares them so.
     pretraining_by: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
-    # What a trial's cost grows with (manifest [cost], per method [cost.<method>]): the cost estimate's prior,
-    # read and checked by orchestrator/estimate.py (``cost_prior``); empty: the estimate's generic prior.
+    # What a trial's cost grows with (manifest [cost], per method [cost.<method>]): the cost prior, whose grammar
+    # contract/cost.py reads and checks (``cost_prior``); empty: the generic prior.
     cost: dict[str, Any] = field(default_factory=dict)
 
     def pretrained_on(self, config: dict | None) -> tuple[str, ...]:
@@ -65,34 +65,40 @@ class Family:
 def load_families(root: Path = ROOT) -> dict[str, Family]:
     families = {}
     for manifest in sorted(root.glob("*/manifest.toml")):
-        data = tomllib.loads(manifest.read_text())
-        name = manifest.parent.name
-        if data.get("family") != name or not FAMILY_NAME.fullmatch(name):
-            raise ValueError(
-                f"{manifest}: family {data.get('family')!r} must be its folder's name, 2-40 lowercase letters and "
-                "digits"
-            )
-        graphs = data.get("pretraining_graphs")
-        basis = data.get("pretraining_basis", "")
-        if not isinstance(basis, str) or (basis and graphs is None):
-            raise ValueError(f"{manifest}: pretraining_basis is a sentence beside pretraining_graphs")
-        family = Family(
-            name,
-            f"nodeground/{name}",
-            f"methods.{name}",
-            declared_methods(manifest.parent),
-            None if graphs is None else tuple(graphs),
-            basis,
-            data.get("kind", "supervised"),
-            dict(data.get("dependencies", {}).get("differs", {})),
-            {k: {v: tuple(g) for v, g in by.items()} for k, by in data.get("pretraining_by", {}).items()},
-            dict(data.get("cost", {})),
-        )
-        undeclared = {g for by in family.pretraining_by.values() for gs in by.values() for g in gs} - set(graphs or ())
-        if undeclared:
-            raise ValueError(f"{manifest}: pretraining_by names {sorted(undeclared)}, which pretraining_graphs lacks")
+        family = load_family(manifest.parent)
         families[family.name] = family
     return families
+
+
+def load_family(folder: Path) -> Family:
+    """The family whose manifest is ``folder/manifest.toml`` (a service reads its own alone)."""
+    manifest = folder / "manifest.toml"
+    data = tomllib.loads(manifest.read_text())
+    name = folder.name
+    if data.get("family") != name or not FAMILY_NAME.fullmatch(name):
+        raise ValueError(
+            f"{manifest}: family {data.get('family')!r} must be its folder's name, 2-40 lowercase letters and digits"
+        )
+    graphs = data.get("pretraining_graphs")
+    basis = data.get("pretraining_basis", "")
+    if not isinstance(basis, str) or (basis and graphs is None):
+        raise ValueError(f"{manifest}: pretraining_basis is a sentence beside pretraining_graphs")
+    family = Family(
+        name,
+        f"nodeground/{name}",
+        f"methods.{name}",
+        declared_methods(folder),
+        None if graphs is None else tuple(graphs),
+        basis,
+        data.get("kind", "supervised"),
+        dict(data.get("dependencies", {}).get("differs", {})),
+        {k: {v: tuple(g) for v, g in by.items()} for k, by in data.get("pretraining_by", {}).items()},
+        dict(data.get("cost", {})),
+    )
+    undeclared = {g for by in family.pretraining_by.values() for gs in by.values() for g in gs} - set(graphs or ())
+    if undeclared:
+        raise ValueError(f"{manifest}: pretraining_by names {sorted(undeclared)}, which pretraining_graphs lacks")
+    return family
 
 
 def declared_methods(folder: Path) -> tuple[str, ...]:

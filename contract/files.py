@@ -98,8 +98,15 @@ def read_json(path: str | os.PathLike[str], what: str, limit: int = JSON_LIMIT) 
         raise FileRefused(f"{what} {path} is not valid JSON ({str(exc).splitlines()[0][:120]})") from None
 
 
-_JSON_NAMES = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number",
-               bool: "true or false", type(None): "null"}  # fmt: skip
+_JSON_NAMES = {
+    dict: "an object",
+    list: "an array",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "true or false",
+    type(None): "null",
+}
 _MISSING: Any = object()
 
 

@@ -32,8 +32,12 @@ import grpc
 from contract.files import MIB, FileRefused, read_bounded
 
 CERT_ENV, KEY_ENV, CA_ENV, NAME_ENV, TOKEN_FILE_ENV = (
-    "NODEGROUND_TLS_CERT", "NODEGROUND_TLS_KEY", "NODEGROUND_TLS_CA", "NODEGROUND_TLS_NAME", "NODEGROUND_TOKEN_FILE",
-)  # fmt: skip
+    "NODEGROUND_TLS_CERT",
+    "NODEGROUND_TLS_KEY",
+    "NODEGROUND_TLS_CA",
+    "NODEGROUND_TLS_NAME",
+    "NODEGROUND_TOKEN_FILE",
+)
 ENV_NAMES = (CERT_ENV, KEY_ENV, CA_ENV, NAME_ENV, TOKEN_FILE_ENV)
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
 _TOKEN = re.compile(r"[\x21-\x7e]+")  # what an HTTP/2 header value may carry

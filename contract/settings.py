@@ -139,8 +139,14 @@ ADD_MEMORY = Setting(
 #: The servicer's limits: each has a flag of `methods.serve` that overrides its variable.
 SERVICE_LIMITS = (GRAPH_CACHE_BYTES, MAX_UPLOAD_BYTES, UPLOAD_WAIT_SECONDS, UPLOAD_IDLE_SECONDS, MAX_MODELS)
 #: Everything numeric a service reads from its environment.
-SERVICE_SETTINGS = (*SERVICE_LIMITS, THREADS, MEMORY_BUDGET_BYTES, PARENT_PID, RANDOM_INIT_WEIGHTS,
-                    ALLOW_UNVERIFIED_WEIGHTS)  # fmt: skip
+SERVICE_SETTINGS = (
+    *SERVICE_LIMITS,
+    THREADS,
+    MEMORY_BUDGET_BYTES,
+    PARENT_PID,
+    RANDOM_INIT_WEIGHTS,
+    ALLOW_UNVERIFIED_WEIGHTS,
+)
 #: Everything numeric the orchestrator reads, and what its embedded services inherit from its environment (their
 #: launcher's pid is set for each, not inherited).
 ORCHESTRATOR_SETTINGS = (START_TIMEOUT_S, ADD_MEMORY, *(s for s in SERVICE_SETTINGS if s is not PARENT_PID))

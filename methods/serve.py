@@ -22,6 +22,7 @@ import grpc
 import torch
 
 from contract.address import AddressError, check_host
+from contract.cost import prior_problems
 from contract.families import Family, load_families
 from contract.handshake import GRAPH_DIR_ENV, READY_PREFIX, SERVICE_PORT
 from contract.hardware import PINNED, KernelPolicyError, kernel_environment, kernel_policy, kernels_in_effect
@@ -87,7 +88,11 @@ def check(family: Family, pip_check: str | None = None) -> str:
                 f"family {family.name}: pip check reports {'; '.join(bad)} (declare an upstream pin the image does not "
                 f"follow, and why, in methods/{family.name}/manifest.toml [dependencies.differs])"
             )
-    names = [m.name for m in method_classes(family)]
+    classes = method_classes(family)
+    problems = prior_problems(family, {m.name: m.default_config for m in classes})
+    if problems:
+        raise RuntimeError(f"family {family.name}: its cost prior is malformed: {'; '.join(problems)}")
+    names = [m.name for m in classes]
     if (Path(__file__).resolve().parent / family.name / "weights.toml").exists():
         if not any(entry.model == family.name for entry in load_weights_catalog().values()):
             raise RuntimeError(
@@ -184,9 +189,14 @@ def main(argv: list[str] | None = None) -> int:
         kernels_in_effect(),
         kept,
     )
+    classes = method_classes(family)
+    problems = prior_problems(family, {m.name: m.default_config for m in classes})
+    if problems:  # its resource checks read it: a service that cannot read its own prior does not start
+        print(f"error: family {family.name}: its cost prior is malformed: {'; '.join(problems)}", file=sys.stderr)
+        return 2
     servicer = MethodServicer(
         family.name,
-        method_classes(family),
+        classes,
         graph_cache_bytes=int(limits[GRAPH_CACHE_BYTES]),
         max_upload_bytes=int(limits[MAX_UPLOAD_BYTES]),
         upload_wait_seconds=limits[UPLOAD_WAIT_SECONDS],
@@ -203,8 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     if not security.serves_tls and not is_loopback(args.host):
         logging.getLogger("nodeground.serve").warning(
             "serving plaintext without a token on %s: anyone who reaches this port can call it; on a shared network "
-            "set NODEGROUND_TLS_CERT, NODEGROUND_TLS_KEY and NODEGROUND_TOKEN_FILE (README, 'Services beyond "
-            "loopback')",
+            "set NODEGROUND_TLS_CERT, NODEGROUND_TLS_KEY and NODEGROUND_TOKEN_FILE "
+            "(docs/services.md#beyond-loopback-tls-and-a-token)",
             args.host,
         )
     health_file = os.environ.get(HEALTH_FILE_ENV)

@@ -59,8 +59,17 @@ if TYPE_CHECKING:
 
 IN_PROCESS = "in-process"  # the endpoint of every record an in-process run writes, and its services row's source
 #: What ``Method`` describes of a method (its class attributes); an instance that sets one on itself describes that.
-DESCRIBED = ("name", "version", "kind", "description", "capabilities", "default_config", "search_space", "settings",
-             "weights")  # fmt: skip
+DESCRIBED = (
+    "name",
+    "version",
+    "kind",
+    "description",
+    "capabilities",
+    "default_config",
+    "search_space",
+    "settings",
+    "weights",
+)
 #: The service's calls as a client's stub offers them.
 CALLS = ("Describe", "HasGraph", "UploadGraph", "AttachGraph", "Fit", "Predict", "Release")
 
@@ -248,8 +257,11 @@ def _copies_of(template: Method) -> type[Method]:
         self.__dict__.update(copy.deepcopy(state))
 
     described = {attribute: state[attribute] for attribute in DESCRIBED if attribute in state}
-    return type(cls.__name__, (cls,), {"__init__": __init__, "__module__": cls.__module__,
-                                       "__qualname__": cls.__qualname__, **described})  # fmt: skip
+    return type(
+        cls.__name__,
+        (cls,),
+        {"__init__": __init__, "__module__": cls.__module__, "__qualname__": cls.__qualname__, **described},
+    )
 
 
 def family_name(cls: type[Method]) -> str:

@@ -18,7 +18,7 @@ import pandas as pd
 from orchestrator.analysis.elo import BOOTSTRAP_ROUNDS
 from orchestrator.analysis.tables import compute_analysis
 from orchestrator.reference.compare import with_reference
-from orchestrator.trials.load import competing, load_trials
+from orchestrator.trial_table.load import competing, load_trials
 
 
 @dataclass(frozen=True)

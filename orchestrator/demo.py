@@ -21,6 +21,7 @@ def main() -> int:
     for path in STORE.parent.glob(f"{STORE.name}*"):  # a fresh store: the demo really runs every trial
         path.unlink()
     os.environ.setdefault("NODEGROUND_THREADS", "1")
+    # A table: one flag and its value per line: the formatter keeps the pairs.
     args = [
         "run",
         "--methods", "mlp,gcn",

@@ -76,10 +76,27 @@ from orchestrator.store import (
 )
 
 RESULT_COLUMNS: tuple[str, ...] = (
-    "method", "method_version", "dataset", "dataset_hash", "task_type", "regime", "split", "config_hash",
-    "status", "val_loss", "val_accuracy", "val_auroc", "test_accuracy", "test_macro_f1",
-    "test_cross_entropy", "test_auroc", "test_precision", "primary_metric", "test_primary", "origin",
-)  # fmt: skip
+    "method",
+    "method_version",
+    "dataset",
+    "dataset_hash",
+    "task_type",
+    "regime",
+    "split",
+    "config_hash",
+    "status",
+    "val_loss",
+    "val_accuracy",
+    "val_auroc",
+    "test_accuracy",
+    "test_macro_f1",
+    "test_cross_entropy",
+    "test_auroc",
+    "test_precision",
+    "primary_metric",
+    "test_primary",
+    "origin",
+)
 CONFLICT_RULES = ("refuse", "keep-first", "keep-last")
 SHOWN = 5  # conflicts and shards a message names before "and N more"
 _BATCH = 5000  # rows per round trip when streaming a source into the target's temporary tables

@@ -40,7 +40,7 @@ from orchestrator.data.splits import ALL_REGIMES, SPLIT_INDICES
 from orchestrator.records import config_hash, trial_key
 from orchestrator.sampling import SAMPLER, config_sequence, sequence_key, sequence_length
 from orchestrator.store import PLAN_ID_PREFIX, ShardPlan, read_done
-from orchestrator.trials.pretraining import excluded_by_pretraining, may_exclude
+from orchestrator.trial_table.pretraining import excluded_by_pretraining, may_exclude
 
 DEFAULT_TIME_LIMIT_S = 3600.0  # per fit and per predict, unless the plan says otherwise
 MAX_TIME_LIMIT_S = 7 * 24 * 3600.0
@@ -64,7 +64,8 @@ class SweepPlan:
     regimes: tuple[str, ...]
     splits: tuple[int, ...]
     budget: int
-    time_limit: float = DEFAULT_TIME_LIMIT_S  # seconds, per fit and per predict (see README, "Time limits")
+    # Seconds, per fit and per predict (docs/running.md#resuming-retries-and-failures).
+    time_limit: float = DEFAULT_TIME_LIMIT_S
     shard: tuple[int, int] = (0, 1)  # (index, count): run only this slice of the plan's cells (shard_index)
     # The named protocol the trials belong to (``orchestrator.protocols``), recorded in each trial; None: a sweep of
     # the user's own choosing.

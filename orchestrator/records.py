@@ -79,7 +79,7 @@ def current_key(key: str, dataset_hash: str | None) -> str:
 
 @dataclass
 class TrialRecord:
-    """One trial. Column meanings are documented in README.md ("Record schema")."""
+    """One trial. Column meanings: docs/records.md#the-record-schema."""
 
     trial_key: str
     method: str

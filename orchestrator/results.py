@@ -1,7 +1,7 @@
 """Selected results: per cell, the trial that the one selection rule picks, as `show` and `export` print them.
 
 The rule (the lowest finite validation loss among ok trials, ties to the earlier trial) is
-``orchestrator.trials.selection.workflow_costs``; `show`, `export` and the report all read it.
+``orchestrator.trial_table.selection.workflow_costs``; `show`, `export` and the report all read it.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from rich.table import Table
 
 from orchestrator.protocols import without_calibration
 from orchestrator.records import ACCEPTED_STATUSES, RETRIED_STATUSES, TrialRecord
-from orchestrator.trials.load import read_store_columns
-from orchestrator.trials.selection import (
+from orchestrator.trial_table.load import read_store_columns
+from orchestrator.trial_table.selection import (
     FULL,
     default_view,
     single_trial_searches_dropped,
@@ -45,10 +45,21 @@ SHOW_COLUMNS = [
 
 #: The trial columns `show` reads for its selection, results and summary; the rest of each row stays in the store.
 SHOWN_TRIAL_COLUMNS = (
-    "method", "method_version", "kind", "dataset", "regime", "split", "trial_index", "status", "val_loss",
-    "primary_metric", "test_primary", "protocol",
-)  # fmt: skip
-#: What `show --workflow` reads besides: the costs it prints (``orchestrator.trials.selection.workflow_costs``).
+    "method",
+    "method_version",
+    "kind",
+    "dataset",
+    "regime",
+    "split",
+    "trial_index",
+    "status",
+    "val_loss",
+    "primary_metric",
+    "test_primary",
+    "protocol",
+)
+#: What `show --workflow` reads besides: the costs it prints (``orchestrator.trial_table.selection.workflow_costs``).
+# A table: service seconds, then peak bytes: the formatter keeps the two rows.
 SHOWN_COST_COLUMNS = (
     "fit_service_s", "predict_service_s", "fit_cpu_s", "predict_cpu_s",
     "fit_peak_rss_bytes", "fit_peak_gpu_bytes", "predict_peak_rss_bytes", "predict_peak_gpu_bytes",
@@ -184,7 +195,8 @@ def failures_table(grouped: pd.DataFrame) -> Table:
 
 # ---- export and workflow views ------------------------------------------------
 
-#: Columns of the selected-results export, in order (README.md, "Export").
+#: Columns of the selected-results export, in order (docs/records.md#export).
+# A table: one line per group of columns (identity, task, counts, selection, metrics, costs), kept as written.
 SELECTED_COLUMNS = (
     "method", "method_version", "family", "kind", "origin",
     "dataset", "dataset_hash", "task_type", "num_classes", "regime", "split",
@@ -201,15 +213,28 @@ _TRIAL_FIELDS = {
     "selected_trial_key": "trial_key",
     "selected_is_default": "is_default",
     "selected_config_json": "config_json",
-    **{c: c for c in ("val_loss", "val_accuracy", "val_auroc", "primary_metric", "test_primary", "test_accuracy",
-                      "test_macro_f1", "test_cross_entropy", "test_auroc", "test_precision")},
-}  # fmt: skip
+    **{
+        c: c
+        for c in (
+            "val_loss",
+            "val_accuracy",
+            "val_auroc",
+            "primary_metric",
+            "test_primary",
+            "test_accuracy",
+            "test_macro_f1",
+            "test_cross_entropy",
+            "test_auroc",
+            "test_precision",
+        )
+    },
+}
 
 
 def selected_with_workflow(trials: pd.DataFrame) -> pd.DataFrame:
     """One row per (method, version, dataset, regime, split): the selected trial and the cell's workflow figures.
 
-    Selection and the cost figures both come from ``orchestrator.trials.selection.workflow_costs``
+    Selection and the cost figures both come from ``orchestrator.trial_table.selection.workflow_costs``
     (full search), the one selection rule. A column the trial table lacks (`show` reads only
     ``SHOWN_TRIAL_COLUMNS``) is left empty.
     """
@@ -272,11 +297,19 @@ def workflow_table(selected: pd.DataFrame) -> Table:
     for row in selected.itertuples(index=False):
         chosen = pd.notna(row.selected_trial_index)
         table.add_row(
-            _cell(row.method), _cell(row.dataset), _cell(row.regime), str(row.split), str(row.n_trials),
-            str(row.n_ok), str(int(row.selected_trial_index)) if chosen else "-",
-            _seconds(row.training_tuning_s), _seconds(row.prediction_s), _seconds(row.workflow_s),
-            _bytes(row.workflow_peak_bytes), _cell(row.memory_kind),
-        )  # fmt: skip
+            _cell(row.method),
+            _cell(row.dataset),
+            _cell(row.regime),
+            str(row.split),
+            str(row.n_trials),
+            str(row.n_ok),
+            str(int(row.selected_trial_index)) if chosen else "-",
+            _seconds(row.training_tuning_s),
+            _seconds(row.prediction_s),
+            _seconds(row.workflow_s),
+            _bytes(row.workflow_peak_bytes),
+            _cell(row.memory_kind),
+        )
     return table
 
 
@@ -288,10 +321,15 @@ def services_table(services: pd.DataFrame) -> Table:
         )
     for row in services.itertuples(index=False):
         table.add_row(
-            _cell(row.family), _cell(row.source), _cell(row.endpoint), _cell(row.started_at),
-            _seconds(row.start_seconds), _seconds(row.warmup_seconds), _cell(row.warmup_methods),
+            _cell(row.family),
+            _cell(row.source),
+            _cell(row.endpoint),
+            _cell(row.started_at),
+            _seconds(row.start_seconds),
+            _seconds(row.warmup_seconds),
+            _cell(row.warmup_methods),
             _cell(row.warmup_error, ""),
-        )  # fmt: skip
+        )
     return table
 
 
@@ -299,9 +337,20 @@ def services_table(services: pd.DataFrame) -> Table:
 
 #: Columns of ``summarize`` (what `show --summary` prints), in order.
 SUMMARY_COLUMNS = (
-    "view", "method", "method_version", "variant", "dataset", "regime",
-    "splits", "selected_splits", "primary_metric", "mean", "std", "selected", "reason",
-)  # fmt: skip
+    "view",
+    "method",
+    "method_version",
+    "variant",
+    "dataset",
+    "regime",
+    "splits",
+    "selected_splits",
+    "primary_metric",
+    "mean",
+    "std",
+    "selected",
+    "reason",
+)
 
 
 def summarize(trials: pd.DataFrame) -> pd.DataFrame:
@@ -412,7 +461,13 @@ def summary_table(summary: pd.DataFrame) -> Table:
         else:
             value = "none selectable"
         table.add_row(
-            _cell(row.regime), _cell(row.dataset), _cell(row.view), f"{row.selected_splits}/{row.splits}",
-            _cell(row.primary_metric), value, _cell(row.selected), _cell(row.reason, ""),
-        )  # fmt: skip
+            _cell(row.regime),
+            _cell(row.dataset),
+            _cell(row.view),
+            f"{row.selected_splits}/{row.splits}",
+            _cell(row.primary_metric),
+            value,
+            _cell(row.selected),
+            _cell(row.reason, ""),
+        )
     return table

@@ -274,11 +274,23 @@ def sweep_script(job: SlurmJob) -> str:
     """The array task: `orchestrator slurm task`, which runs one shard and publishes its store."""
     task = shlex.join(
         [
-            job.python or sys.executable, "-m", "orchestrator", "slurm", "task", "--dir", str(job.path),
-            "--shards", str(job.shards), "--max-requeues", str(job.max_requeues),
-            "--publish-every", f"{job.publish_every:g}", "--", *job.run_args,
+            job.python or sys.executable,
+            "-m",
+            "orchestrator",
+            "slurm",
+            "task",
+            "--dir",
+            str(job.path),
+            "--shards",
+            str(job.shards),
+            "--max-requeues",
+            str(job.max_requeues),
+            "--publish-every",
+            f"{job.publish_every:g}",
+            "--",
+            *job.run_args,
         ]
-    )  # fmt: skip
+    )
     return f"""#!/bin/bash
 #SBATCH --job-name=nodeground-sweep
 #SBATCH --requeue
@@ -600,9 +612,16 @@ class Task:
 
     def _supervise(self) -> int:
         command = [
-            sys.executable, "-m", "orchestrator", "run", *self.run_args,
-            "--shard", f"{self.index}/{self.shards}", "--store", str(self.local),
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "orchestrator",
+            "run",
+            *self.run_args,
+            "--shard",
+            f"{self.index}/{self.shards}",
+            "--store",
+            str(self.local),
+        ]
         self._child = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, errors="replace")
         reader = threading.Thread(target=self._relay, daemon=True)
         reader.start()

@@ -17,7 +17,7 @@ seed is fixed by its split, so a parallel sweep stores the same records
 (keys, configurations, metrics) as a serial one.
 
 Running one trial (upload, fit, predict, release, score; its record and its outcome) is
-``orchestrator.trial``'s; what can refuse the run before its first trial, ``orchestrator.preflight``'s
+``orchestrator.run_trial``'s; what can refuse the run before its first trial, ``orchestrator.preflight``'s
 (``prepare`` asks it: a public split that does not exist, a service not ready); each replica's start
 and warm-up, ``orchestrator.warmup``'s. A trial whose replica went down (recorded ``unavailable``,
 which a rerun retries) is also run once more at once, on whichever replica is free first.
@@ -40,10 +40,10 @@ from orchestrator.host import host_facts
 from orchestrator.plan import Plan, PlannedTrial, SweepPlan, make_plan
 from orchestrator.preflight import check_datasets, describe_services, live_spec
 from orchestrator.records import STATUS_UNAVAILABLE, TrialRecord
+from orchestrator.run_trial import Bundles, Job, Outcome, TrialRunner
 from orchestrator.services.client import ServiceNotReady, ServiceUnavailable
 from orchestrator.services.directory import Directory, timestamp
 from orchestrator.store import ServiceRecord, ShardPlan, Store
-from orchestrator.trial import Bundles, Job, Outcome, TrialRunner
 from orchestrator.warmup import WARMUP_MODES, Warmups
 
 UNAVAILABLE_RETRIES = 1  # a trial whose replica went down is run again this many times (on it, recovered, or another)

@@ -25,10 +25,15 @@ import torch
 
 from contract.wire import GraphBundle
 from methods.ephris.model import WEIGHTS_ID, locate_checkpoint
-from methods.sdk import Capabilities, Config, FitContext
-from methods.sdk.frozen import FrozenGFM
-from methods.sdk.memory import require_memory
-from methods.sdk.pfn import edge_array_without_self_loops, finish_probs
+from methods.sdk import (
+    Capabilities,
+    Config,
+    FitContext,
+    FrozenGFM,
+    edge_array_without_self_loops,
+    finish_probs,
+    require_memory,
+)
 
 # Peak memory rise per (node, feature, unit of width) on CPU, in float32s: the feature tokenizer keeps one
 # token per cell. Measured peak RSS over prepare + predict on random structures of width 16 and 32

@@ -16,8 +16,15 @@ from typing import Any
 import torch
 
 from contract.weights import file_sha256, url_path, weights_dir
-from methods.sdk.frozen import ARCH_ENV, RANDOM_INIT_SEED, Provenance, arch_overrides, locate_or_random
-from methods.sdk.weights import WeightsError, load_weights_catalog
+from methods.sdk import (
+    ARCH_ENV,
+    RANDOM_INIT_SEED,
+    Provenance,
+    WeightsError,
+    arch_overrides,
+    load_weights_catalog,
+    locate_or_random,
+)
 
 WEIGHTS_ID = "ephris-1.0.0"
 # Ephris's smallest structure for random-parameter runs that check the path, not the network's cost.

@@ -29,12 +29,23 @@ from sklearn.preprocessing import QuantileTransformer, StandardScaler
 
 from contract.wire import GraphBundle
 from methods.g2tfm.model import DEFAULT_PEARL, DEFAULT_TABPFN, G2TNet, load_tabpfn_state
-from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, InputRefused
-from methods.sdk.frozen import FrozenGFM, load_frozen
-from methods.sdk.memory import memory_budget_bytes, require_memory
-from methods.sdk.method import seed_everything
-from methods.sdk.pfn import attention_chunk, edge_array_without_self_loops, finish_probs, param_bytes
-from methods.sdk.weights import safe_torch_load
+from methods.sdk import (
+    Capabilities,
+    ChoiceParam,
+    Config,
+    FitContext,
+    FrozenGFM,
+    InputRefused,
+    attention_chunk,
+    edge_array_without_self_loops,
+    finish_probs,
+    load_frozen,
+    memory_budget_bytes,
+    param_bytes,
+    require_memory,
+    safe_torch_load,
+    seed_everything,
+)
 
 TABPFN_ID = "tabpfn-v2-classifier"
 PEARL_ID = "g2tfm-pearl-random"

@@ -23,7 +23,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from methods.sdk.pfn import chunked_attention
+from methods.sdk import (
+    chunked_attention,
+)
 
 DEFAULT_TABPFN: dict[str, Any] = {"emsize": 192, "nhead": 6, "nlayers": 12, "nhid_factor": 4, "n_out": 10}
 DEFAULT_PEARL: dict[str, Any] = {"d_hidden": 512, "n_layers": 3, "output_dim": 16, "samples": 8}

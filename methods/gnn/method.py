@@ -36,18 +36,17 @@ from torch_geometric.nn import (
 from contract.wire import GraphBundle
 from methods.gnn.model import APPNPNet, FAGCNNet, GCNIINet, GPRGNNNet, LayerFactory, LayerStack
 from methods.sdk import (
-    FLOAT_BYTES,
     TRAIN_SPACE,
     ChoiceParam,
     Config,
     FloatParam,
     IntParam,
     TorchNodeClassifier,
-    edge_message_bytes,
-    require_memory,
+    edges_without_self_loops,
+    graph_tensors,
+    require_declared_memory,
+    sym_norm_weights,
 )
-from methods.sdk.graph_ops import edges_without_self_loops, sym_norm_weights
-from methods.sdk.method import graph_tensors
 
 VERSION = "2026-12-07"  # the SDK's fast dropout, feature dropout of nonzeros, fused Adam; MLP trains on its rows
 
@@ -159,7 +158,6 @@ class _AttentionStack(StackMethod):
     """
 
     conv_cls: type = GATConv
-    floats_per_edge_unit = 1.25  # messages autograd keeps per edge, layer and unit of width (measured 1.1)
     default_config = {
         **STACK_DEFAULTS,
         "hidden": 64,
@@ -190,15 +188,14 @@ class _AttentionStack(StackMethod):
         return make
 
     def check_resources(self, graph: GraphBundle, config: Config, device: torch.device) -> None:
-        """Attention keeps a message of the full width on every edge of every layer: refuse what cannot fit.
+        """Attention keeps a message of the full width on every edge of every layer: refuse what cannot fit (the
+        bytes per arc each variant keeps are its manifest's ``check``).
 
         tolokers' 1M edges at 512 wide and 6 GATv2 layers would need about 50 GB.
         """
-        width, layers = max(int(config["hidden"]), int(config["heads"])), int(config["num_layers"])
-        estimate = edge_message_bytes(graph, width, layers, int(config["heads"]), self.floats_per_edge_unit)
-        require_memory(
-            self.name, estimate, device, f"{layers} attention layers of {width} over {graph.edge_index.shape[1]} edges"
-        )
+        width, layers = int(config["hidden"]), int(config["num_layers"])
+        what = f"{layers} attention layers of {width} over {graph.edge_index.shape[1]} edges"
+        require_declared_memory(self, graph, config, device, what)
 
 
 class GAT(_AttentionStack):
@@ -213,7 +210,6 @@ class GATv2(_AttentionStack):
     version = VERSION
     description = "GATv2, dynamic attention (Brody et al., ICLR 2022)."
     conv_cls = GATv2Conv
-    floats_per_edge_unit = 3.25  # it adds both endpoints before its nonlinearity (measured 3.0)
 
 
 class GIN(StackMethod):
@@ -267,15 +263,13 @@ class JKNet(StackMethod):
         each node's ``layers`` outputs, so its training memory grows as
         nodes x layers^2 x hidden. Autograd keeps about 32 floats per node, step and
         unit (measured: 11.3 GB at 7,600 nodes, 7 layers, 512 wide; 3.3 GB at 5
-        layers, 256 wide), which is the estimate checked here.
+        layers, 256 wide): the manifest's ``check`` declares it.
         """
         if config["jk"] != "lstm":
             return
         hidden, layers = int(config["hidden"]), int(config["num_layers"])
-        estimate = 32 * FLOAT_BYTES * graph.num_nodes * layers * (layers * hidden / 2)
-        require_memory(
-            self.name, estimate, device, f"an LSTM readout over {layers} layers of {hidden} on {graph.num_nodes} nodes"
-        )
+        what = f"an LSTM readout over {layers} layers of {hidden} on {graph.num_nodes} nodes"
+        require_declared_memory(self, graph, config, device, what)
 
     def make_layer(self, config: Config) -> LayerFactory:
         if config["conv"] == "sage":
@@ -360,13 +354,11 @@ class GCNII(TorchNodeClassifier):
         of width and layer (13 with a batch or layer norm), independent of the
         edge count, plus the transient edge messages of one layer (about three
         floats per edge and unit). The paper's 64 layers of 64 on a 20k-node graph
-        need ~3.8 GiB: refused under a 4 GiB limit instead of OOM-killed.
+        need ~3.8 GiB: refused under a 4 GiB limit instead of OOM-killed. The manifest's ``check`` declares it.
         """
         hidden, layers = int(config["hidden"]), int(config["num_layers"])
-        per_layer = 12 + (2 if config["norm"] != "none" else 0)
-        edges = graph.edge_index.shape[1] + graph.num_nodes
-        estimate = FLOAT_BYTES * hidden * (per_layer * graph.num_nodes * layers + 3 * edges)
-        require_memory(self.name, estimate, device, f"{layers} GCNII layers of {hidden} on {graph.num_nodes} nodes")
+        what = f"{layers} GCNII layers of {hidden} on {graph.num_nodes} nodes"
+        require_declared_memory(self, graph, config, device, what)
 
     def param_groups(self, model: nn.Module, config: Config) -> list[dict[str, Any]]:
         convs = [p for p in cast(nn.Module, model.convs).parameters()]
@@ -450,10 +442,8 @@ class FAGCN(TorchNodeClassifier):
     def check_resources(self, graph: GraphBundle, config: Config, device: torch.device) -> None:
         """Refuse what cannot fit: each layer's signed gate weights every edge's full-width message.
 
-        Autograd keeps those messages for the backward.
+        Autograd keeps those messages for the backward (the manifest's ``check``).
         """
         hidden, layers = int(config["hidden"]), int(config["num_layers"])
-        estimate = edge_message_bytes(graph, hidden, layers)
-        require_memory(
-            self.name, estimate, device, f"{layers} FAGCN layers of {hidden} over {graph.edge_index.shape[1]} edges"
-        )
+        what = f"{layers} FAGCN layers of {hidden} over {graph.edge_index.shape[1]} edges"
+        require_declared_memory(self, graph, config, device, what)

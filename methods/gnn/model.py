@@ -15,8 +15,11 @@ from torch import Tensor, nn
 from torch_geometric.nn import APPNP as APPNPProp
 from torch_geometric.nn import FAConv, GCN2Conv, JumpingKnowledge
 
-from methods.sdk import Config, feature_dropout
-from methods.sdk.graph_ops import WeightedPropagation
+from methods.sdk import (
+    Config,
+    WeightedPropagation,
+    feature_dropout,
+)
 
 _ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F.gelu, "elu": F.elu}
 

@@ -19,9 +19,16 @@ from methods.graphany.model import (
     least_squares,
     linear_gnn_predictions,
 )
-from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, Method
-from methods.sdk.frozen import adaptation_flags, locate_weights
-from methods.sdk.method import graph_tensors
+from methods.sdk import (
+    Capabilities,
+    ChoiceParam,
+    Config,
+    FitContext,
+    Method,
+    adaptation_flags,
+    graph_tensors,
+    locate_weights,
+)
 
 VERSION = "2026-12-01"
 CHECKPOINTS = ("arxiv", "cora", "product", "wisconsin")

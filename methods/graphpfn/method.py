@@ -38,12 +38,22 @@ from methods.graphpfn.model import (
     load_limix_state,
     min_ecoc_members,
 )
-from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, InputRefused
-from methods.sdk.frozen import FrozenGFM, load_frozen
-from methods.sdk.memory import require_memory
-from methods.sdk.method import seed_everything
-from methods.sdk.pfn import attention_chunk, edge_array_without_self_loops, finish_probs, param_bytes
-from methods.sdk.weights import safe_torch_load
+from methods.sdk import (
+    Capabilities,
+    ChoiceParam,
+    Config,
+    FitContext,
+    FrozenGFM,
+    InputRefused,
+    attention_chunk,
+    edge_array_without_self_loops,
+    finish_probs,
+    load_frozen,
+    param_bytes,
+    require_memory,
+    safe_torch_load,
+    seed_everything,
+)
 
 LIMIX_ID = "limix-16m"
 ADAPTERS_ID = "graphpfn-1.3-adapters"

@@ -33,7 +33,10 @@ import torch.nn.functional as F
 from torch import nn
 from torch_geometric.utils import softmax as edge_softmax
 
-from methods.sdk.pfn import attention_chunk, chunked_attention
+from methods.sdk import (
+    attention_chunk,
+    chunked_attention,
+)
 
 DEFAULT_ARCH: dict[str, Any] = {
     # LimiX-16M (the values in its checkpoint's config; a real checkpoint's config wins)

@@ -22,41 +22,31 @@ from torch import nn
 from contract.wire import GraphBundle
 from methods.graphtransformer.model import GraphGPSNet, NAGphormerNet, PolynormerNet, SGFormerNet
 from methods.sdk import (
-    FLOAT_BYTES,
     TRAIN_SPACE,
     ChoiceParam,
     Config,
     FloatParam,
     IntParam,
     TorchNodeClassifier,
-    edge_message_bytes,
-    require_memory,
-)
-from methods.sdk.graph_ops import (
     WeightedPropagation,
     edges_without_self_loops,
+    graph_tensors,
     laplacian_eigenvectors,
+    require_declared_memory,
     sym_norm_weights,
 )
-from methods.sdk.method import graph_tensors
 
 VERSION = "2026-12-07"  # the SDK's fast dropout, feature dropout of nonzeros, fused Adam; NAGphormer trains on its rows
 
 
 class _MemoryChecked(TorchNodeClassifier):
-    """Estimates activation memory as N x (floats per node) and refuses what cannot fit."""
+    """Refuses what cannot fit before building anything: the bytes its manifest's ``check`` declares."""
 
-    def floats_per_node(self, graph: GraphBundle, config: Config) -> float:
-        raise NotImplementedError
-
-    def extra_bytes(self, graph: GraphBundle, config: Config) -> float:
-        return 0.0
-
-    def memory_estimate(self, graph: GraphBundle, config: Config) -> float:
-        return graph.num_nodes * self.floats_per_node(graph, config) * FLOAT_BYTES + self.extra_bytes(graph, config)
+    def memory_what(self, graph: GraphBundle, config: Config) -> str:
+        return f"a graph of {graph.num_nodes} nodes"
 
     def check_resources(self, graph: GraphBundle, config: Config, device: torch.device) -> None:
-        require_memory(self.name, self.memory_estimate(graph, config), device, f"a graph of {graph.num_nodes} nodes")
+        require_declared_memory(self, graph, config, device, self.memory_what(graph, config))
 
 
 class Polynormer(_MemoryChecked):
@@ -96,16 +86,6 @@ class Polynormer(_MemoryChecked):
         IntParam("local_epochs", 0, 300),
     )
 
-    def floats_per_node(self, graph: GraphBundle, config: Config) -> float:
-        hidden = int(config["hidden"])
-        return int(config["local_layers"]) * 12 * hidden + int(config["global_layers"]) * 14 * hidden
-
-    def extra_bytes(self, graph: GraphBundle, config: Config) -> float:
-        """GAT local layers keep every edge's full-width message for the backward; GCN ones do not."""
-        if config["local_conv"] != "gat":
-            return 0.0
-        return edge_message_bytes(graph, int(config["hidden"]), int(config["local_layers"]), int(config["heads"]))
-
     def build_model(self, config: Config, in_dim: int, out_dim: int) -> nn.Module:
         return PolynormerNet(config, in_dim, out_dim)
 
@@ -144,10 +124,6 @@ class SGFormer(_MemoryChecked):
         ChoiceParam("residual", (True, False)),
     )
 
-    def floats_per_node(self, graph: GraphBundle, config: Config) -> float:
-        hidden, heads = int(config["hidden"]), int(config["heads"])
-        return 6 * hidden + int(config["trans_layers"]) * 14 * hidden * heads + int(config["gnn_layers"]) * 8 * hidden
-
     def build_model(self, config: Config, in_dim: int, out_dim: int) -> nn.Module:
         return SGFormerNet(config, in_dim, out_dim)
 
@@ -180,14 +156,6 @@ class NAGphormer(_MemoryChecked):
         FloatParam("dropout", 0.0, 0.6),
         FloatParam("attn_dropout", 0.0, 0.6),
     )
-
-    def floats_per_node(self, graph: GraphBundle, config: Config) -> float:
-        tokens = int(config["hops"]) + 1
-        hidden, heads = int(config["hidden"]), int(config["heads"])
-        features = graph.features.shape[1] + int(config["pe_dim"])
-        inputs = tokens * features * 2  # the cached tokens and their embedding's input gradient workspace
-        per_layer = tokens * hidden * 14 + heads * tokens * tokens * 3
-        return inputs + tokens * hidden * 4 + int(config["num_layers"]) * per_layer
 
     def model_inputs(self, graph: GraphBundle, config: Config, device: torch.device) -> tuple[Any, ...]:
         hops, pe_dim = int(config["hops"]), int(config["pe_dim"])
@@ -249,20 +217,8 @@ class GraphGPS(_MemoryChecked):
         ChoiceParam("norm", ("batch_norm", "layer_norm")),
     )
 
-    def floats_per_node(self, graph: GraphBundle, config: Config) -> float:
-        hidden = int(config["hidden"])
-        return 4 * hidden + int(config["num_layers"]) * 30 * hidden
-
-    def extra_bytes(self, graph: GraphBundle, config: Config) -> float:
-        if config["attn_type"] != "multihead":
-            return 0.0
-        n = graph.num_nodes
-        # attention scores, their softmax and dropout mask, and the gradient of each, per head and layer
-        return float(int(config["num_layers"]) * int(config["heads"]) * n * n * FLOAT_BYTES * 4)
-
-    def check_resources(self, graph: GraphBundle, config: Config, device: torch.device) -> None:
-        what = f"{config['attn_type']} attention over {graph.num_nodes} nodes"
-        require_memory(self.name, self.memory_estimate(graph, config), device, what)
+    def memory_what(self, graph: GraphBundle, config: Config) -> str:
+        return f"{config['attn_type']} attention over {graph.num_nodes} nodes"
 
     def model_inputs(self, graph: GraphBundle, config: Config, device: torch.device) -> tuple[Any, ...]:
         data = graph_tensors(graph, device)

@@ -13,9 +13,22 @@ import numpy as np
 
 from contract.wire import GraphBundle
 from methods.gvt.model import GraphViewTransformation, Head, recurrent_representations
-from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, FloatParam, IntParam, Method
-from methods.sdk.frozen import SELECTION, HeadState, frozen_representations, located_state_dict, train_head
-from methods.sdk.method import graph_tensors, seed_everything
+from methods.sdk import (
+    SELECTION,
+    Capabilities,
+    ChoiceParam,
+    Config,
+    FitContext,
+    FloatParam,
+    HeadState,
+    IntParam,
+    Method,
+    frozen_representations,
+    graph_tensors,
+    located_state_dict,
+    seed_everything,
+    train_head,
+)
 
 VERSION = "2026-12-07"  # the SDK's head training: fast dropout, fused Adam
 SEEDS = (0, 42, 123, 2026, 9999)

@@ -8,9 +8,21 @@ import numpy as np
 
 from contract.wire import GraphBundle
 from methods.node4all.model import CGTEncoder, Head, encode
-from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, FloatParam, Method
-from methods.sdk.frozen import SELECTION, HeadState, frozen_representations, located_state_dict, train_head
-from methods.sdk.method import graph_tensors, seed_everything
+from methods.sdk import (
+    SELECTION,
+    Capabilities,
+    ChoiceParam,
+    Config,
+    FitContext,
+    FloatParam,
+    HeadState,
+    Method,
+    frozen_representations,
+    graph_tensors,
+    located_state_dict,
+    seed_everything,
+    train_head,
+)
 
 VERSION = "2026-12-07"  # the SDK's head training: fast dropout, fused Adam
 

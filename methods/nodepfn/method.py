@@ -29,12 +29,24 @@ from sklearn.preprocessing import PowerTransformer
 
 from contract.wire import GraphBundle
 from methods.nodepfn.model import DEFAULT_ARCH, NodePFNNet, arch_from_config
-from methods.sdk import Capabilities, ChoiceParam, Config, FitContext, InputRefused, IntParam
-from methods.sdk.frozen import FrozenGFM, load_frozen
-from methods.sdk.memory import memory_budget_bytes, require_memory
-from methods.sdk.method import seed_everything
-from methods.sdk.pfn import attention_chunk, edge_array_without_self_loops, finish_probs, param_bytes
-from methods.sdk.weights import safe_torch_load
+from methods.sdk import (
+    Capabilities,
+    ChoiceParam,
+    Config,
+    FitContext,
+    FrozenGFM,
+    InputRefused,
+    IntParam,
+    attention_chunk,
+    edge_array_without_self_loops,
+    finish_probs,
+    load_frozen,
+    memory_budget_bytes,
+    param_bytes,
+    require_memory,
+    safe_torch_load,
+    seed_everything,
+)
 
 WEIGHTS_ID = "nodepfn-epoch30"
 SOFTMAX_TEMPERATURE = 0.8  # upstream: logits / exp(log(0.8))

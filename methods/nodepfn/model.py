@@ -31,7 +31,9 @@ from torch import nn
 from torch_geometric.nn import GCNConv
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
-from methods.sdk.pfn import chunked_attention
+from methods.sdk import (
+    chunked_attention,
+)
 
 DEFAULT_ARCH: dict[str, Any] = {
     # the released checkpoint's config (a real checkpoint's config wins)

@@ -10,15 +10,20 @@ available RAM and the cgroup's limit minus what the cgroup already holds
 
 from __future__ import annotations
 
+import functools
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 import psutil
 import torch
 
+from contract.cost import PriorError, ResourceCheck, check_sizes, cost_prior
+from contract.families import load_family
 from contract.settings import MEMORY_BUDGET_BYTES
+from contract.wire import GraphBundle
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 _NO_LIMIT = 1 << 60  # cgroup v1 writes a number near 2**63 for "no limit"
@@ -147,3 +152,43 @@ def require_memory(
         f"budget of {fmt_bytes(budget)} ({source}); refused before running: choose a smaller configuration or a "
         "larger device"
     )
+
+
+class Named(Protocol):
+    """A method, as its resource check needs it: its name (the manifest's ``[cost.<name>]``)."""
+
+    name: ClassVar[str]
+
+
+@functools.cache
+def _declared_check(folder: Path, method: str) -> ResourceCheck:
+    check = cost_prior(method, load_family(folder)).check
+    if check is None:
+        raise PriorError(
+            f"methods/{folder.name}/manifest.toml: {method} checks its memory, but its [cost] declares no check"
+        )
+    return check
+
+
+def declared_check(method: type[Named]) -> ResourceCheck:
+    """What ``method``'s resource check refuses on, as its family's manifest declares it (``[cost]``'s ``check``,
+    read by ``contract.cost``): the family is the folder of the module that defines the class."""
+    module = sys.modules[method.__module__].__file__
+    assert module is not None, method
+    return _declared_check(Path(module).resolve().parent, method.name)
+
+
+def declared_bytes(method: type[Named], graph: GraphBundle, config: Mapping[str, Any]) -> float:
+    """The bytes ``method``'s declared check counts on ``graph`` under ``config``."""
+    sizes = check_sizes(graph.num_nodes, graph.edge_index.shape[1], graph.features.shape[1], graph.num_classes)
+    return declared_check(method).bytes(sizes, config)
+
+
+def require_declared_memory(
+    method: Named, graph: GraphBundle, config: Mapping[str, Any], device: torch.device, what: str
+) -> None:
+    """``require_memory`` on the bytes the family's manifest declares for ``method`` (one home for a method's
+    memory model: the price reads the same terms); nothing to check where they come to zero (a part not built)."""
+    estimate = declared_bytes(type(method), graph, config)
+    if estimate:
+        require_memory(method.name, estimate, device, what)

@@ -155,27 +155,6 @@ class TrainedModel:
     config: Config = field(default_factory=dict)
 
 
-FLOAT_BYTES = 4  # activations are float32: memory estimates count floats and multiply by this
-
-
-def edge_message_bytes(
-    graph: GraphBundle, width: int, layers: int, heads: int = 1, floats_per_unit: float = 1.25
-) -> float:
-    """Activation bytes of message passing whose messages carry learned per-edge coefficients.
-
-    GAT-like and FAGCN layers multiply each edge's message by a coefficient that
-    needs a gradient, so autograd keeps every layer's edges x width messages
-    (``floats_per_unit`` per edge, layer and unit of width), the backward's
-    gather and scatter briefly need about three more per edge and unit, and each
-    head keeps about ten floats per edge and layer for its coefficients.
-    Measured as peak RSS over two epochs on a 400k-edge graph: GAT, FAGCN and
-    Polynormer's GAT layers 1.1 floats per unit and layer, GATv2 3.0. Edges
-    count the stored ones plus at most one self-loop per node.
-    """
-    edges = graph.edge_index.shape[1] + graph.num_nodes
-    return FLOAT_BYTES * edges * (width * (floats_per_unit * layers + 3) + 10 * heads * layers)
-
-
 SELECTION_RULES = ("val_loss", "val_accuracy")
 
 

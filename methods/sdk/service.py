@@ -52,9 +52,10 @@ import torch
 from grpc_health.v1 import health_pb2_grpc
 
 from contract import settings
+from contract.descriptions import KINDS, method_info
 from contract.handover import HANDOVER_TTL_S, attach
 from contract.security import Security
-from contract.space import ConfigError, config_from_proto, config_to_proto, param_to_proto, value_to_proto
+from contract.space import ConfigError, config_from_proto, value_to_proto
 from contract.v1 import method_service_pb2 as pb
 from contract.v1 import method_service_pb2_grpc as pb_grpc
 from contract.weights import WeightsError
@@ -91,17 +92,21 @@ from methods.sdk.uploads import (
 log = logging.getLogger("nodeground.service")
 
 CONTROL_THREADS = 4  # health, Describe, HasGraph, Release: never queued behind compute
-_KINDS = {"supervised": pb.METHOD_KIND_SUPERVISED, "gfm": pb.METHOD_KIND_GFM}
 
 
 def describe_method(method: type[Method], family: str) -> pb.MethodInfo:
+    """What Describe says of ``method``, encoded by the contract's one mapping (``contract.descriptions``)."""
+    if method.kind not in KINDS:
+        raise ValueError(f"{method.name}: kind {method.kind!r} is none of {', '.join(KINDS)}")
     caps = method.capabilities
-    return pb.MethodInfo(
-        name=method.name,
-        version=method.version,
-        family=family,
-        kind=_KINDS[method.kind],
-        capabilities=pb.Capabilities(
+    return method_info(
+        method.name,
+        method.version,
+        family,
+        method.kind,
+        method.default_config,
+        tuple(method.search_space),
+        pb.Capabilities(
             max_classes=caps.max_classes,
             max_features=caps.max_features,
             max_nodes=caps.max_nodes,
@@ -110,10 +115,8 @@ def describe_method(method: type[Method], family: str) -> pb.MethodInfo:
             supports_binary=caps.supports_binary,
             supports_multiclass=caps.supports_multiclass,
         ),
-        default_config=config_to_proto(method.default_config),
-        search_space=[param_to_proto(p) for p in method.search_space],
-        library_versions=library_versions(),
-        description=method.description,
+        library_versions(),
+        method.description,
     )
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import pandas as pd
 
 from orchestrator.analysis.views import reference_view
-from orchestrator.trials.selection import count_words, trial_outcomes
+from orchestrator.trial_table.selection import count_words, trial_outcomes
 
 COHORT_TITLES = {
     "all": "All datasets, built-in gaps imputed with gcn-Default",

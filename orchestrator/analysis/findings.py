@@ -20,7 +20,7 @@ import pandas as pd
 from orchestrator.analysis.cohorts import is_user, regime_datasets
 from orchestrator.analysis.elo import MIN_BOOTSTRAP_DATASETS, interval_resolved
 from orchestrator.analysis.views import REFERENCE_METHOD
-from orchestrator.trials.selection import default_view
+from orchestrator.trial_table.selection import default_view
 
 COLUMNS = ["regime", "topic", "sentence", "figure"]
 #: The result that stands in for a missing or overlapping one (imputation, overlap audit).

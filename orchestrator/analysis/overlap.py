@@ -1,7 +1,7 @@
 """Pretraining-overlap audit (paper App. C.3).
 
 A GFM whose pretraining used a benchmark graph has not been evaluated held-out on it (what each
-configuration was pretrained on, and how graphs are matched: ``orchestrator.trials.pretraining``).
+configuration was pretrained on, and how graphs are matched: ``orchestrator.trial_table.pretraining``).
 In common-universe analyses (the imputed ``all`` cohort: leaderboards, Pareto fronts, per-dataset
 tables) such a result is omitted and, like any missing built-in result, replaced by the matched
 GCN-Default result; the replacement is marked ``overlap`` and listed in the report. Besides the
@@ -20,7 +20,7 @@ import json
 
 import pandas as pd
 
-from orchestrator.trials.pretraining import families_by_method, graph_identities, graph_identity, pretrained_on
+from orchestrator.trial_table.pretraining import families_by_method, graph_identities, graph_identity, pretrained_on
 
 _KEYS = ["view", "dataset", "regime", "split"]
 

@@ -15,7 +15,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
 
-from orchestrator.trials.selection import FULL
+from orchestrator.trial_table.selection import FULL
 
 KIND_COLORS = {"default": "#9aa5b1", "tuned": "#1f6feb", "gfm": "#d1495b", "budget": "#8fb5ef"}
 #: A user submission, wherever a figure shows it (bars, points, labels); the pages mark its rows alike.
@@ -235,6 +235,7 @@ _LEGEND = {"default": "default configuration", "tuned": "tuned (full search)", "
 _SHOWN = {**KIND_COLORS, "default": "#57606a"}
 #: One colour per shown method's budget path: dark enough for its k labels to read on white (tab10, then Dark2;
 #: neither purple, the submissions' colour, nor grey, the colour of the rest).
+# A table: tab10's row, then Dark2's: the formatter keeps the two palettes apart.
 PATH_COLORS = (
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#8c564b", "#e377c2", "#bcbd22", "#17becf",
     "#1b9e77", "#d95f02", "#e7298a", "#66a61e", "#e6ab02", "#a6761d",

@@ -31,8 +31,8 @@ from orchestrator.analysis.views import (
     prepare,
     reference_view,
 )
-from orchestrator.trials.load import AnalysisInputError
-from orchestrator.trials.selection import FULL, workflow_costs
+from orchestrator.trial_table.load import AnalysisInputError
+from orchestrator.trial_table.selection import FULL, workflow_costs
 
 Tables = dict[str, pd.DataFrame]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from orchestrator.trials.selection import FULL
+from orchestrator.trial_table.selection import FULL
 
 POINT = 100.0
 WITHIN = 1.0  # points

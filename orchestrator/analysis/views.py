@@ -9,7 +9,7 @@ A view is what a leaderboard row compares:
   interpolated linearly in k between the measured default and full-search costs.
 
 Selection never looks at test metrics. Each result carries the selected trial's metrics and the
-workflow costs of ``orchestrator.trials.selection.workflow_costs``.
+workflow costs of ``orchestrator.trial_table.selection.workflow_costs``.
 
 Naming: ``<METHOD>`` is the method's registered name as the records store it (``gcn``), so a
 synthetic table and a real store spell views the same way. Code that needs a particular view
@@ -23,9 +23,15 @@ import numpy as np
 import pandas as pd
 
 from orchestrator.records import TASK_BINARY, primary_metric_name
-from orchestrator.trials.load import METRIC_COLUMNS, complete_columns
-from orchestrator.trials.selection import BUDGETS, FULL, default_view, single_trial_searches_dropped, workflow_costs
-from orchestrator.trials.selection import COST_COLUMNS as WORKFLOW_COST_COLUMNS
+from orchestrator.trial_table.load import METRIC_COLUMNS, complete_columns
+from orchestrator.trial_table.selection import (
+    BUDGETS,
+    FULL,
+    default_view,
+    single_trial_searches_dropped,
+    workflow_costs,
+)
+from orchestrator.trial_table.selection import COST_COLUMNS as WORKFLOW_COST_COLUMNS
 
 GROUP = ["method", "dataset", "regime", "split"]
 COST_COLUMNS = [*WORKFLOW_COST_COLUMNS, "n_trials", "n_ok"]

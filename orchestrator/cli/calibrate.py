@@ -12,21 +12,21 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from orchestrator.calibrate import (
-    GFM_SECONDS,
-    PROBE_GRAPHS,
-    SUPERVISED_SECONDS,
-    Progress,
-    calibrate,
-    calibration_store,
-    methods_to_probe,
-)
 from orchestrator.cli.errors import UserError, user_errors
 from orchestrator.cli.options import EndpointOpt, ServicesOpt, parse_endpoints
 from orchestrator.cli.progress import cpu_seconds, sweep_with_progress
 from orchestrator.cli.services import open_services
 from orchestrator.cli.specs import plan_specs
 from orchestrator.plan import SweepPlan
+from orchestrator.price import (
+    GFM_SECONDS,
+    PROBE_GRAPHS,
+    SUPERVISED_SECONDS,
+    ProbeProgress,
+    calibrate,
+    calibration_store,
+    methods_to_probe,
+)
 from orchestrator.services.client import ServiceNotReady
 from orchestrator.services.directory import resolve_methods
 from orchestrator.store import read_trial_columns
@@ -34,7 +34,7 @@ from orchestrator.store import read_trial_columns
 PROBE_COLUMNS = ("method", "dataset", "status", "fit_service_s", "predict_service_s")
 
 
-def run_probe(methods: Sequence[str], store: Path, endpoint: list[str], services: str) -> list[Progress]:
+def run_probe(methods: Sequence[str], store: Path, endpoint: list[str], services: str) -> list[ProbeProgress]:
     """Probe ``methods`` into ``store`` (resuming what it holds), one graph after another, each step's sweep with its
     progress; a store that holds every step says so in one line and starts nothing."""
     methods = tuple(dict.fromkeys(methods))
@@ -78,7 +78,7 @@ def run_probe(methods: Sequence[str], store: Path, endpoint: list[str], services
                 break
             return left_out
 
-        def on_step(graph, progress: list[Progress]) -> None:
+        def on_step(graph, progress: list[ProbeProgress]) -> None:
             done = [p for p in progress if graph.name in p.graphs]
             line = ", ".join(f"{p.method} {p.spent:,.0f}/{p.budget:g} s" for p in done)
             say(f"calibration: {graph.name} done ({line})")
@@ -86,7 +86,7 @@ def run_probe(methods: Sequence[str], store: Path, endpoint: list[str], services
         return calibrate(specs, families, run_step, stored, on_step)
 
 
-def progress_table(progress: list[Progress]) -> Table:
+def progress_table(progress: list[ProbeProgress]) -> Table:
     table = Table(title=f"cost probe: {len(PROBE_GRAPHS)} graphs of 500 to 128,000 nodes, largest probed first")
     for column in ("method", "graphs", "largest probed", "service s", "budget s", "stopped"):
         table.add_column(column, justify="right" if column in ("graphs", "service s", "budget s") else "left")

@@ -1,4 +1,4 @@
-"""`orchestrator export`: the store's tables as Parquet or CSV files (column schema: README.md, "Export")."""
+"""`orchestrator export`: the store's tables as Parquet or CSV files (column schema: docs/records.md#export)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from orchestrator.cli.errors import UserError, user_errors
 from orchestrator.protocols import without_calibration
 from orchestrator.results import selected_with_workflow
 from orchestrator.store import read_services, read_trials
-from orchestrator.trials.selection import workflow_costs
+from orchestrator.trial_table.selection import workflow_costs
 
 FORMATS = ("parquet", "csv")
 

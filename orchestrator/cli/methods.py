@@ -12,7 +12,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from contract.families import FAMILY_NAME, load_families
+from contract.cost import prior_problems
+from contract.families import FAMILY_NAME, load_families, load_family
 from orchestrator.cli.errors import UserError, user_errors
 
 app = typer.Typer(help="List the method families, scaffold contributed methods.", no_args_is_help=True)
@@ -58,6 +59,9 @@ def scaffold(name: str, root: Path = REPO, date: str | None = None) -> list[Path
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(render((TEMPLATES / tmpl).read_text(), name, date))
         written.append(dest)
+    problems = prior_problems(load_family(root / "methods" / name))
+    if problems:  # the family's resource checks and the price read it: say so now, not at its first fit
+        raise UserError(f"methods/{name}/manifest.toml: its cost prior is malformed: {'; '.join(problems)}")
     return written
 
 

@@ -62,23 +62,29 @@ MethodsOpt = Annotated[
 ProtocolOpt = Annotated[str | None, typer.Option(help=PROTOCOL_HELP)]
 DatasetsOpt = Annotated[
     str | None,
-    typer.Option(help="Comma-separated dataset names, e.g. synthetic-homophilous,cora; all = the catalog; loadable = "
-                 "every catalog task this machine can load now (default: the --protocol's)."),
-]  # fmt: skip
+    typer.Option(
+        help="Comma-separated dataset names, e.g. synthetic-homophilous,cora; all = the catalog; loadable = "
+        "every catalog task this machine can load now (default: the --protocol's)."
+    ),
+]
 RegimesOpt = Annotated[
     str | None,
-    typer.Option(help=f"Comma-separated label regimes: {', '.join(ALL_REGIMES)} (public = the split the source "
-                 f"publishes; default: {DEFAULT_REGIMES}, or the --protocol's)."),
-]  # fmt: skip
+    typer.Option(
+        help=f"Comma-separated label regimes: {', '.join(ALL_REGIMES)} (public = the split the source "
+        f"publishes; default: {DEFAULT_REGIMES}, or the --protocol's)."
+    ),
+]
 SplitsOpt = Annotated[
     str | None,
     typer.Option(help=f"Comma-separated split indices (0-4; default: {DEFAULT_SPLITS}, or the --protocol's)."),
 ]
 BudgetOpt = Annotated[
     int | None,
-    typer.Option(help="Trials per (method, dataset, regime, split): the default config plus budget-1 sampled ones "
-                 f"(default: {DEFAULT_BUDGET}, or the --protocol's)."),
-]  # fmt: skip
+    typer.Option(
+        help="Trials per (method, dataset, regime, split): the default config plus budget-1 sampled ones "
+        f"(default: {DEFAULT_BUDGET}, or the --protocol's)."
+    ),
+]
 TimeLimitOpt = Annotated[float, typer.Option(help=TIME_LIMIT_HELP)]
 EndpointOpt = Annotated[list[str], typer.Option(help=ENDPOINT_HELP)]
 ServicesOpt = Annotated[str, typer.Option(help=SERVICES_HELP)]

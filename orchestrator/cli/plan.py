@@ -11,26 +11,26 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from orchestrator.calibrate import calibration_store
 from orchestrator.cli.calibrate import run_probe
 from orchestrator.cli.errors import UserError, user_errors
 from orchestrator.cli.options import ENDPOINT_HELP, SERVICES_HELP, HardwareOpt, SweepFlags, flag_groups, parse_endpoints
 from orchestrator.cli.specs import plan_specs
 from orchestrator.data.registry import resolve_name
-from orchestrator.estimate import (
+from orchestrator.plan import Plan, make_plan, stored_done
+from orchestrator.price import (
     MIN_DATASETS,
     BacktestRow,
     CellCost,
     CostModel,
     ShardCost,
     backtest,
+    calibration_store,
     estimate_cells,
-    fit_cost_model,
+    learn_cost_model,
     read_records,
     shard_costs,
     summarise,
 )
-from orchestrator.plan import Plan, make_plan, stored_done
 
 ESTIMATE_HELP = (
     "Also price the plan: hours and peak memory, from the --from stores and this machine's cost probe (run first "
@@ -128,7 +128,7 @@ def plan(
         console.print(shard_table(computed, shards, done))
         return
     stores = pricing_stores(sweep_plan.methods, from_stores, endpoint, services)
-    model = fit_cost_model(read_records(stores), hardware)
+    model = learn_cost_model(read_records(stores), hardware)
     cell_costs = estimate_cells(computed, model)
     console.print(shard_table(computed, shards, done, shard_costs(computed, model, shards, cell_costs)))
     console.print(estimate_table(computed, model, cell_costs))
@@ -191,9 +191,9 @@ def _add_row(
 ) -> None:
     row = summarise([computed.cells[p] for p in positions], [costs[p] for p in positions])
     notes = []
-    fitted = model.methods.get(method)
-    if fitted is not None and len(fitted.datasets) < MIN_DATASETS:
-        notes.append(f"records on {len(fitted.datasets)} graph(s): a wide interval")
+    learned = model.methods.get(method)
+    if learned is not None and len(learned.datasets) < MIN_DATASETS:
+        notes.append(f"records on {len(learned.datasets)} graph(s): a wide interval")
     if row.extrapolated:
         notes.append(f"{row.extrapolated:,} cells beyond the recorded sizes (interval widened)")
     if row.imputed:
@@ -214,9 +214,9 @@ def _add_row(
 
 def estimate_notes(computed: Plan, model: CostModel, costs: list[CellCost], stores: list[Path]) -> list[str]:
     """What the price is for and rests on, its priced and unpriced totals (apart), one line each."""
-    fitted = [m for m in computed.sweep.methods if m in model.methods]
-    records = sum(model.methods[m].records for m in fitted)
-    probe = sum(model.methods[m].calibration_records for m in fitted)
+    learned = [m for m in computed.sweep.methods if m in model.methods]
+    records = sum(model.methods[m].records for m in learned)
+    probe = sum(model.methods[m].calibration_records for m in learned)
     cores = f", on a host of {model.cores} cores" if model.cores else ""
     lines = [
         f"hardware: {model.hardware}{cores} ({model.hardware_seen[model.hardware]:,} records in {len(stores)} "
@@ -308,15 +308,27 @@ def backtest_command(
 def backtest_table(rows: list[BacktestRow], named: bool, by_size: float | None) -> Table:
     mode = f"graphs at least {by_size:g}x larger than those fitted on" if by_size else "held-out datasets"
     table = Table(title=f"back-test: trials of {mode}, predicted by a model fitted without them")
-    columns = ["method", "fitted on", "held out", "size factor", "trials", "measured h", "predicted h",
-               "predicted / measured", "in 80% interval", "peak measured", "peak predicted", "peak ratio"]  # fmt: skip
+    columns = [
+        "method",
+        "fitted on",
+        "held out",
+        "size factor",
+        "trials",
+        "measured h",
+        "predicted h",
+        "predicted / measured",
+        "in 80% interval",
+        "peak measured",
+        "peak predicted",
+        "peak ratio",
+    ]
     for column in columns:
         table.add_column(column, justify="left" if column in ("method", "fitted on", "held out") else "right")
     for row in rows:
         low, high = row.size_factor
         table.add_row(
             row.method,
-            ", ".join(row.fitted_on) if by_size or named else f"{len(row.fitted_on)} graphs",
+            ", ".join(row.learned_from) if by_size or named else f"{len(row.learned_from)} graphs",
             ", ".join(row.datasets) if by_size or named else f"each of {len(row.datasets)} in turn",
             f"{low:.1f}-{high:.1f}x" if by_size else "-",
             f"{row.trials:,}",

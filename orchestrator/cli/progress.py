@@ -5,8 +5,8 @@ running trial's clock moves while nothing ends; without one (a file, a SLURM log
 ``PLAIN_INTERVAL_S`` as trials end and at least every ``HEARTBEAT_S`` while trials run, naming the running ones, so
 a log tells a long fit from a hung sweep.
 
-The ETA comes from the price (``orchestrator.estimate``, fitted on the run's own store and this machine's cost probe,
-read only: no probe runs for it) where the records price the remaining trials, and says so; else from the mean of
+The ETA comes from the price (``orchestrator.price``, learned from the run's own store and this machine's cost
+probe, read only: no probe runs for it) where the records price the remaining trials, and says so; else from the mean of
 the trials finished in this run, labelled so. A run the price puts above ``LONG_RUN_S`` says so before its first
 trial.
 """
@@ -25,8 +25,8 @@ from rich.console import Console, RenderableType
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from orchestrator.calibrate import calibration_store
 from orchestrator.plan import Plan, PlannedTrial
+from orchestrator.price import calibration_store
 from orchestrator.records import STATUS_OK, TrialRecord
 from orchestrator.sweep import Progress as SweepProgress
 from orchestrator.sweep import Sweep
@@ -72,7 +72,7 @@ def price_trials(plan: Plan, todo: Sequence[PlannedTrial], stores: Sequence[Path
     ``stores`` that exist: the run's own store and this machine's cost probe, read only. A price is a nicety of the
     display, so anything that keeps the estimate from pricing (too few records, a store it cannot read) is a reason
     shown beside the ETA, never an error of the run."""
-    from orchestrator.estimate import EstimateError, estimate_cells, fit_cost_model, read_records
+    from orchestrator.price import EstimateError, estimate_cells, learn_cost_model, read_records
 
     present = [path for path in dict.fromkeys(stores) if path.exists()]
     if not todo:
@@ -80,7 +80,7 @@ def price_trials(plan: Plan, todo: Sequence[PlannedTrial], stores: Sequence[Path
     if not present:
         return Prices({}, "no records")
     try:
-        model = fit_cost_model(read_records(present))
+        model = learn_cost_model(read_records(present))
         wanted = {_cell(t) for t in todo}
         cells = tuple(c for c in plan.cells if (c.dataset, c.regime, c.split, c.method) in wanted)
         costs = estimate_cells(replace(plan, cells=cells), model)

@@ -21,9 +21,9 @@ from orchestrator.cli.options import TimeLimitOpt, build_plan, protocol_datasets
 from orchestrator.cli.progress import cpu_seconds, sweep_with_progress
 from orchestrator.cli.services import local_gpus, open_services
 from orchestrator.cli.specs import plan_specs
-from orchestrator.estimate import fit_cost_model, read_records
 from orchestrator.host import hardware_of
 from orchestrator.plan import DEFAULT_TIME_LIMIT_S, SweepPlan, make_plan
+from orchestrator.price import learn_cost_model, read_records
 from orchestrator.protocols import LITE
 from orchestrator.reference import (
     REFERENCE_DIR,
@@ -83,8 +83,11 @@ def build_command(
     computed = make_plan(plan, plan_specs(plan.methods, {}))
     store.parent.mkdir(parents=True, exist_ok=True)
     seeded = _seed(store, out)
-    err.print(f"reference: {len(methods)} methods, {len(plan.datasets)} datasets, {computed.total:,} trials; "
-              f"{seeded:,} rows from the shipped table", markup=False)  # fmt: skip
+    err.print(
+        f"reference: {len(methods)} methods, {len(plan.datasets)} datasets, {computed.total:,} trials; "
+        f"{seeded:,} rows from the shipped table",
+        markup=False,
+    )
     # The build runs what a user's `run` runs (one one-thread service per core, native kernels); the probe times
     # exactly that, in the build's own store, so the price is this machine's.
     parallel = default_parallel(local_gpus())
@@ -92,13 +95,15 @@ def build_command(
     run_probe(methods, probe, [], "auto")
     here = _this_machine(local_gpus(), parallel, probe)
     _measure_here(store, here)
-    model = fit_cost_model(read_records([store, probe, *from_stores]), here)
+    model = learn_cost_model(read_records([store, probe, *from_stores]), here)
     done = complete_datasets(read_trials(store), computed)
     sizing = size_up(computed, model, hours, done, parallel)
     todo = [d for d in sizing.run if d not in done]
     priced = ", ".join(f"{d} {h:.2f}" for d, h in sizing.hours.items())
-    err.print(f"reference: estimated wall hours per dataset: {priced}; "
-              f"this build runs {', '.join(todo) or 'nothing new'}", markup=False)  # fmt: skip
+    err.print(
+        f"reference: estimated wall hours per dataset: {priced}; this build runs {', '.join(todo) or 'nothing new'}",
+        markup=False,
+    )
     interrupted = False
     with LoadSampler() as load:
         if todo:
@@ -224,8 +229,9 @@ def _commit() -> str:
     """The code version that built the table: the checkout's commit, marked when the tree has changes."""
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                               text=True, timeout=10).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, timeout=10
+        ).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     return f"{head}{'+changes' if dirty else ''}" if head else "unknown"

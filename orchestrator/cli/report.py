@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.trials.load import AnalysisInputError
+from orchestrator.trial_table.load import AnalysisInputError
 
 
 def _fail(message: str) -> None:
@@ -105,7 +105,7 @@ def report(
     from orchestrator.reference.compare import with_reference
     from orchestrator.store import partial_note
     from orchestrator.submission.bundle import BundleError, load_bundle, merge_trials
-    from orchestrator.trials.load import competing, load_trials
+    from orchestrator.trial_table.load import competing, load_trials
 
     t0 = time.perf_counter()
     if store is None and not bundle:

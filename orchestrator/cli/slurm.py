@@ -17,9 +17,9 @@ from orchestrator.cli.merge import PARTIAL_HELP, echo_report
 from orchestrator.cli.options import HardwareOpt, ServicesOpt, SweepFlags, flag_groups
 from orchestrator.cli.plan import pricing_stores
 from orchestrator.cli.specs import plan_specs
-from orchestrator.estimate import fit_cost_model, read_records, shard_costs
 from orchestrator.merge import merge_stores
 from orchestrator.plan import SweepPlan, make_plan
+from orchestrator.price import learn_cost_model, read_records, shard_costs
 from orchestrator.slurm import (
     BASE_MEM_GIB,
     DEFAULT_MAX_REQUEUES,
@@ -137,8 +137,16 @@ def submit_command(
     sweep_plan = sweep.plan()  # checked now
     make_plan(sweep_plan, plan_specs(sweep_plan.methods, {})).check_shards(shards)  # no empty array task
     estimate = shard_estimate(sweep_plan, shards, parallel, estimate_from, hardware) if estimate_from else None
-    resources = task_resources(parallel, sbatch.cpus_per_task, sbatch.mem, sbatch.time, sbatch.partition, sbatch.gres,
-                               sbatch.sbatch_arg, estimate)  # fmt: skip
+    resources = task_resources(
+        parallel,
+        sbatch.cpus_per_task,
+        sbatch.mem,
+        sbatch.time,
+        sbatch.partition,
+        sbatch.gres,
+        sbatch.sbatch_arg,
+        estimate,
+    )
     check_time(resources.time, sweep.time_limit)
     job = SlurmJob(
         str(_fresh_directory(directory)),
@@ -163,10 +171,25 @@ def submit_command(
 
 def _run_args(sweep: SweepFlags, plan: SweepPlan, services: str, parallel: int) -> list[str]:
     """The `orchestrator run` flags every task runs its shard with: the sweep as checked, its names resolved."""
-    return ["--methods", sweep.methods, "--datasets", ",".join(plan.datasets),
-            "--regimes", ",".join(plan.regimes), "--splits", ",".join(map(str, plan.splits)),
-            "--budget", str(plan.budget), "--time-limit", str(sweep.time_limit), "--services", services,
-            "--parallel", str(parallel), *(["--protocol", sweep.protocol] if sweep.protocol else [])]  # fmt: skip
+    return [
+        "--methods",
+        sweep.methods,
+        "--datasets",
+        ",".join(plan.datasets),
+        "--regimes",
+        ",".join(plan.regimes),
+        "--splits",
+        ",".join(map(str, plan.splits)),
+        "--budget",
+        str(plan.budget),
+        "--time-limit",
+        str(sweep.time_limit),
+        "--services",
+        services,
+        "--parallel",
+        str(parallel),
+        *(["--protocol", sweep.protocol] if sweep.protocol else []),
+    ]
 
 
 def _fresh_directory(directory: Path) -> Path:
@@ -187,7 +210,7 @@ def shard_estimate(
     """The largest shard's needs by the estimate: the upper ends of its 80% intervals, hours per trial in flight."""
     computed = make_plan(sweep, plan_specs(sweep.methods, {}))
     costs = shard_costs(
-        computed, fit_cost_model(read_records(pricing_stores(sweep.methods, stores, [], "auto")), hardware), shards
+        computed, learn_cost_model(read_records(pricing_stores(sweep.methods, stores, [], "auto")), hardware), shards
     )
     unpriced = sum(c.trials - c.estimated_trials for c in costs)
     if unpriced:

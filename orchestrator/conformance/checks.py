@@ -38,6 +38,7 @@ import grpc
 import numpy as np
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from contract.descriptions import KIND_NAMES
 from contract.space import (
     ConfigError,
     capped_epochs,
@@ -61,7 +62,6 @@ ROW_SUM_TOLERANCE = 1e-3
 # deadline check's, which needs a fit long enough to be cut short.
 CHECK_EPOCHS = 5
 _DATED = re.compile(r"^\d{4}-\d{2}-\d{2}")
-_KINDS = {pb.METHOD_KIND_SUPERVISED: "supervised", pb.METHOD_KIND_GFM: "gfm"}
 
 
 @dataclass
@@ -199,7 +199,7 @@ class Conformance:
                 problems.append(f"{where}: version {info.version!r} is not dated (YYYY-MM-DD...)")
             if info.family != reply.family:
                 problems.append(f"{where}: family {info.family!r} differs from the service's {reply.family!r}")
-            if info.kind not in _KINDS:
+            if info.kind not in KIND_NAMES:
                 problems.append(f"{where}: kind is unspecified (supervised or gfm)")
             caps = info.capabilities
             if not (caps.supports_binary or caps.supports_multiclass):

@@ -63,7 +63,7 @@ def load_synthetic(name: str) -> Graph:
 
 
 # ---- calibration graphs ------------------------------------------------------------
-# The cost probe (orchestrator/calibrate.py) times methods on graphs of chosen sizes; each is named by its
+# The cost probe (orchestrator/price/probe.py) times methods on graphs of chosen sizes; each is named by its
 # size, so a record's dataset says what the graph was, and the estimate reads the size from the name alone.
 CALIBRATION_PREFIX = "calibration-"
 _CALIBRATION_NAME = re.compile(r"calibration-n([1-9][0-9]*)-d([1-9][0-9]*)-f([1-9][0-9]*)-c([1-9][0-9]*)")

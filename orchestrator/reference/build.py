@@ -23,9 +23,9 @@ import pandas as pd
 from contract.families import Family
 from contract.weights import load_weights_catalog, weights_dir
 from orchestrator.data.fetch import is_local
-from orchestrator.estimate import CostModel, estimate_cells, sizes_of
 from orchestrator.host import hardware_of
 from orchestrator.plan import Plan
+from orchestrator.price import CostModel, estimate_cells, sizes_of
 from orchestrator.protocols import Protocol
 from orchestrator.records import call_seconds
 from orchestrator.reference import TABLE_COLUMNS

@@ -107,14 +107,22 @@ def compare(
         _entry(m, held, manifest, _status(m, verified), hardware) for m in sorted(set(held["method"].astype(str)))
     ]
     entries += [
-        {"method": m, "status": REFERENCE, "hardware": manifest.hardware, "cells": _cells(reference, m),
-         "cells_expected": _expected(manifest), "missing": ""}
+        {
+            "method": m,
+            "status": REFERENCE,
+            "hardware": manifest.hardware,
+            "cells": _cells(reference, m),
+            "cells_expected": _expected(manifest),
+            "missing": "",
+        }
         for m in manifest.methods
-    ]  # fmt: skip
+    ]
     for entry in entries:
         if entry["missing"]:
-            notes.append(f"{entry['method']}: {entry['cells']}/{entry['cells_expected']} reference cells; missing "
-                         f"{entry['missing']}")  # fmt: skip
+            notes.append(
+                f"{entry['method']}: {entry['cells']}/{entry['cells_expected']} reference cells; missing "
+                f"{entry['missing']}"
+            )
     common = [c for c in shipped.columns if c in held.columns]
     trials = pd.concat([_plain(held[common]), _plain(shipped[common])], ignore_index=True)
     return Comparison(trials, pd.DataFrame(entries, columns=list(ENTRY_COLUMNS)), notes)
@@ -196,8 +204,14 @@ def _entry(method: str, held: pd.DataFrame, manifest: Manifest, status: str, har
                         f"{dataset} {regime} split {split}" + (f" ({have}/{manifest.budget})" if have else "")
                     )
     shown = ", ".join(missing[:8]) + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
-    return {"method": method, "status": status, "hardware": hardware or "", "cells": _expected(manifest) - len(missing),
-            "cells_expected": _expected(manifest), "missing": shown}  # fmt: skip
+    return {
+        "method": method,
+        "status": status,
+        "hardware": hardware or "",
+        "cells": _expected(manifest) - len(missing),
+        "cells_expected": _expected(manifest),
+        "missing": shown,
+    }
 
 
 def _plain(frame: pd.DataFrame) -> pd.DataFrame:
@@ -214,7 +228,7 @@ def with_reference(
     from orchestrator.store import read_trial_columns
     from orchestrator.submission.bundle import sealed
     from orchestrator.submission.verify import verified_checksums
-    from orchestrator.trials.load import complete_columns, refuse_out_of_range_frame
+    from orchestrator.trial_table.load import complete_columns, refuse_out_of_range_frame
 
     shipped, manifest = load_reference(name)
     refuse_out_of_range_frame(shipped, f"the shipped {name} reference")

@@ -14,7 +14,7 @@ refuses it (SQLite would read a ``trials.sqlite-wal`` or ``-journal`` placed the
 seal does not cover it), every file is read as a regular file of bounded size (``contract.files``), and the store
 is copied into a private directory while it is hashed and opened from that copy, immutable: what is read is
 exactly what was checked. ``verify_bundle`` checks the seal; ``load_bundle`` returns the trials table typed as
-``orchestrator.trials.load`` types it; ``merge_trials`` appends bundles to a built-in table (user rows are never
+``orchestrator.trial_table.load`` types it; ``merge_trials`` appends bundles to a built-in table (user rows are never
 imputed: the analysis keys that on ``origin``), refusing a method named like another (``orchestrator.names``).
 """
 
@@ -37,7 +37,7 @@ import pandas as pd
 from contract.files import KIB, FileRefused, json_object, open_regular, read_bounded
 from orchestrator.data.fetch import sha256_of
 from orchestrator.names import same_name
-from orchestrator.trials.load import complete_columns, load_trials
+from orchestrator.trial_table.load import complete_columns, load_trials
 
 TRIALS = "trials.sqlite"
 SUBMISSION = "submission.json"

@@ -34,8 +34,16 @@ from orchestrator.submission.bundle import BundleError, sealed
 VERIFIED = Path(__file__).resolve().parents[1] / "reference" / "verified.toml"
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 TOLERANCE = 1e-4  # as the golden sweep's: a changed prediction moves an accuracy on a small graph by >= 1/300
-COMPARED = ("val_loss", "val_accuracy", "test_primary", "test_accuracy", "test_macro_f1", "test_cross_entropy",
-            "test_auroc", "test_precision")  # fmt: skip
+COMPARED = (
+    "val_loss",
+    "val_accuracy",
+    "test_primary",
+    "test_accuracy",
+    "test_macro_f1",
+    "test_cross_entropy",
+    "test_auroc",
+    "test_precision",
+)
 SHOWN = 5  # mismatches named in the verdict's line
 
 
@@ -57,8 +65,10 @@ class Verdict:
 
     def line(self) -> str:
         if self.ok:
-            return (f"verified: {self.compared:,} lite trials rerun within {self.tolerance:g} (largest difference "
-                    f"{self.max_difference:.2g}) in a full run of every paper cell")  # fmt: skip
+            return (
+                f"verified: {self.compared:,} lite trials rerun within {self.tolerance:g} (largest difference "
+                f"{self.max_difference:.2g}) in a full run of every paper cell"
+            )
         parts = []
         if self.incomplete:
             parts.append(f"the full run lacks {len(self.incomplete):,} paper cell(s) ({_first(self.incomplete)})")
@@ -122,8 +132,9 @@ def check(lite: pd.DataFrame, full: pd.DataFrame, checksum: str, source: str) ->
         again = rerun.loc[row.trial_key]
         verdict.compared += 1
         if again["status"] != row.status:
-            verdict.mismatches.append(f"{row.method} {row.dataset} {row.regime} trial {row.trial_index}: "
-                                      f"{row.status} then {again['status']}")  # fmt: skip
+            verdict.mismatches.append(
+                f"{row.method} {row.dataset} {row.regime} trial {row.trial_index}: {row.status} then {again['status']}"
+            )
             continue
         for column in COMPARED:
             first, second = getattr(row, column), again[column]
@@ -132,8 +143,9 @@ def check(lite: pd.DataFrame, full: pd.DataFrame, checksum: str, source: str) ->
             difference = math.inf if _missing(first) or _missing(second) else abs(float(first) - float(second))
             verdict.max_difference = max(verdict.max_difference, difference if math.isfinite(difference) else 0.0)
             if difference > TOLERANCE:
-                verdict.mismatches.append(f"{row.method} {row.dataset} {row.regime} trial {row.trial_index}: "
-                                          f"{column} {first} then {second}")  # fmt: skip
+                verdict.mismatches.append(
+                    f"{row.method} {row.dataset} {row.regime} trial {row.trial_index}: {column} {first} then {second}"
+                )
                 break
     return verdict
 

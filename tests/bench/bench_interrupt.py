@@ -30,9 +30,9 @@ import psutil
 
 from orchestrator.data.splits import make_split
 from orchestrator.data.synthetic import sbm_graph
+from orchestrator.run_trial import hidden_label_bundle
 from orchestrator.services.client import MethodClient
 from orchestrator.services.embedded import EmbeddedService
-from orchestrator.trial import hidden_label_bundle
 
 STOP_TARGET_S = 3.0
 STOP_ROUNDS = 3

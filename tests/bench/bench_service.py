@@ -49,9 +49,9 @@ from methods.sdk.method import FitContext
 from orchestrator.data.registry import load_dataset
 from orchestrator.data.splits import make_split
 from orchestrator.data.synthetic import sbm_graph
+from orchestrator.run_trial import hidden_label_bundle
 from orchestrator.services.client import MethodClient
 from orchestrator.services.embedded import EmbeddedService
-from orchestrator.trial import hidden_label_bundle
 from tests.bench import grpc_sink
 from tests.bench.bench_methods import CONFIGS, plain_epoch, plain_model
 

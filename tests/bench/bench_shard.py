@@ -1,6 +1,6 @@
 """A SLURM shard task's start on the paper's plan: CPU seconds and peak memory before its services start.
 
-The plan: every method of every family with a committed description, the 51 catalog datasets, regimes
+The plan: every method of every family with a committed description, every catalog dataset, regimes
 10/10/80 and 50/25/25, splits 0-4, budget 201 (about 1.9 M trials), shard 0 of 64. Each side runs in a
 child of its own under ``/usr/bin/time -v`` (``tests/bench/timed.py``), against an empty store:
 

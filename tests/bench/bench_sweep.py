@@ -148,7 +148,7 @@ def in_process(trials) -> tuple[float, float]:
     from orchestrator.data.registry import load_dataset
     from orchestrator.data.splits import graph_split
     from orchestrator.records import TrialRecord
-    from orchestrator.trial import TrialRunner, hidden_label_bundle
+    from orchestrator.run_trial import TrialRunner, hidden_label_bundle
 
     graph = load_dataset("synthetic-tiny")
     prepared = {}

@@ -194,9 +194,9 @@ def epoch_rows(device_name: str, small: bool, log_dir: Path, repeats: int) -> li
     from contract.families import load_families
     from methods.families import method_classes
     from orchestrator.data.splits import make_split
+    from orchestrator.run_trial import hidden_label_bundle
     from orchestrator.services.client import MethodClient
     from orchestrator.services.embedded import EmbeddedService
-    from orchestrator.trial import hidden_label_bundle
 
     device = torch.device(device_name)
     graph = big_graph(small)

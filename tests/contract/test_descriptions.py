@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
+from pathlib import Path
 
 import pytest
 
 from contract.descriptions import (
+    KIND_NAMES,
+    KINDS,
     DescriptionError,
     description_path,
     description_text,
@@ -97,3 +101,18 @@ def test_spec_differences_name_what_differs_and_count_types():
     assert spec_differences(spec, wider) == ["search_space"]
     choice = dataclasses.replace(spec, search_space=(*SPACE[:2], ChoiceParam("norm", ("none", "batch", "layer"))))
     assert spec_differences(spec, choice) == ["search_space"]
+
+
+def test_one_home_encodes_a_methods_info():
+    """Describe's encoder and the readers share ``contract.descriptions``' mapping: no other product module builds a
+    MethodInfo with fields or keeps its own table of kinds."""
+    repo = Path(__file__).resolve().parents[2]
+    built = re.compile(r"MethodInfo\(\s*\w+=|METHOD_KIND_(SUPERVISED|GFM)")
+    elsewhere = [
+        str(path.relative_to(repo))
+        for root in ("orchestrator", "methods", "nodeground", "contract")
+        for path in sorted((repo / root).rglob("*.py"))
+        if "v1" not in path.parts and path != repo / "contract" / "descriptions.py" and built.search(path.read_text())
+    ]
+    assert elsewhere == []
+    assert set(KINDS) == {"supervised", "gfm"} and {KIND_NAMES[v] for v in KINDS.values()} == set(KINDS)

@@ -1,6 +1,6 @@
 """The dependency arrows hold: orchestrator -> contract <- methods, the contract needs no torch, the public face
 (nodeground) composes both and neither imports it, and only the report command and the face's comparison reach the
-report (orchestrator.analysis); the rest of the orchestrator reads the protocol's rules from orchestrator.trials.
+report (orchestrator.analysis); the rest reads the trial table's rules from orchestrator.trial_table.
 
 A static scan of every import statement (the AST, so an import inside a function counts too).
 """
@@ -104,7 +104,7 @@ def test_no_room_imports_one_above_it(package, above):
 
 def test_only_the_report_command_and_the_faces_comparison_import_the_report():
     """The planner, `show`/`export`, sweeps, submissions, the reference, merges, estimates, Slurm, every CLI command
-    but `report`, the rules package (orchestrator.trials) and the public face but its comparison never import
+    but `report`, the rules package (orchestrator.trial_table) and the public face but its comparison never import
     orchestrator.analysis."""
     scanned = [
         path
@@ -113,9 +113,9 @@ def test_only_the_report_command_and_the_faces_comparison_import_the_report():
         and str(path.relative_to(REPO)) not in REPORT_READERS
     ]
     names = {str(path.relative_to(REPO)) for path in scanned}
-    assert {"orchestrator/plan.py", "orchestrator/results.py", "orchestrator/merge.py", "orchestrator/estimate.py",
-            "orchestrator/slurm.py", "orchestrator/trials/selection.py", "orchestrator/submission/bundle.py",
-            "orchestrator/reference/compare.py", "orchestrator/sweep.py", "orchestrator/trial.py",
+    assert {"orchestrator/plan.py", "orchestrator/results.py", "orchestrator/merge.py", "orchestrator/price/model.py",
+            "orchestrator/slurm.py", "orchestrator/trial_table/selection.py", "orchestrator/submission/bundle.py",
+            "orchestrator/reference/compare.py", "orchestrator/sweep.py", "orchestrator/run_trial.py",
             "orchestrator/cli/export.py", "orchestrator/cli/run.py", "nodeground/inprocess.py"} <= names  # fmt: skip
     wrong = [
         f"{where(path, line)}: {path.read_text().splitlines()[line - 1].strip()}"
@@ -124,6 +124,6 @@ def test_only_the_report_command_and_the_faces_comparison_import_the_report():
         if name == REPORT or name.startswith(REPORT + ".")
     ]
     assert not wrong, (
-        f"only {', '.join(sorted(REPORT_READERS))} import the report; its shared rules are in orchestrator.trials:\n"
+        f"only {', '.join(sorted(REPORT_READERS))} import the report; shared rules live in orchestrator.trial_table:\n"
         + "\n".join(wrong)
     )

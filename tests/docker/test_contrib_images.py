@@ -205,7 +205,7 @@ def test_hostile_image_is_contained_and_recorded(tmp_path):
         assert sandbox["mounts"] == [{"source": str(weights.resolve()), "destination": "/weights", "rw": False}]
 
     from orchestrator.submission.bundle import verify_bundle
-    from orchestrator.trials.load import load_trials
+    from orchestrator.trial_table.load import load_trials
 
     verify_bundle(bundle)
     submission = json.loads((bundle / "submission.json").read_text())

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from torch import nn
 
-from contract.families import load_families
+from contract.cost import prior_problems
+from contract.families import load_families, load_family
 from methods.families import method_classes
 
 METHODS = Path(__file__).resolve().parents[2] / "methods"
@@ -23,10 +24,18 @@ MAX_FUNCTION_LINES = 60
 def layout_problems(folder: Path) -> list[str]:
     """What in ``folder`` departs from the shape, read from the source (nothing is imported)."""
     problems = [f"no {name}" for name in ("__init__.py", "method.py", "model.py") if not (folder / name).is_file()]
+    if (folder / "manifest.toml").is_file():  # its cost prior, whose check the family's resource checks read
+        problems += prior_problems(load_family(folder))
     if (folder / "__init__.py").is_file():
         problems += _reexport_problems(folder / "__init__.py", f"methods.{folder.name}")
     for path in sorted(folder.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            modules += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            for module in (m for m in modules if m.startswith("methods.sdk.")):
+                problems.append(
+                    f"{path.name}:{node.lineno} imports {module}; a family imports the SDK's face, methods.sdk"
+                )
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 lines = node.end_lineno - node.lineno + 1
                 if lines > MAX_FUNCTION_LINES:
@@ -91,17 +100,33 @@ def test_a_folder_of_methods_without_a_manifest_is_no_family():
 
 
 def test_the_scan_finds_each_departure(tmp_path):
-    """The check can fail: the old layouts (a models.py, a class in __init__, a 93-line fit) are each reported."""
+    """The check can fail: the old layouts (a models.py, a class in __init__, an SDK module imported past its face, a
+    93-line fit) are each reported."""
     folder = tmp_path / "oldfam"
     folder.mkdir()
     init = '"""Old."""\n\nfrom methods.oldfam.models import A\n\n\nclass B:\n    name = "b"\n'
     (folder / "__init__.py").write_text(init)
-    long_fit = "def fit():\n" + "    x = 1\n" * 92
+    long_fit = "from methods.sdk.memory import require_memory\n\n\ndef fit():\n" + "    x = 1\n" * 92
     (folder / "models.py").write_text(long_fit)
     assert layout_problems(folder) == [
         "no method.py",
         "no model.py",
         "__init__.py:6 does more than re-export (move it to method.py or model.py)",
         "__init__.py: __all__ None is not what it imports, ['A']",
-        f"models.py:1 fit is 93 lines (at most {MAX_FUNCTION_LINES})",
+        "models.py:1 imports methods.sdk.memory; a family imports the SDK's face, methods.sdk",
+        f"models.py:4 fit is 93 lines (at most {MAX_FUNCTION_LINES})",
+    ]
+
+
+def test_the_scan_finds_a_malformed_cost_prior(tmp_path):
+    """The family's resource checks and the price read its prior: a malformed one is a departure of the family."""
+    folder = tmp_path / "badprior"
+    folder.mkdir()
+    init = '"""Bad prior."""\n\nfrom methods.badprior.method import M\n\n__all__ = ["M"]\n'
+    (folder / "__init__.py").write_text(init)
+    (folder / "method.py").write_text('class M(Method):\n    name = "m"\n')
+    (folder / "model.py").write_text("")
+    (folder / "manifest.toml").write_text('family = "badprior"\n[cost]\nmemory = { "arcs" = -1 }\n')
+    assert layout_problems(folder) == [
+        "methods/badprior/manifest.toml [cost]: the weight of 'arcs' must be a positive number, got -1"
     ]

@@ -3,8 +3,11 @@ with its upstream's pins only where its manifest declares it ([dependencies.diff
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+import methods.serve as serve
 from contract.families import load_families
 from methods.serve import check, main, undeclared_conflicts
 
@@ -33,3 +36,15 @@ def test_a_graph_directory_that_is_not_an_absolute_directory_is_refused_before_s
     (tmp_path / "a-file").write_text("")
     assert main(["--family", "gnn", "--port", "0", "--graph-dir", where.format(tmp=tmp_path)]) == 2
     assert "is not an absolute path to a directory" in capsys.readouterr().err
+
+
+def test_a_malformed_cost_prior_fails_the_image_check_and_the_service_start(monkeypatch, capsys):
+    """The family's resource checks read its prior: an image with a malformed one fails its build's smoke check, and
+    its service refuses to start (so `validate` sees it), each saying which table is wrong."""
+    gnn = load_families()["gnn"]
+    broken = dataclasses.replace(gnn, cost={**gnn.cost, "gat": {**gnn.cost["gat"], "check": {"memory": ["edges"]}}})
+    with pytest.raises(RuntimeError, match=r"gnn: its cost prior is malformed: .*\[cost.gat\]: check.memory names"):
+        check(broken, None)
+    monkeypatch.setattr(serve, "load_families", lambda: {"gnn": broken})
+    assert main(["--family", "gnn", "--port", "0"]) == 2
+    assert "its cost prior is malformed" in capsys.readouterr().err

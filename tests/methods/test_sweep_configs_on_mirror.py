@@ -25,8 +25,8 @@ from contract.wire import GraphBundle
 from methods.sdk import ResourceError
 from orchestrator.data.registry import load_dataset
 from orchestrator.data.splits import Split, graph_split
+from orchestrator.run_trial import hidden_label_bundle
 from orchestrator.sampling import config_sequence, sequence_key
-from orchestrator.trial import hidden_label_bundle
 from tests.methods.helpers import cpu_context
 from tests.methods.test_methods_catalog import all_methods
 

@@ -12,7 +12,7 @@ from nodeground.catalog import load_task
 from nodeground.evaluation import Evaluator
 from orchestrator.data.registry import load_dataset
 from orchestrator.records import TrialRecord
-from orchestrator.trial import TrialRunner
+from orchestrator.run_trial import TrialRunner
 from tests.orchestrator.conftest import RECORD
 
 #: A record's test metric columns, by the evaluator's names.

@@ -23,7 +23,7 @@ import pytest
 from orchestrator.data.registry import load_dataset
 from orchestrator.data.splits import graph_split
 from orchestrator.records import TrialRecord
-from orchestrator.trial import TrialRunner
+from orchestrator.run_trial import TrialRunner
 from tests.conftest import HANG_S
 from tests.nodeground.test_evaluation import RECORDED
 from tests.orchestrator.conftest import RECORD

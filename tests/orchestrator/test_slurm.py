@@ -215,7 +215,7 @@ def test_a_task_refuses_to_requeue_without_progress_and_publishes_when_stopped(t
 
 def test_submit_asks_for_what_the_estimate_says_the_largest_shard_needs(tmp_path, fake_slurm, monkeypatch):
     """--estimate-from prices the shards (cluster docs once said to copy --mem and --time by hand)."""
-    from tests.orchestrator.test_estimate import probe, records
+    from tests.orchestrator.price.helpers import probe, records
 
     monkeypatch.setenv("NODEGROUND_CACHE", str(tmp_path / "cache"))
     store = tmp_path / "records.sqlite"
@@ -235,7 +235,7 @@ def test_submit_asks_for_what_the_estimate_says_the_largest_shard_needs(tmp_path
 
 
 def _write_rows(path, frame) -> None:
-    """Rows of ``tests.orchestrator.test_estimate.records`` as trial records in a store."""
+    """Rows of ``tests.orchestrator.price.helpers.records`` as trial records in a store."""
     from orchestrator.store import Store
     from tests.orchestrator.conftest import trial_record
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from orchestrator.cli.main import app
 from orchestrator.store import Store, StoreBusy, drop_claim
-from orchestrator.trials.load import load_trials
+from orchestrator.trial_table.load import load_trials
 from tests.conftest import TINY_SWEEP
 from tests.orchestrator.cli.test_cli import _fake_store
 

@@ -9,7 +9,7 @@ import pandas as pd
 from contract.families import load_families
 from orchestrator.analysis import overlap as ov
 from orchestrator.analysis.tables import compute_analysis
-from orchestrator.trials import pretraining as pr
+from orchestrator.trial_table import pretraining as pr
 from tests.synthetic_trials import trial_rows
 
 DATASETS = ("ogbn-arxiv", "texas", "cora-tag", "wisconsin")

@@ -119,7 +119,7 @@ def test_missing_column_and_missing_table(tmp_path):
 
 
 def test_parquet_and_csv_exports_load_the_same(small_store, tmp_path):
-    from orchestrator.trials.load import load_trials
+    from orchestrator.trial_table.load import load_trials
 
     store, _ = small_store
     a = load_trials(store)
@@ -172,7 +172,7 @@ def test_methods_recompute_the_leaderboard_over_exactly_those_entrants(small_sto
     from orchestrator.analysis import elo as elo_mod
     from orchestrator.analysis.cohorts import impute
     from orchestrator.analysis.views import build_results
-    from orchestrator.trials.load import load_trials
+    from orchestrator.trial_table.load import load_trials
 
     store, _ = small_store
     res = run(["--store", str(store), "--out", str(tmp_path / "r"), "--bootstrap-rounds", "30", "--methods", "gcn,gat"])

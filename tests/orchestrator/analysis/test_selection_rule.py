@@ -16,11 +16,11 @@ from orchestrator.cli.export import export_tables
 from orchestrator.records import TrialRecord
 from orchestrator.results import selected_results
 from orchestrator.store import Store, read_services, read_trials
-from orchestrator.trials.load import load_trials
+from orchestrator.trial_table.load import load_trials
 
 NAN = float("nan")
 #: split -> [(status, val_loss)] by trial index, and the trial the rule selects (None: none can be). An infinite
-#: loss never reaches the rule: loading refuses the store (tests/orchestrator/trials/test_load.py).
+#: loss never reaches the rule: loading refuses the store (tests/orchestrator/trial_table/test_load.py).
 CELLS = {
     0: ([("ok", 0.9), ("ok", 0.4), ("timeout", None), ("ok", 0.4)], 1),  # a tie goes to the earlier trial
     1: ([("ok", NAN), ("error", 0.1), ("ok", 0.5)], 2),  # a failed trial's loss and a missing loss never win

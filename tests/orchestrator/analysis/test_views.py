@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from orchestrator.analysis.views import build_results
-from tests.orchestrator.trials.test_selection import search
+from tests.orchestrator.trial_table.test_selection import search
 from tests.synthetic_trials import synthetic_trials, trial_rows
 
 

@@ -6,7 +6,7 @@ from typer.testing import CliRunner
 
 from orchestrator.cli import calibrate as command
 from orchestrator.cli.main import app
-from tests.orchestrator.test_calibrate import FakeProbe, _probe
+from tests.orchestrator.price.test_probe import FakeProbe, _probe
 
 
 def test_a_probe_with_nothing_to_probe_says_it_is_up_to_date_in_one_line_and_starts_nothing(tmp_path, monkeypatch):

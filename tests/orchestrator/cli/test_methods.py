@@ -70,3 +70,17 @@ def test_the_lint_catches_what_the_old_templates_wrote(scaffolded, tmp_path):
     method.write_text(text)
     found = _lint("ruff", "check", "--output-format", "concise", "methods", cwd=tmp_path).stdout
     assert "__init__.py:1:121: E501" in found and "method.py" in found and "I001" in found, found
+
+
+def test_new_refuses_a_template_whose_cost_prior_is_malformed(tmp_path, monkeypatch):
+    """`methods new` reads the prior it wrote (contract.cost): a malformed one is said at once, not at a first fit."""
+    import orchestrator.cli.methods as methods_cli
+
+    templates = tmp_path / "templates"
+    shutil.copytree(methods_cli.TEMPLATES, templates)
+    manifest = templates / "manifest.toml.tmpl"
+    manifest.write_text(manifest.read_text().replace('"arcs" = 40', '"arcs" = 0'))
+    monkeypatch.setattr(methods_cli, "TEMPLATES", templates)
+    result = CliRunner().invoke(app, ["methods", "new", "zeta7", "--root", str(tmp_path / "repo")])
+    assert result.exit_code == 2, result.output  # a user error
+    assert "methods/zeta7/manifest.toml: its cost prior is malformed" in result.output

@@ -67,7 +67,7 @@ def _plan_env(tmp_path: Path) -> dict[str, str]:
 @pytest.mark.slow
 @pytest.mark.timeout(4 * HANG_S)  # a hang only: about 20 s of CPU on two cores
 def test_the_paper_protocol_plans_without_services_data_or_weights(tmp_path):
-    """Every built-in method, the 51 catalog datasets, both regimes, splits 0-4, budget 201, 64 shards."""
+    """Every built-in method, every catalog dataset, both regimes, splits 0-4, budget 201, 64 shards."""
     from tests.contract.test_cli_without_torch import PRELUDE
 
     args = ["plan", "--methods", EVERY_METHOD, "--datasets", CATALOG, "--regimes", "10/10/80,50/25/25"]
@@ -96,11 +96,11 @@ def test_the_paper_protocol_plans_without_services_data_or_weights(tmp_path):
 
 def _store(path: Path, datasets: dict[str, tuple[int, int, int]], seed: int = 0) -> None:
     """Records of mlp and gcn on ``datasets`` (name: nodes, edges, features) whose seconds and peaks follow the
-    priors' form (``tests.orchestrator.test_estimate.gcn_law``), with 5% noise."""
-    from orchestrator.estimate import Size
+    priors' form (``tests.orchestrator.price.helpers.gcn_law``), with 5% noise."""
+    from orchestrator.price import Size
     from orchestrator.records import TrialRecord
     from orchestrator.store import Store
-    from tests.orchestrator.test_estimate import gcn_law
+    from tests.orchestrator.price.helpers import gcn_law
 
     rng = np.random.default_rng(seed)
     host = json.dumps({"device": "cpu", "hostname": "test"})
@@ -171,8 +171,8 @@ def test_predicted_hours_are_an_expectation_so_sums_of_noisy_trials_are_not_pric
     predictions, each trial's estimate is its mean, and the sum comes out."""
     import pandas as pd
 
-    from orchestrator.estimate import fit_cost_model, size_values, sizes_of, trial_costs
-    from tests.orchestrator.test_estimate import SMALL, probe, records
+    from orchestrator.price import learn_cost_model, size_values, sizes_of, trial_costs
+    from tests.orchestrator.price.helpers import SMALL, probe, records
 
     rng = np.random.default_rng(0)
     clean = pd.concat([records(SMALL), probe()])
@@ -181,7 +181,7 @@ def test_predicted_hours_are_an_expectation_so_sums_of_noisy_trials_are_not_pric
     costs = costs[costs["method"] == "gcn"]
     sizes = sizes_of(costs["dataset"])
     values = [size_values(sizes[d], r) for d, r in zip(costs["dataset"], costs["regime"], strict=True)]
-    priced = [fit_cost_model(f).methods["gcn"].seconds(values, list(costs["config"])).sum() for f in (clean, noisy)]
+    priced = [learn_cost_model(f).methods["gcn"].seconds(values, list(costs["config"])).sum() for f in (clean, noisy)]
     assert 1.3 < priced[1] / priced[0] < 2.2, priced  # the mean of exp(N(0, 1)) is 1.65
 
 
@@ -190,7 +190,7 @@ def test_predicted_hours_are_an_expectation_so_sums_of_noisy_trials_are_not_pric
 def test_a_fresh_machine_prices_a_sweep_with_one_command(tmp_path):
     """No store: `plan --estimate` probes this machine (real services), stores the probe's records apart and prices
     from them; the price names the hardware; the probe's rows are on no table `show` prints."""
-    from orchestrator.estimate import read_records
+    from orchestrator.price import read_records
 
     env = {**_plan_env(tmp_path), "NODEGROUND_THREADS": "1", "COLUMNS": "200"}
     args = ["plan", "--methods", "mlp", "--datasets", "texas,cora", "--regimes", "10/10/80", "--budget", "3"]
@@ -224,7 +224,7 @@ def test_the_paper_protocol_is_priced_with_its_hardware_apart_totals_and_interva
 
     import pandas as pd
 
-    from tests.orchestrator.test_estimate import SMALL, probe, records
+    from tests.orchestrator.price.helpers import SMALL, probe, records
     from tests.orchestrator.test_slurm import _write_rows
 
     monkeypatch.setenv("NODEGROUND_CACHE", str(tmp_path / "cache"))

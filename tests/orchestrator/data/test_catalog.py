@@ -1,37 +1,58 @@
-"""The catalog: 51 well-formed tasks with the published domain counts and size range."""
+"""The catalog: well-formed tasks with the counts and size range its README states (datasets/README.md, "Scope and
+counts"), the one place that names them: a task added there and here, nowhere else."""
 
 from __future__ import annotations
 
 import csv
 import re
 from collections import Counter
+from pathlib import Path
+from typing import NamedTuple
 
 from typer.testing import CliRunner
 
 from orchestrator.cli.main import app
 from orchestrator.data.registry import resolve_name, tasks, validate_catalog
 
-DOMAIN_COUNTS = {"web": 13, "social": 13, "scholarly": 13, "e-commerce": 7, "transportation": 4, "finance": 1}
+README = Path(__file__).resolve().parents[3] / "datasets" / "README.md"
+
+
+class Stated(NamedTuple):
+    tasks: int
+    topologies: int
+    domains: dict[str, int]
+    nodes: tuple[int, int]
+
+
+def stated() -> Stated:
+    """The counts datasets/README.md states: tasks, topologies, tasks per domain, the node range."""
+    text = " ".join(README.read_text().split())
+    counts = re.search(r"- (\d+) tasks over (\d+) graph topologies", text)
+    domains = re.search(r"- Domains: (.*?)\. -", text)
+    nodes = re.search(r"- ([\d,]+) nodes \(.*?\) to ([\d,]+) nodes", text)
+    assert counts and domains and nodes, "datasets/README.md states the catalog's counts under 'Scope and counts'"
+    per_domain = {name: int(n) for name, n in (part.rsplit(" ", 1) for part in domains[1].split(", "))}
+    low, high = (int(n.replace(",", "")) for n in nodes.groups())
+    return Stated(int(counts[1]), int(counts[2]), per_domain, (low, high))
 
 
 def test_catalog_is_well_formed():
     assert validate_catalog(list(tasks())) == []
 
 
-def test_51_tasks_with_published_domain_counts_and_size_range():
-    all_tasks = tasks()
-    assert len(all_tasks) == 51
-    assert len({t["name"] for t in all_tasks}) == 51
-    assert Counter(t["domain"] for t in all_tasks) == DOMAIN_COUNTS
+def test_the_tasks_domains_and_size_range_are_those_the_readme_states():
+    all_tasks, counts = tasks(), stated()
+    assert len(all_tasks) == len({t["name"] for t in all_tasks}) == counts.tasks
+    assert Counter(t["domain"] for t in all_tasks) == counts.domains
     nodes = [t["nodes"] for t in all_tasks]
-    assert min(nodes) == 183 and max(nodes) == 568_795
+    assert (min(nodes), max(nodes)) == counts.nodes
     assert {t["source"] for t in all_tasks} == {"pyg", "hf-tag", "heterophilous", "ogb"}
 
 
-def test_48_topologies_cora_pubmed_wikics_twice():
+def test_the_topologies_are_those_the_readme_states_cora_pubmed_wikics_twice():
     twins = {t["name"]: t["same_topology_as"] for t in tasks() if "same_topology_as" in t}
     assert twins == {"cora-tag": "cora", "pubmed-tag": "pubmed", "wikics-tag": "wikics"}
-    assert len({t.get("same_topology_as", t["name"]) for t in tasks()}) == 48
+    assert len({t.get("same_topology_as", t["name"]) for t in tasks()}) == stated().topologies
 
 
 def test_aliases_resolve():
@@ -56,12 +77,14 @@ def test_every_mirror_file_carries_its_real_sha256(mirror):
         assert digest == "unverified" or re.fullmatch(r"[0-9a-f]{64}", digest), url
 
 
-def test_datasets_list_shows_51_with_domain_counts(cache):
+def test_datasets_list_shows_the_catalogs_count_and_domain_counts(cache):
     result = CliRunner().invoke(app, ["datasets", "list"])
     assert result.exit_code == 0, result.output
-    assert "51 tasks" in result.output
-    assert "web 13, social 13, scholarly 13, e-commerce 7, transportation 4, finance 1" in result.output
-    assert "nodes 183 to 568,795" in result.output
+    counts = stated()
+    assert f"{counts.tasks} tasks" in result.output
+    assert ", ".join(f"{d} {n}" for d, n in counts.domains.items()) in result.output
+    low, high = counts.nodes
+    assert f"nodes {low:,} to {high:,}" in result.output
     names = {t["name"] for t in tasks()}
     shown = {line.split("│")[1].strip() for line in result.output.splitlines() if line.startswith("│")}
     assert shown == names

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 
 from contract.families import load_families
-from orchestrator.calibrate import (
+from orchestrator.cli.specs import plan_specs
+from orchestrator.price import (
     PROBE_CONFIGS,
     PROBE_EPOCHS,
     PROBE_GRAPHS,
@@ -14,7 +15,6 @@ from orchestrator.calibrate import (
     calibrate,
     methods_to_probe,
 )
-from orchestrator.cli.specs import plan_specs
 from orchestrator.protocols import CALIBRATION
 
 TRIALS = PROBE_CONFIGS * len(PROBE_REGIMES)

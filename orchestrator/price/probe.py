@@ -23,11 +23,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from contract.cost import cost_prior
 from contract.descriptions import MethodSpec
+from contract.families import Family
 from orchestrator.data.fetch import cache_dir
 from orchestrator.data.synthetic import CalibrationGraph
-from orchestrator.estimate import Design, EpochsModel, Size, cost_prior, size_values
 from orchestrator.plan import SweepPlan
+from orchestrator.price.model import Design, EpochsModel
+from orchestrator.price.sizes import Size, size_values
 from orchestrator.protocols import CALIBRATION
 from orchestrator.records import STATUS_OK, STATUS_UNAVAILABLE
 
@@ -57,7 +60,7 @@ def calibration_store() -> Path:
 
 
 @dataclass
-class Progress:
+class ProbeProgress:
     """Where the probe of one method stands: the service seconds it spent and why it stopped growing."""
 
     method: str
@@ -85,12 +88,12 @@ def probe_plan(methods: Sequence[str], graph: CalibrationGraph, time_limit: floa
     )
 
 
-def prior_work(spec: MethodSpec, family, graph: CalibrationGraph) -> float:
+def prior_work(spec: MethodSpec, family: Family | None, graph: CalibrationGraph) -> float:
     """The method's work on ``graph`` by its cost prior (default configuration, capped epochs): to scale a cost."""
     config = dict(spec.default_config)
     design = Design(cost_prior(spec.name, family), "max_epochs" in config)
     size = Size(graph.nodes, graph.edges, graph.features, graph.classes, False)
-    epochs = min(PROBE_EPOCHS, EpochsModel((0.0,), 1.0, True).expected(config)) if design.has_epochs else 1.0
+    epochs = min(PROBE_EPOCHS, EpochsModel.earliest().expected(config)) if design.has_epochs else 1.0
     values = size_values(size, PROBE_REGIMES[0])
     return design.work(values, config, epochs) + 1e-9
 
@@ -110,18 +113,18 @@ def step_outcome(records: pd.DataFrame, method: str, graph: CalibrationGraph) ->
 
 def calibrate(
     specs: Mapping[str, MethodSpec],
-    families: Mapping[str, object],
+    families: Mapping[str, Family],
     run_step: Callable[[SweepPlan], Mapping[str, str]],
     stored: Callable[[], pd.DataFrame],
-    on_step: Callable[[CalibrationGraph, list[Progress]], None] = lambda graph, progress: None,
-) -> list[Progress]:
+    on_step: Callable[[CalibrationGraph, list[ProbeProgress]], None] = lambda graph, progress: None,
+) -> list[ProbeProgress]:
     """Probe every method of ``specs`` (method -> its spec; ``families``: method -> its family) graph by graph.
 
     ``run_step`` runs one step's plan (a sweep against the services, its records stored) and names the methods it
     could not run, with why (a service not ready); ``stored`` reads the store's records back (method, dataset,
     status, fit_service_s, predict_service_s), so a resumed probe counts the budget earlier runs spent.
     """
-    progress = {m: Progress(m, budget_of(spec)) for m, spec in specs.items()}
+    progress = {m: ProbeProgress(m, budget_of(spec)) for m, spec in specs.items()}
     previous: dict[str, CalibrationGraph] = {}
     for graph in PROBE_GRAPHS:
         active = [p for p in progress.values() if not p.stopped]
@@ -165,7 +168,7 @@ def calibrate(
 
 
 def methods_to_probe(
-    specs: Mapping[str, MethodSpec], families: Mapping[str, object], stored: Callable[[], pd.DataFrame]
+    specs: Mapping[str, MethodSpec], families: Mapping[str, Family], stored: Callable[[], pd.DataFrame]
 ) -> list[str]:
     """The methods ``calibrate`` would still run a step of, found from the store alone (nothing runs): none when the
     probe is up to date, so a caller starts no service and says so in one line."""

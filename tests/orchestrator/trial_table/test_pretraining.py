@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contract.space import ChoiceParam
-from orchestrator.trials import pretraining as pr
+from orchestrator.trial_table import pretraining as pr
 
 
 def test_the_sweep_plans_no_checkpoint_on_its_own_pretraining_graph():

@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 from orchestrator.cli.main import app
 from orchestrator.store import Store, read_trial_columns
 from orchestrator.submission.bundle import load_bundle
-from orchestrator.trials.load import AnalysisInputError, load_trials
+from orchestrator.trial_table.load import AnalysisInputError, load_trials
 from tests.orchestrator.conftest import sealed_bundle, trial_record
 
 runner = CliRunner()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from orchestrator.trials.selection import FULL, workflow_costs
+from orchestrator.trial_table.selection import FULL, workflow_costs
 from tests.synthetic_trials import trial_rows
 
 
