@@ -179,6 +179,12 @@ class Claim:
         self.fds = ()
 
 
+def claim_file(path: Path) -> Path:
+    """The file a store's claim flocks: ``<store>.lock`` beside the path with every symlink resolved."""
+    real = Path(os.path.realpath(path))
+    return real.with_name(real.name + ".lock")
+
+
 def claim_lock(path: Path) -> Claim:
     """Claim the store at ``path`` for this process: exclusive flocks on ``<store>.lock`` and on the store file itself.
 
@@ -188,7 +194,7 @@ def claim_lock(path: Path) -> Claim:
     process that holds it, or says that the file system cannot lock.
     """
     real = Path(os.path.realpath(path))
-    lock = real.with_name(real.name + ".lock")
+    lock = claim_file(path)
     fd = _flock(os.open(lock, os.O_RDWR | os.O_CREAT, 0o644), path)
     if fd is None:
         holder = _holder(lock)
@@ -220,8 +226,7 @@ def drop_claim(path: Path) -> None:
     takes; StoreBusy while another process writes the store."""
     claim = claim_lock(path)
     try:
-        real = Path(os.path.realpath(path))
-        real.with_name(real.name + ".lock").unlink(missing_ok=True)
+        claim_file(path).unlink(missing_ok=True)
     finally:
         claim.close()
 
