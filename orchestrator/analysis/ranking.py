@@ -168,7 +168,9 @@ def rule_sensitivity(rankings: dict[str, pd.Series]) -> pd.DataFrame:
     names = list(frame.columns)
     out = pd.DataFrame(np.eye(len(names)), index=names, columns=names)
     for a, b in itertools.combinations(names, 2):
-        rho = stats.spearmanr(frame[a], frame[b]).statistic if len(frame) > 2 else np.nan
+        # undefined (NaN) with under three views or a rule that ranks them all alike: said as NaN, not as a warning
+        varied = len(frame) > 2 and frame[a].nunique() > 1 and frame[b].nunique() > 1
+        rho = stats.spearmanr(frame[a], frame[b]).statistic if varied else np.nan
         out.loc[a, b] = out.loc[b, a] = rho
     out.index.name = "rule"
     return out
