@@ -109,6 +109,17 @@ def test_fast_dropout_is_what_torch_calls_while_training_and_is_undone_after() -
     assert seen and all(seen) and F.dropout is original
 
 
+def test_a_nested_fast_dropout_hands_the_outer_loop_the_fast_kernel_back() -> None:
+    """An inner loop inside a fit (the roofline bench's hand loop runs at the SDK's per-epoch check) must not leave
+    the rest of the outer fit on torch's kernel."""
+    original = F.dropout
+    with sdk_dropout.fast_dropout():
+        with sdk_dropout.fast_dropout():
+            pass
+        assert F.dropout is sdk_dropout.dropout
+    assert F.dropout is original
+
+
 def test_the_optimizer_is_fused_with_the_same_update_as_adam() -> None:
     torch.manual_seed(0)
     a, b = nn.Linear(5, 3), nn.Linear(5, 3)
