@@ -55,7 +55,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from orchestrator.metrics import VALUE_RANGES, range_condition
+from orchestrator.metrics import TEST_METRICS, VAL_METRICS, VALUE_RANGES, range_condition
 from orchestrator.plan import Plan, PlanDefinitionError, plan_from_definition
 from orchestrator.records import COLUMNS, RETRIED_STATUSES, STATUS_UNAVAILABLE, STATUSES, current_key
 from orchestrator.store import (
@@ -85,14 +85,8 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "split",
     "config_hash",
     "status",
-    "val_loss",
-    "val_accuracy",
-    "val_auroc",
-    "test_accuracy",
-    "test_macro_f1",
-    "test_cross_entropy",
-    "test_auroc",
-    "test_precision",
+    *VAL_METRICS,
+    *TEST_METRICS,
     "primary_metric",
     "test_primary",
     "origin",

@@ -19,6 +19,13 @@ import numpy as np
 
 from orchestrator.records import TASK_BINARY
 
+#: What a trial records of its validation (selection reads ``val_loss``) and of its test predictions, in the order
+#: every table that carries them lists them (store, export, merge, the shipped reference): the one list, so a metric
+#: added here reaches all of them. ``primary_metric``/``test_primary`` name and copy one of the test metrics.
+VAL_METRICS: tuple[str, ...] = ("val_loss", "val_accuracy", "val_auroc")
+TEST_METRICS: tuple[str, ...] = ("test_accuracy", "test_macro_f1", "test_cross_entropy", "test_auroc", "test_precision")
+LOSSES: tuple[str, ...] = ("val_loss", "test_cross_entropy")  # finite and >= 0; every other metric lies in [0, 1]
+
 EPS = 1e-7
 _FLOAT_EPS = float(np.finfo(np.float64).eps)  # log_loss's own clip, applied after ours
 
@@ -28,11 +35,7 @@ _FLOAT_EPS = float(np.finfo(np.float64).eps)  # log_loss's own clip, applied aft
 UNIT = (0.0, 1.0)
 NON_NEGATIVE = (0.0, math.inf)
 VALUE_RANGES: dict[str, tuple[float, float]] = {
-    **dict.fromkeys(
-        ("val_accuracy", "val_auroc", "test_accuracy", "test_macro_f1", "test_auroc", "test_precision", "test_primary"),
-        UNIT,
-    ),
-    **dict.fromkeys(("val_loss", "test_cross_entropy"), NON_NEGATIVE),
+    **{m: NON_NEGATIVE if m in LOSSES else UNIT for m in (*VAL_METRICS, *TEST_METRICS, "test_primary")},
     **dict.fromkeys(
         (
             "time_limit_s",

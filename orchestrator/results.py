@@ -14,6 +14,7 @@ import pandas as pd
 from rich.console import OverflowMethod
 from rich.table import Table
 
+from orchestrator.metrics import TEST_METRICS, VAL_METRICS
 from orchestrator.protocols import without_calibration
 from orchestrator.records import ACCEPTED_STATUSES, RETRIED_STATUSES, TrialRecord
 from orchestrator.trial_table.load import read_store_columns
@@ -202,9 +203,8 @@ SELECTED_COLUMNS = (
     "dataset", "dataset_hash", "task_type", "num_classes", "regime", "split",
     "n_trials", "n_ok", "n_failed",
     "selected_trial_index", "selected_trial_key", "selected_is_default", "selected_config_json",
-    "val_loss", "val_accuracy", "val_auroc",
-    "primary_metric", "test_primary", "test_accuracy", "test_macro_f1", "test_cross_entropy", "test_auroc",
-    "test_precision",
+    *VAL_METRICS,
+    "primary_metric", "test_primary", *TEST_METRICS,
     "training_tuning_s", "prediction_s", "workflow_s",
     "fit_peak_bytes", "predict_peak_bytes", "workflow_peak_bytes", "memory_kind",
 )  # fmt: skip
@@ -213,21 +213,7 @@ _TRIAL_FIELDS = {
     "selected_trial_key": "trial_key",
     "selected_is_default": "is_default",
     "selected_config_json": "config_json",
-    **{
-        c: c
-        for c in (
-            "val_loss",
-            "val_accuracy",
-            "val_auroc",
-            "primary_metric",
-            "test_primary",
-            "test_accuracy",
-            "test_macro_f1",
-            "test_cross_entropy",
-            "test_auroc",
-            "test_precision",
-        )
-    },
+    **{c: c for c in (*VAL_METRICS, "primary_metric", "test_primary", *TEST_METRICS)},
 }
 
 

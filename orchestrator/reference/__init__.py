@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from contract.files import FileRefused, json_field, json_object, read_json
+from orchestrator.metrics import TEST_METRICS, VAL_METRICS
 
 REFERENCE_DIR = Path(__file__).resolve().parent
 NAMES = ("lite",)  # the protocols a reference ships for
@@ -53,14 +54,8 @@ TABLE_COLUMNS = (
     "fit_peak_gpu_bytes",
     "predict_peak_gpu_bytes",
     "fit_info_json",
-    "val_loss",
-    "val_accuracy",
-    "val_auroc",
-    "test_accuracy",
-    "test_macro_f1",
-    "test_cross_entropy",
-    "test_auroc",
-    "test_precision",
+    *VAL_METRICS,
+    *TEST_METRICS,
     "primary_metric",
     "test_primary",
     "extra_json",

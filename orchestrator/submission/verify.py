@@ -26,6 +26,7 @@ import pandas as pd
 
 from contract.files import MIB, FileRefused, check_regular, read_bounded
 from orchestrator.data.fetch import sha256_of
+from orchestrator.metrics import TEST_METRICS, VAL_METRICS
 from orchestrator.protocols import LITE, PAPER
 from orchestrator.store import read_trials
 from orchestrator.submission.bundle import BundleError, sealed
@@ -34,16 +35,7 @@ from orchestrator.submission.bundle import BundleError, sealed
 VERIFIED = Path(__file__).resolve().parents[1] / "reference" / "verified.toml"
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 TOLERANCE = 1e-4  # as the golden sweep's: a changed prediction moves an accuracy on a small graph by >= 1/300
-COMPARED = (
-    "val_loss",
-    "val_accuracy",
-    "test_primary",
-    "test_accuracy",
-    "test_macro_f1",
-    "test_cross_entropy",
-    "test_auroc",
-    "test_precision",
-)
+COMPARED = (*VAL_METRICS, "test_primary", *TEST_METRICS)
 SHOWN = 5  # mismatches named in the verdict's line
 
 

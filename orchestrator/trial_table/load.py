@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from contract.errors import UserError
-from orchestrator.metrics import RANGES_TEXT, VALUE_RANGES, out_of_range
+from orchestrator.metrics import RANGES_TEXT, TEST_METRICS, VAL_METRICS, VALUE_RANGES, out_of_range
 from orchestrator.protocols import without_calibration
 from orchestrator.records import COLUMNS
 from orchestrator.store import TRIAL_ORDER, connect_read_only, open_existing, refuse_out_of_range
@@ -45,13 +45,8 @@ OPTIONAL_COLUMNS: tuple[str, ...] = (
     "fit_peak_gpu_bytes",
     "predict_peak_rss_bytes",
     "predict_peak_gpu_bytes",
-    "val_accuracy",
-    "val_auroc",
-    "test_accuracy",
-    "test_macro_f1",
-    "test_cross_entropy",
-    "test_auroc",
-    "test_precision",
+    *VAL_METRICS[1:],  # val_loss is required
+    *TEST_METRICS,
     "dataset_hash",
     "config_json",  # kept for GFM rows only (the overlap audit reads their checkpoint); others are blank
     "protocol",  # the named protocol of the trial; the cost probe's rows are dropped on reading
@@ -71,14 +66,7 @@ CATEGORICAL = (
     "protocol",
 )
 INTEGER = ("split", "trial_index")
-METRIC_COLUMNS = (
-    "test_primary",
-    "test_accuracy",
-    "test_macro_f1",
-    "test_cross_entropy",
-    "test_auroc",
-    "test_precision",
-)
+METRIC_COLUMNS = ("test_primary", *TEST_METRICS)
 
 _CHUNK_ROWS = 250_000
 GFM_CONFIG_SQL = "CASE WHEN kind = 'gfm' THEN config_json ELSE '' END AS config_json"

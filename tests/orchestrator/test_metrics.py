@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, f1_score, log_loss, precision_score, roc_auc_score
 
-from orchestrator.metrics import EPS, evaluate
+from orchestrator.metrics import EPS, LOSSES, TEST_METRICS, VAL_METRICS, VALUE_RANGES, evaluate
+from orchestrator.records import COLUMNS
 
 TOL = 1e-9
 
@@ -110,3 +111,11 @@ def test_empty_or_mismatched_inputs_raise():
         evaluate(np.zeros((0, 3)), np.zeros(0, dtype=np.int64), "multiclass", 3)
     with pytest.raises(ValueError, match="cannot score"):
         evaluate(np.full((3, 3), 1 / 3), np.zeros(2, dtype=np.int64), "multiclass", 3)
+
+
+def test_the_metric_lists_are_the_stores_columns_with_a_range_each():
+    """The one list of recorded metrics: each is a store column and has the range every load checks."""
+    for metric in (*VAL_METRICS, *TEST_METRICS):
+        assert metric in COLUMNS
+        assert VALUE_RANGES[metric] == ((0.0, math.inf) if metric in LOSSES else (0.0, 1.0))
+    assert set(LOSSES) <= {*VAL_METRICS, *TEST_METRICS}
