@@ -243,11 +243,14 @@ def _train_epochs(
     set_epoch = getattr(model, "set_epoch", None)
     best = EpochSelection(-1, 0, float("inf"), -1.0)
     best_state: dict[str, torch.Tensor] | None = None
+    # Under the loss rule only the kept epoch's accuracy is reported: its validation logits are kept (a reference to
+    # a tensor no later epoch writes) and counted once at the end, not at every improving epoch.
+    best_out: torch.Tensor | None = None
     waited = epochs = 0
     for epoch in range(int(config[EPOCHS_KEY])):
         ctx.check()
         if set_epoch is not None and set_epoch(epoch):
-            best, best_state, waited = EpochSelection(-1, 0, float("inf"), -1.0), None, 0
+            best, best_state, best_out, waited = EpochSelection(-1, 0, float("inf"), -1.0), None, None, 0
         model.train()
         optimizer.zero_grad(set_to_none=True)
         task_loss(train_logits(), y_train).backward()
@@ -256,12 +259,11 @@ def _train_epochs(
         with torch.no_grad():
             out = val_logits()
             val_loss = float(task_loss(out, y_val))
-            # the accuracy of an epoch that does not improve the loss is never kept: counted only when it can be
-            val_acc = task_accuracy(out, y_val) if rule != "val_loss" or val_loss < best.val_loss else -1.0
+            val_acc = task_accuracy(out, y_val) if rule != "val_loss" else -1.0
         epochs = epoch + 1
         candidate = EpochSelection(epoch, 0, val_loss, val_acc)
         if candidate.score(rule) < best.score(rule):
-            best, waited = candidate, 0
+            best, best_out, waited = candidate, out, 0
             best_state = _snapshot(model, best_state)
         else:
             waited += 1
@@ -269,6 +271,8 @@ def _train_epochs(
                 break
     if best_state is not None:
         model.load_state_dict(best_state)
+    if best_out is not None and best.val_accuracy < 0:
+        best = dataclasses.replace(best, val_accuracy=task_accuracy(best_out, y_val))
     return dataclasses.replace(best, epochs=epochs)
 
 
