@@ -59,11 +59,20 @@ def submit(
     cpus: SandboxCpusOpt = 2.0,
     weights: SandboxWeightsOpt = None,
     env: SandboxEnvOpt = [],  # noqa: B006
+    parallel: Annotated[
+        int,
+        typer.Option(
+            help="Sandboxes side by side, each running one trial at a time on one thread. 0: one a core, as many as "
+            "the machine's memory holds at --memory each."
+        ),
+    ] = 0,
 ) -> None:
     """Benchmark an image in the sandbox and write a checksummed submission bundle."""
     if submission_id and not _ID.match(submission_id):
         raise UserError(f"--id must be 1-64 characters of letters, digits, . _ -, got {submission_id!r}")
     plan = build_plan(methods or None, datasets, regimes, splits, budget, time_limit, protocol=protocol)
+    if parallel < 0:
+        raise UserError(f"--parallel must be 0 (one a core) or more, got {parallel}")
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} exists and is not a directory")
     request = Submission(
@@ -74,6 +83,7 @@ def submit(
         limits=SandboxLimits(memory=memory, cpus=cpus),
         weights=weights,
         env=tuple(parse_env(env).items()),
+        parallel=parallel,
     )
     bundle = benchmark(request, say=console.print, run_sweep=sweep_with_progress)
     trials = bundle["trials"]

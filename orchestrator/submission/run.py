@@ -10,22 +10,26 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shlex
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import psutil
 from google.protobuf.json_format import MessageToDict
 
 from orchestrator.conformance.guard import GuardedClient
 from orchestrator.host import hardware
 from orchestrator.plan import SweepPlan
 from orchestrator.records import STATUS_OK, TrialRecord
-from orchestrator.services.client import MethodClient, Replica
+from orchestrator.services.client import MethodClient, Replica, ServiceUnavailable
 from orchestrator.services.directory import Directory
+from orchestrator.services.embedded import usable_cores
 from orchestrator.services.sandbox import Sandbox, SandboxError, SandboxLimits
 from orchestrator.store import Store, drop_claim
 from orchestrator.submission.bundle import SUBMISSION, TRIALS, finalize_store, seal
@@ -35,33 +39,102 @@ log = logging.getLogger("nodeground.submission")
 
 
 class SandboxDirectory(Directory):
-    """Every method of the submission is served by the one sandboxed container."""
+    """The submission's sandboxes, side by side: each serves every method of the image, one trial at a time."""
 
-    def __init__(self, sandbox: Any) -> None:
-        self.sandbox = sandbox
-        self._client: GuardedClient | None = None
+    def __init__(self, sandboxes: Sequence[Any]) -> None:
+        self.sandboxes = list(sandboxes)
+        self._cond = threading.Condition()
+        self._clients: dict[int, GuardedClient] = {}
+        self._busy: set[int] = set()
+        self._down: set[int] = set()
+
+    def _client(self, index: int) -> GuardedClient:
+        with self._cond:
+            client = self._clients.get(index)
+        if client is None:
+            client = GuardedClient(self.sandboxes[index].endpoint)
+            client.wait_healthy(60.0)
+            with self._cond:
+                self._clients[index] = client
+        return client
+
+    def _index(self, replica: Replica) -> int:
+        return next(i for i, sandbox in enumerate(self.sandboxes) if sandbox.endpoint == replica.endpoint)
 
     def client(self, method: str) -> MethodClient:
-        if self._client is None:
-            self._client = GuardedClient(self.sandbox.endpoint)
-            self._client.wait_healthy(60.0)
-        return self._client
+        return self._client(next((i for i in range(len(self.sandboxes)) if i not in self._down), 0))
+
+    def acquire(self, method: str) -> Replica:
+        """A free sandbox (waiting while all are busy); ServiceUnavailable once every one is down."""
+        with self._cond:
+            while True:
+                if len(self._down) == len(self.sandboxes):
+                    raise ServiceUnavailable("every sandboxed service is down and did not come back")
+                free = next((i for i in range(len(self.sandboxes)) if i not in self._busy | self._down), None)
+                if free is not None:
+                    self._busy.add(free)
+                    break
+                self._cond.wait()
+        try:
+            client = self._client(free)
+        except BaseException:
+            self.release_index(free)
+            raise
+        endpoint = self.sandboxes[free].endpoint
+        return Replica(pool="sandbox", family="", endpoint=endpoint, client=client, source="remote", methods=(method,))
+
+    def release(self, replica: Replica) -> None:
+        self.release_index(self._index(replica))
+
+    def release_index(self, index: int) -> None:
+        with self._cond:
+            self._busy.discard(index)
+            self._cond.notify_all()
 
     def recover(self, replica: Replica) -> bool:
-        """Restart the container (the replica is the one client every method shares)."""
-        self.close()
+        """Restart the replica's container; a sandbox that does not come back is handed out no more."""
+        index = self._index(replica)
+        with self._cond:
+            client = self._clients.pop(index, None)
+        if client is not None:
+            client.close()
         try:
-            self.sandbox.restart()
-            self.sandbox.wait_healthy(120.0)
+            self.sandboxes[index].restart()
+            self.sandboxes[index].wait_healthy(120.0)
             return True
         except Exception as exc:
-            log.warning("the sandboxed service did not come back: %s", exc)
+            log.warning("sandboxed service %d did not come back: %s", index, exc)
+            with self._cond:
+                self._down.add(index)
+                self._cond.notify_all()
             return False
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        with self._cond:
+            clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            client.close()
+
+
+_MEMORY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(?:i?b)?\s*$", re.IGNORECASE)
+
+
+def memory_bytes(limit: str) -> int | None:
+    """A sandbox memory limit as Docker reads it ("8g", "512m", "2GiB": binary units), in bytes; None if unreadable."""
+    found = _MEMORY.match(limit)
+    if found is None:
+        return None
+    return int(float(found.group(1)) * 1024 ** "_kmgtp".index(found.group(2).lower() or "_"))
+
+
+def default_sandboxes(limits: SandboxLimits) -> int:
+    """Sandboxes side by side when nothing says how many: one a core (each service computes on one thread, the thread
+    rule of every run), no more than the machine's memory holds at each one's memory limit."""
+    count = usable_cores()
+    cap = memory_bytes(limits.memory)
+    if cap:
+        count = min(count, max(1, psutil.virtual_memory().total // cap))
+    return max(1, count)
 
 
 class SubmissionStore(Store):
@@ -105,6 +178,7 @@ class Submission:
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     weights: Path | None = None
     env: tuple[tuple[str, str], ...] = ()
+    parallel: int = 0  # sandboxes side by side, each one trial at a time; 0: ``default_sandboxes``
 
     def command(self) -> str:
         """The `orchestrator submit` command that reproduces this run, every option explicit."""
@@ -125,6 +199,7 @@ class Submission:
                 "cpus": self.limits.cpus,
                 "weights": self.weights,
                 "env": [f"{k}={v}" for k, v in self.env],
+                "parallel": self.parallel or None,
             },
         )
 
@@ -147,13 +222,15 @@ def benchmark(
     """
     out = request.out
     out.mkdir(parents=True, exist_ok=True)
+    count = request.parallel or default_sandboxes(request.limits)
+    sandboxes: list[Sandbox] = []
     try:
-        sandbox = Sandbox(request.image, request.limits, weights=request.weights, env=dict(request.env))
-        sandbox.start()
-    except SandboxError as exc:
-        raise SubmissionError(str(exc)) from None
-    try:
-        sandbox.wait_healthy()
+        for _ in range(count):
+            sandboxes.append(Sandbox(request.image, request.limits, weights=request.weights, env=dict(request.env)))
+            sandboxes[-1].start()
+        for sandbox in sandboxes:
+            sandbox.wait_healthy()
+        sandbox = sandboxes[0]
         ident = request.submission_id or sandbox.info["id"].split(":")[-1][:12]
         applied = sandbox.applied()
         probe = GuardedClient(sandbox.endpoint)
@@ -163,23 +240,26 @@ def benchmark(
             probe.close()
         hosted = [m.name for m in described.methods]
         plan = replace(request.plan, methods=chosen_methods(request.plan.methods, hosted, request.image))
-        request = replace(request, plan=plan, submission_id=ident)
+        request = replace(request, plan=plan, submission_id=ident, parallel=count)
         extra = {"submission": ident, "image": request.image, "image_id": sandbox.info["id"], "sandbox": applied}
-        directory = SandboxDirectory(sandbox)
+        directory = SandboxDirectory(sandboxes)
         store = SubmissionStore(out / TRIALS, f"user:{ident}", extra)
         try:
             say(
                 f"benchmarking {request.image} as user:{ident}: {len(plan.methods)} method(s) x "
                 f"{len(plan.datasets)} dataset(s) x {len(plan.regimes)} regime(s) x {len(plan.splits)} split(s), "
-                f"budget {plan.budget}, sandboxed"
+                f"budget {plan.budget}, {count} sandbox(es) side by side"
             )
-            records = run_sweep(Sweep(plan, store, directory))
+            records = run_sweep(Sweep(plan, store, directory, parallel=count))
             frame = store.frame()
         finally:
             directory.close()
             store.close()
+    except SandboxError as exc:
+        raise SubmissionError(str(exc)) from None
     finally:
-        sandbox.stop()
+        for started in sandboxes:
+            started.stop()
     finalize_store(out / TRIALS)
     drop_claim(out / TRIALS)  # the sweep's claim file is no part of the bundle, which holds its sealed files alone
     submission = {
@@ -194,6 +274,7 @@ def benchmark(
         "argv": sys.argv,
         "cwd": os.getcwd(),
         "sandbox": applied,
+        "sandboxes": count,
         "protocol": {
             "name": plan.protocol,
             "methods": list(plan.methods),

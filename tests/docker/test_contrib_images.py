@@ -175,6 +175,8 @@ def test_hostile_image_is_contained_and_recorded(tmp_path):
                 "2g",
                 "--cpus",
                 "1",
+                "--parallel",
+                "2",  # both trials in flight at once, one in each sandbox: each is contained
             ],
         )
     finally:
@@ -212,4 +214,5 @@ def test_hostile_image_is_contained_and_recorded(tmp_path):
     assert submission["image"]["id"].startswith("sha256:")
     assert submission["describe"]["methods"][0]["name"] == "probe"
     assert "submit nodeground/fixture-hostile" in submission["command"] and submission["hardware"]["cpu_count"]
+    assert submission["sandboxes"] == 2 and "--parallel 2" in submission["command"]
     assert set(load_trials(bundle / "trials.sqlite")["origin"].astype(str)) == {"user:hostile"}

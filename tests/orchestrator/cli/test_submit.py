@@ -50,3 +50,12 @@ def test_the_paper_protocol_runs_only_by_name_and_datasets_override_the_referenc
     result = runner.invoke(app, ["submit", "nodeground/demo", "--out", str(tmp_path / "c"), "--datasets", "cora"])
     assert result.exit_code == 0, result.output
     assert handed["request"].plan.datasets == ("cora",) and "shipped reference holds" not in result.output
+
+
+def test_sandboxes_side_by_side_are_one_a_core_unless_told(handed, tmp_path):
+    result = runner.invoke(app, ["submit", "nodeground/demo", "--out", str(tmp_path / "b")])
+    assert result.exit_code == 0 and handed["request"].parallel == 0  # 0: default_sandboxes decides
+    result = runner.invoke(app, ["submit", "nodeground/demo", "--out", str(tmp_path / "b"), "--parallel", "3"])
+    assert result.exit_code == 0 and handed["request"].parallel == 3
+    result = runner.invoke(app, ["submit", "nodeground/demo", "--out", str(tmp_path / "b"), "--parallel", "-1"])
+    assert result.exit_code == 2 and "--parallel must be 0" in result.output
