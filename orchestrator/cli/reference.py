@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -36,6 +37,7 @@ from orchestrator.reference import (
     write_reference,
 )
 from orchestrator.reference.build import (
+    BuildJournal,
     LoadSampler,
     build_costs,
     complete_datasets,
@@ -99,13 +101,14 @@ def build_command(
     done = complete_datasets(read_trials(store), computed)
     sizing = size_up(computed, model, hours, done, parallel)
     todo = [d for d in sizing.run if d not in done]
-    priced = ", ".join(f"{d} {h:.2f}" for d, h in sizing.hours.items())
     err.print(
-        f"reference: estimated wall hours per dataset: {priced}; this build runs {', '.join(todo) or 'nothing new'}",
+        f"reference: estimated wall hours per dataset: {', '.join(f'{d} {h:.2f}' for d, h in sizing.hours.items())}; "
+        f"this build runs {', '.join(todo) or 'nothing new'}",
         markup=False,
     )
     interrupted = False
-    with LoadSampler() as load:
+    journal, killed, beat = _journal(store, parallel, started, cpu)
+    with LoadSampler(on_sample=beat) as load:
         if todo:
             narrowed = SweepPlan(**{**vars(plan), "datasets": tuple(todo)})
             try:
@@ -121,11 +124,8 @@ def build_command(
     previous = _previous_builds(out) if done else []  # no shipped row is current (new method versions): anew
     added = [d for d in complete if d in todo]
     build = {
-        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
-        "wall_s": round(time.perf_counter() - started, 1),
-        "cpu_s": round(cpu_seconds() - cpu, 1),
+        **_elapsed(started, cpu),
         "datasets_added": added,
-        "commit": _commit(),
         "interrupted": interrupted,
         "hardware": _hardware(rows[rows["dataset"].isin(added)]) if added else _hardware(rows),
         "services": parallel,
@@ -142,12 +142,46 @@ def build_command(
         datasets=complete,
         pending={d: h for d, h in sizing.hours.items() if d not in complete},
         hardware=_hardware(rows),
-        builds=[*previous, build],
+        builds=[*previous, *killed, build],
     )
     write_reference(rows, manifest, out)
+    journal.close()
     show(out)
     if interrupted:
         raise KeyboardInterrupt  # the one handler: "interrupted: ... rerun the same command to resume", exit 130
+
+
+def _journal(
+    store: Path, parallel: int, started: float, cpu: float
+) -> tuple[BuildJournal, list[dict[str, Any]], Callable[[dict[str, float]], None]]:
+    """This build's journal, the builds killed before it on the store (said, and shipped in the manifest), and the
+    load sampler's callback that rewrites this build's line."""
+    journal = BuildJournal(
+        store,
+        {"started": datetime.now(UTC).isoformat(timespec="seconds"), "commit": _commit(), "services": parallel},
+    )
+    killed = journal.orphans()
+    if killed:
+        err.print(
+            f"reference: {len(killed)} earlier build(s) on this store ended without a manifest line (killed); "
+            f"their {sum(b['wall_s'] for b in killed) / 3600:.2f} h go into the manifest",
+            markup=False,
+        )
+
+    def beat(load: dict[str, float]) -> None:
+        journal.beat(**_elapsed(started, cpu), **load)
+
+    return journal, killed, beat
+
+
+def _elapsed(started: float, cpu: float) -> dict[str, Any]:
+    """A build's line so far: when, its wall and CPU seconds since ``started``/``cpu``, the code that ran."""
+    return {
+        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+        "wall_s": round(time.perf_counter() - started, 1),
+        "cpu_s": round(cpu_seconds() - cpu, 1),
+        "commit": _commit(),
+    }
 
 
 def _this_machine(gpus: int, parallel: int, probe: Path) -> str | None:
@@ -208,6 +242,8 @@ def build_lines(manifest: Manifest) -> str:
     lines = [head]
     for build in builds:
         added = ", ".join(build.get("datasets_added", [])) or "nothing new"
+        if build.get("killed"):
+            added += " (killed; its time to its last record)"
         parts = [f"{build.get('finished', '?')[:16]}: {added}", f"{build.get('wall_s', 0) / 3600:.2f} h"]
         if "service_cpu_h" in build:
             parts.append(

@@ -12,15 +12,20 @@ from the shipped table and extends it.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from contract.families import Family
+from contract.files import FileRefused, read_json
 from contract.weights import load_weights_catalog, weights_dir
 from orchestrator.data.fetch import is_local
 from orchestrator.host import hardware_of
@@ -128,8 +133,9 @@ class LoadSampler:
     """The machine's load while a build runs, so its record says what it shared the machine with: the 1-minute load
     average (runnable processes, the build's own included) every ``interval`` seconds, against the cores."""
 
-    def __init__(self, interval: float = 30.0) -> None:
+    def __init__(self, interval: float = 30.0, on_sample: Callable[[dict[str, float]], None] | None = None) -> None:
         self.interval = interval
+        self.on_sample = on_sample  # called with ``summary()`` after every sample (the build's journal)
         self.samples: list[float] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, name="load-sampler", daemon=True)
@@ -137,6 +143,8 @@ class LoadSampler:
     def _sample(self) -> None:
         while True:
             self.samples.append(os.getloadavg()[0])
+            if self.on_sample is not None:
+                self.on_sample(self.summary())
             if self._stop.wait(self.interval):
                 return
 
@@ -155,3 +163,66 @@ class LoadSampler:
             "load_max": round(float(np.max(samples)), 2),
             "cores": os.cpu_count() or 1,
         }
+
+
+class BuildJournal:
+    """A running build's line, in a file beside its working store, rewritten at every load sample.
+
+    A build stopped by Ctrl-C writes its own line into the manifest; one killed outright (SIGKILL, the machine lost)
+    cannot. Its last line stays in the journal, and the next build on the store ships it among the manifest's builds
+    (``killed``, with the wall and CPU seconds it had run), so the hours a table took never go missing.
+    """
+
+    def __init__(self, store: Path, entry: dict[str, Any]) -> None:
+        self.path = store.with_name(store.name + ".builds.json")
+        self.key = f"{entry.get('started', '')}/{os.getpid()}"
+        self.entry = {**entry, "key": self.key}
+        self._lock = threading.Lock()
+
+    def _read(self) -> dict[str, dict[str, Any]]:
+        try:
+            held = read_json(self.path, "the reference build's journal")
+        except (FileNotFoundError, FileRefused):
+            return {}  # none yet, or not ours to read (a build never writes what fails here): start it afresh
+        if not isinstance(held, dict):
+            return {}
+        return {k: v for k, v in held.items() if isinstance(v, dict)}
+
+    def orphans(self) -> list[dict[str, Any]]:
+        """Earlier builds on this store that never wrote their manifest line, as manifest builds (a line that does not
+        read as one is left out)."""
+        lines: list[dict[str, Any]] = []
+        for key, line in self._read().items():
+            if key == self.key:
+                continue
+            try:
+                figures = {k: float(line.get(k, 0.0)) for k in ("wall_s", "cpu_s")}
+            except (TypeError, ValueError):
+                continue
+            lines.append(
+                {
+                    "finished": str(line.get("last_seen", line.get("started", "?"))),
+                    **figures,
+                    "datasets_added": [],
+                    "commit": str(line.get("commit", "unknown")),
+                    "interrupted": True,
+                    "killed": True,
+                    "services": line.get("services", "?"),
+                    **{k: line[k] for k in ("load_mean", "load_max", "cores") if k in line},
+                }
+            )
+        return sorted(lines, key=lambda b: b["finished"])
+
+    def beat(self, **figures: Any) -> None:
+        """Write this build's line now (its figures so far); the other builds' lines stay."""
+        with self._lock:
+            self.entry.update(figures, last_seen=datetime.now(UTC).isoformat(timespec="seconds"))
+            lines = {**self._read(), self.key: self.entry}
+            temporary = self.path.with_name(self.path.name + ".tmp")
+            temporary.write_text(json.dumps(lines, indent=1, sort_keys=True) + "\n")
+            os.replace(temporary, self.path)
+
+    def close(self) -> None:
+        """The manifest holds every line now (this build's and the orphans'): the journal is done with."""
+        with self._lock:
+            self.path.unlink(missing_ok=True)

@@ -21,7 +21,7 @@ from orchestrator.reference import (
     store_rows,
     write_reference,
 )
-from orchestrator.reference.build import reference_methods, table_rows
+from orchestrator.reference.build import BuildJournal, reference_methods, table_rows
 from orchestrator.store import Store, read_trials
 from tests.orchestrator.reference.conftest import rows
 
@@ -119,12 +119,18 @@ def test_a_first_build_from_nothing_ships_a_table_and_the_next_resumes_from_it(m
     )
     assert len(table) == manifest.rows == 2 * LITE.budget and set(table["protocol"]) == {"lite"}
     shipped_bytes = paths("lite", out)[0].read_bytes()
+    assert not BuildJournal(store, {}).path.exists()  # its line is in the manifest now
     store.unlink()  # a fresh clone's second build: only the shipped table
-    second = CliRunner().invoke(command.app, build)
+    BuildJournal(store, {"started": "2026-12-07T09:00:00", "commit": "abc"}).beat(wall_s=5400.0, cpu_s=9.0)
+    second = CliRunner().invoke(command.app, build)  # ... and a build before it was killed outright (its journal)
     assert second.exit_code == 0, second.output
     said = " ".join(second.output.split())  # the console wraps long lines at the runner's 80 columns
     assert f"{2 * LITE.budget} rows from the shipped table" in said and "runs nothing new" in said
-    assert paths("lite", out)[0].read_bytes() == shipped_bytes and len(read_manifest("lite", out).builds) == 2
+    assert "1 earlier build(s) on this store ended without a manifest line (killed); their 1.50 h" in said
+    builds = read_manifest("lite", out).builds
+    assert paths("lite", out)[0].read_bytes() == shipped_bytes and len(builds) == 3
+    assert builds[1]["killed"] and builds[1]["wall_s"] == 5400.0 and builds[1]["commit"] == "abc"
+    assert not BuildJournal(store, {}).path.exists()
 
     def interrupt(sweep, stores=None):
         raise KeyboardInterrupt
@@ -214,3 +220,28 @@ def test_a_build_runs_again_what_was_measured_on_other_hardware(tmp_path):
     )
     _measure_here(store, here)  # nothing left to move
     assert len(read_trials(store)) == len(kept)
+
+
+def test_a_killed_builds_last_line_is_found_by_the_next_build_and_nothing_else_is(tmp_path):
+    store = tmp_path / "lite.sqlite"
+    killed = BuildJournal(store, {"started": "2026-12-07T09:00:00", "commit": "abc", "services": 2})
+    killed.beat(wall_s=60.0, cpu_s=3.0, load_mean=1.5, cores=2)
+    killed.beat(wall_s=120.0, cpu_s=4.0, load_mean=1.7, cores=2)  # its last line is what counts
+    assert killed.orphans() == []  # a build is never its own orphan
+    next_build = BuildJournal(store, {"started": "2026-12-07T12:00:00"})
+    (found,) = next_build.orphans()
+    assert found["killed"] and found["wall_s"] == 120.0 and found["cpu_s"] == 4.0 and found["load_mean"] == 1.7
+    assert found["datasets_added"] == [] and found["commit"] == "abc" and found["services"] == 2
+    next_build.beat(wall_s=1.0)
+    assert len(json.loads(next_build.path.read_text())) == 2  # the orphan stays until the manifest holds it
+    next_build.close()
+    assert not next_build.path.exists() and BuildJournal(store, {}).orphans() == []
+
+
+@pytest.mark.parametrize("text", ["not json", "[1, 2]", '{"a": {"wall_s": "lots"}}', '{"a": 3}'])
+def test_a_journal_that_does_not_read_as_one_adds_no_build(tmp_path, text):
+    journal = BuildJournal(tmp_path / "lite.sqlite", {"started": "now"})
+    journal.path.write_text(text)
+    assert journal.orphans() == []
+    journal.beat(wall_s=1.0)  # and the build writes its own line beside (or over) it
+    assert journal.orphans() == [] and journal.key in json.loads(journal.path.read_text())
