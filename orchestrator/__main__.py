@@ -1,5 +1,5 @@
 """`python -m orchestrator`: the same CLI as the `orchestrator` script (batch jobs call it through their Python)."""
 
-from orchestrator.cli.main import app
+from orchestrator.cli.main import main
 
-app(prog_name="orchestrator")
+main()

@@ -9,6 +9,7 @@ command by tests/orchestrator/cli/test_lazy_cli.py.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 from typing import Any
@@ -193,3 +194,22 @@ def _main() -> None:
     from contract.settings import ORCHESTRATOR_SETTINGS, check_all
 
     check_all(ORCHESTRATOR_SETTINGS)  # at start-up, whatever the command: a bad value is one `error:` line
+
+
+def main() -> None:
+    """The `orchestrator` script and `python -m orchestrator` (the process is the CLI's: its signals are set here,
+    never by an ``app`` a test or a program invokes in its own process)."""
+    stop_on_sigterm()
+    app(prog_name="orchestrator")
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM (``kill``, ``timeout``, a scheduler) stops a command as Ctrl-C does: finished trials stored, services
+    closed, a reference build's manifest line written, exit 130. A script's background job ignores Ctrl-C (its shell
+    sets SIGINT aside), so SIGTERM is how it is stopped. A handler someone else installed (SLURM's shard task
+    installs its own later) is left alone."""
+    import signal
+
+    with contextlib.suppress(ValueError):  # not the main thread: the signals are not ours to set
+        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, signal.default_int_handler)
