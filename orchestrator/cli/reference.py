@@ -125,6 +125,7 @@ def build_command(
     added = [d for d in complete if d in todo]
     build = {
         **_elapsed(started, cpu),
+        "commit": _commit(),
         "datasets_added": added,
         "interrupted": interrupted,
         "hardware": _hardware(rows[rows["dataset"].isin(added)]) if added else _hardware(rows),
@@ -156,9 +157,9 @@ def _journal(
 ) -> tuple[BuildJournal, list[dict[str, Any]], Callable[[dict[str, float]], None]]:
     """This build's journal, the builds killed before it on the store (said, and shipped in the manifest), and the
     load sampler's callback that rewrites this build's line."""
+    commit = _commit()
     journal = BuildJournal(
-        store,
-        {"started": datetime.now(UTC).isoformat(timespec="seconds"), "commit": _commit(), "services": parallel},
+        store, {"started": datetime.now(UTC).isoformat(timespec="seconds"), "commit": commit, "services": parallel}
     )
     killed = journal.orphans()
     if killed:
@@ -168,19 +169,18 @@ def _journal(
             markup=False,
         )
 
-    def beat(load: dict[str, float]) -> None:
-        journal.beat(**_elapsed(started, cpu), **load)
+    def beat(load: dict[str, float]) -> None:  # every 30 s: the commit is read once, not by a git call a beat
+        journal.beat(**_elapsed(started, cpu), commit=commit, **load)
 
     return journal, killed, beat
 
 
 def _elapsed(started: float, cpu: float) -> dict[str, Any]:
-    """A build's line so far: when, its wall and CPU seconds since ``started``/``cpu``, the code that ran."""
+    """A build's line so far: when, and its wall and CPU seconds since ``started``/``cpu``."""
     return {
         "finished": datetime.now(UTC).isoformat(timespec="seconds"),
         "wall_s": round(time.perf_counter() - started, 1),
         "cpu_s": round(cpu_seconds() - cpu, 1),
-        "commit": _commit(),
     }
 
 

@@ -54,8 +54,11 @@ class SandboxDirectory(Directory):
         if client is None:
             client = GuardedClient(self.sandboxes[index].endpoint)
             client.wait_healthy(60.0)
-            with self._cond:
-                self._clients[index] = client
+            with self._cond:  # Describe may have made one for the same sandbox meanwhile: one client a sandbox
+                held = self._clients.setdefault(index, client)
+            if held is not client:
+                client.close()
+                client = held
         return client
 
     def _index(self, replica: Replica) -> int:
