@@ -232,7 +232,7 @@ class GIN(StackMethod):
 
 class JKNet(StackMethod):
     name = "jknet"
-    version = VERSION
+    version = "2026-12-07b"  # the readout (jumping knowledge and head) runs on the rows the loss and validation read
     description = "Jumping knowledge network (Xu et al., ICML 2018): GCN or SAGE layers, concat/max/LSTM readout."
     default_config = {**STACK_DEFAULTS, "num_layers": 4, "jk": "cat", "conv": "gcn"}
     search_space = TRAIN_SPACE + (
@@ -246,6 +246,8 @@ class JKNet(StackMethod):
         ChoiceParam("activation", ("relu", "gelu", "elu")),
         ChoiceParam("conv", ("gcn", "sage")),
     )
+
+    readout_rows = True
 
     def build_model(self, config: Config, in_dim: int, out_dim: int) -> nn.Module:
         if config["jk"] != "lstm":

@@ -73,7 +73,8 @@ class LayerStack(nn.Module):
     def _run(self, layer: nn.Module, h: Tensor, edge_index: Tensor) -> Tensor:
         return layer(h, edge_index) if self.uses_graph else layer(h)
 
-    def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
+    def forward(self, x: Tensor, edge_index: Tensor, rows: Tensor | None = None) -> Tensor:
+        """Every node's logits, or those of ``rows``: the layers run on every node, the readout on ``rows`` alone."""
         h = feature_dropout(x, self.input_dropout, self.training)
         outs = []
         for i in range(self.num_hidden):
@@ -83,7 +84,10 @@ class LayerStack(nn.Module):
             h = self.dropout(self.act(self.norms[i](z)))
             outs.append(h)
         if self.head is None:
-            return self._run(self.layers[-1], h, edge_index)
+            out = self._run(self.layers[-1], h, edge_index)
+            return out if rows is None else out[rows]
+        if rows is not None:
+            h, outs = h[rows], [o[rows] for o in outs]
         if self.jk_mode == "last":
             return self.head(h)
         if self.jk is None:  # "sum"

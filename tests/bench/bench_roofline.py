@@ -153,15 +153,8 @@ class HandLoop:
 
         self.model = model = fx.model()
         self.optimizer = make_optimizer([p for p in model.parameters() if p.requires_grad], fx.config)
-        batch_norm = any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
-        train_rows = None if batch_norm else fx.method.row_inputs(fx.inputs, fx.train_t)
-        val_rows = fx.method.row_inputs(fx.inputs, fx.val_t)
-        self.train: Callable[[], torch.Tensor] = (
-            (lambda: model(*train_rows)) if train_rows else (lambda: model(*fx.inputs)[fx.train_t])
-        )
-        self.val: Callable[[], torch.Tensor] = (
-            (lambda: model(*val_rows)) if val_rows else (lambda: model(*fx.inputs)[fx.val_t])
-        )
+        self.train: Callable[[], torch.Tensor] = fx.method.node_logits(model, fx.inputs, fx.train_t, training=True)
+        self.val: Callable[[], torch.Tensor] = fx.method.node_logits(model, fx.inputs, fx.val_t, training=False)
         self.y_train, self.y_val = fx.y[fx.train_t], fx.y[fx.val_t]
 
     def epoch(self) -> float:

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from methods.gnn import GCN, MLP
+from methods.gnn import GCN, MLP, JKNet
 from methods.graphtransformer import NAGphormer
 from methods.sdk import dropout as sdk_dropout
 from methods.sdk import feature_dropout
@@ -174,3 +174,38 @@ def test_batch_statistics_keep_the_training_forward_on_every_node(multiclass, mo
         config = MLP.resolve_config({"norm": norm, "max_epochs": 2})
         MLP().fit(bundle, train, val, config, cpu_context())
         assert shapes[:2] == [train_rows, len(val)], norm  # epoch 1: the training forward, then validation
+
+
+@pytest.mark.parametrize("jk", ["cat", "max", "lstm"])
+def test_a_readout_on_rows_gives_the_rows_of_the_whole_readout(jk, multiclass) -> None:
+    """JKNet's graph layers run on every node and its readout on the rows asked for: the same logits for them."""
+    bundle, train, _ = multiclass
+    config = JKNet.resolve_config({"jk": jk, "hidden": 32, "num_layers": 3, "norm": "batch", "conv": "sage"})
+    instance = JKNet()
+    inputs = instance.model_inputs(bundle, config, torch.device("cpu"))
+    model = instance.build_model(config, bundle.features.shape[1], bundle.num_classes)
+    model.eval()
+    nodes = torch.as_tensor(train)
+    with torch.no_grad():
+        on_rows = instance.node_logits(model, inputs, nodes, training=True)()
+        assert torch.allclose(on_rows, model(*inputs)[nodes], atol=1e-5)
+
+
+def test_a_readout_on_rows_reads_the_training_rows_then_the_validation_rows(multiclass, monkeypatch) -> None:
+    """In a fit the LSTM readout sees the training rows, then the validation rows; predict reads every node."""
+    bundle, train, val = multiclass
+    seen: list[int] = []
+    original = JKNet.build_model
+
+    def spied(self, config, in_dim, out_dim):
+        model = original(self, config, in_dim, out_dim)
+        model.jk.register_forward_hook(lambda module, args, out: seen.append(out.shape[0]))
+        return model
+
+    monkeypatch.setattr(JKNet, "build_model", spied)
+    config = JKNet.resolve_config({"jk": "lstm", "hidden": 32, "num_layers": 3, "norm": "batch", "max_epochs": 2})
+    state = JKNet().fit(bundle, train, val, config, cpu_context())
+    assert seen[:2] == [len(train), len(val)]
+    seen.clear()
+    probs = JKNet().predict(state, bundle)
+    assert seen == [bundle.num_nodes] and probs.shape == (bundle.num_nodes, bundle.num_classes)
