@@ -23,8 +23,8 @@ from orchestrator.cli.progress import cpu_seconds, sweep_with_progress
 from orchestrator.cli.services import local_gpus, open_services
 from orchestrator.cli.specs import plan_specs
 from orchestrator.host import hardware_of
-from orchestrator.plan import DEFAULT_TIME_LIMIT_S, SweepPlan, make_plan
-from orchestrator.price import learn_cost_model, read_records
+from orchestrator.plan import DEFAULT_TIME_LIMIT_S, Plan, SweepPlan, make_plan
+from orchestrator.price import CostModel, learn_cost_model, read_records
 from orchestrator.protocols import LITE
 from orchestrator.reference import (
     REFERENCE_DIR,
@@ -39,8 +39,10 @@ from orchestrator.reference import (
 from orchestrator.reference.build import (
     BuildJournal,
     LoadSampler,
+    Sizing,
     build_costs,
     complete_datasets,
+    held_keys,
     reference_methods,
     size_up,
     table_rows,
@@ -87,7 +89,7 @@ def build_command(
     seeded = _seed(store, out)
     err.print(
         f"reference: {len(methods)} methods, {len(plan.datasets)} datasets, {computed.total:,} trials; "
-        f"{seeded:,} rows from the shipped table",
+        f"{len(seeded):,} rows from the shipped table",
         markup=False,
     )
     # The build runs what a user's `run` runs (one one-thread service per core, native kernels); the probe times
@@ -98,14 +100,7 @@ def build_command(
     here = _this_machine(local_gpus(), parallel, probe)
     _measure_here(store, here)
     model = learn_cost_model(read_records([store, probe, *from_stores]), here)
-    done = complete_datasets(read_trials(store), computed)
-    sizing = size_up(computed, model, hours, done, parallel)
-    todo = [d for d in sizing.run if d not in done]
-    err.print(
-        f"reference: estimated wall hours per dataset: {', '.join(f'{d} {h:.2f}' for d, h in sizing.hours.items())}; "
-        f"this build runs {', '.join(todo) or 'nothing new'}",
-        markup=False,
-    )
+    sizing, todo = _size_up(store, computed, model, hours, parallel)
     interrupted = False
     journal, killed, beat = _journal(store, parallel, started, cpu)
     with LoadSampler(on_sample=beat) as load:
@@ -121,7 +116,10 @@ def build_command(
     complete = complete_datasets(trials, computed)
     keys = {t.key for t in computed.trials([c for c in computed.cells if c.dataset in complete])}
     rows = table_rows(trials, keys, LITE)
-    previous = _previous_builds(out) if done else []  # no shipped row is current (new method versions): anew
+    # The earlier builds' time counts while any shipped row is still current; when none is (every method's version
+    # moved), the table is built anew. One method's new version leaves the others' rows, and their builds, standing.
+    current = any(t.key in seeded for t in computed.trials())
+    previous = _previous_builds(out) if current else []
     added = [d for d in complete if d in todo]
     build = {
         **_elapsed(started, cpu),
@@ -150,6 +148,21 @@ def build_command(
     show(out)
     if interrupted:
         raise KeyboardInterrupt  # the one handler: "interrupted: ... rerun the same command to resume", exit 130
+
+
+def _size_up(store: Path, plan: Plan, model: CostModel, hours: float, parallel: int) -> tuple[Sizing, list[str]]:
+    """The datasets priced at what the store lacks of them, and the ones this build runs (printed)."""
+    stored = read_trials(store)
+    done = complete_datasets(stored, plan)
+    sizing = size_up(plan, model, hours, held_keys(stored), parallel)
+    todo = [d for d in sizing.run if d not in done]
+    left = ", ".join(f"{d} {h:.2f}" for d, h in sizing.remaining.items() if d not in done)
+    err.print(
+        f"reference: estimated wall hours of what each dataset lacks: {left or 'none'}; "
+        f"this build runs {', '.join(todo) or 'nothing new'}",
+        markup=False,
+    )
+    return sizing, todo
 
 
 def _journal(
@@ -209,8 +222,8 @@ def _measure_here(store: Path, here: str | None) -> None:
         err.print(f"reference: {moved:,} rows measured on {seen} run again on {here}", markup=False)
 
 
-def _seed(store: Path, root: Path) -> int:
-    """Open (creating) the working store and write the shipped table's rows it lacks; how many there were.
+def _seed(store: Path, root: Path) -> set[str]:
+    """Open (creating) the working store and write the shipped table's rows it lacks; the keys of all of them.
 
     A first build has no shipped table: the store is still created, since the estimate and the datasets' completeness
     are read from it before the sweep writes a row.
@@ -221,10 +234,10 @@ def _seed(store: Path, root: Path) -> int:
         frame = None
     with Store(store) as target:
         if frame is None:
-            return 0
+            return set()
         held = target.done_keys()
         target.write_rows([r for r in store_rows(frame) if r["trial_key"] not in held])
-    return len(frame)
+    return set(frame["trial_key"])
 
 
 def _previous_builds(root: Path) -> list[dict]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -67,26 +67,35 @@ class Sizing:
     run: list[str]
     pending: dict[str, float]  # dataset -> estimated wall hours
     hours: dict[str, float]  # every dataset's estimated wall hours (priced cells), for the build's own line
+    remaining: dict[str, float]  # every dataset's estimated wall hours of the trials the store does not hold
     unpriced: int  # trials of the plan the estimate could not price
 
 
-def size_up(plan: Plan, model: CostModel, hours: float, done: Sequence[str], parallel: int) -> Sizing:
-    """Order the plan's datasets by their estimated wall hours (``done`` ones cost nothing; nodes break ties) and keep
-    those that fit, up to the first that does not: the reference grows by the most datasets its hours buy.
+def size_up(plan: Plan, model: CostModel, hours: float, held: set[str], parallel: int) -> Sizing:
+    """Order the plan's datasets by the estimated wall hours of their trials the store does not hold (``held``: trial
+    keys with an outcome; nodes break ties) and keep those that fit, up to the first that does not: the reference
+    grows by the most datasets its hours buy.
 
     A dataset's wall hours are its trials' estimated service hours over the ``parallel`` services that run them side
-    by side, so ``--hours 4`` is about four hours of the build's own time.
+    by side, so ``--hours 4`` is about four hours of the build's own time. A trial costs its cell's seconds per trial
+    (the sweep's ETA prices it alike), so a dataset that a stopped build left half done, or whose rows of one method
+    a new version made stale, is priced at what is left of it; pending lists a dataset's whole price, which is what
+    a build from the shipped table alone pays.
     """
     costs = estimate_cells(plan, model)
     per_dataset: dict[str, float] = {}
+    remaining: dict[str, float] = {}
     unpriced = 0
     for cell, cost in zip(plan.cells, costs, strict=True):
-        per_dataset[cell.dataset] = per_dataset.get(cell.dataset, 0.0) + (cost.seconds or 0.0) / 3600 / parallel
+        whole = (cost.seconds or 0.0) / 3600 / parallel
+        missing = sum(t.key not in held for t in plan.trials([cell]))
+        per_dataset[cell.dataset] = per_dataset.get(cell.dataset, 0.0) + whole
+        remaining[cell.dataset] = remaining.get(cell.dataset, 0.0) + (whole * missing / cell.trials if missing else 0)
         unpriced += cell.trials if cost.seconds is None else 0
     sizes = sizes_of(plan.sweep.datasets)
 
     def needs(dataset: str) -> float:
-        return 0.0 if dataset in done else per_dataset.get(dataset, 0.0)
+        return remaining.get(dataset, 0.0)
 
     ordered = sorted(plan.sweep.datasets, key=lambda d: (needs(d), sizes[d].nodes if d in sizes else float("inf")))
     run: list[str] = []
@@ -98,7 +107,7 @@ def size_up(plan: Plan, model: CostModel, hours: float, done: Sequence[str], par
             spent += needs(dataset)
         else:
             pending[dataset] = round(per_dataset.get(dataset, 0.0), 2)
-    return Sizing(run, pending, per_dataset, unpriced)
+    return Sizing(run, pending, per_dataset, remaining, unpriced)
 
 
 def table_rows(trials: pd.DataFrame, keys: set[str], protocol: Protocol) -> pd.DataFrame:
@@ -109,9 +118,14 @@ def table_rows(trials: pd.DataFrame, keys: set[str], protocol: Protocol) -> pd.D
     return rows.loc[:, list(TABLE_COLUMNS)]
 
 
+def held_keys(rows: pd.DataFrame) -> set[str]:
+    """The keys of the trials that have an outcome: a rerun skips them."""
+    return set(rows.loc[rows["status"] != "unavailable", "trial_key"])
+
+
 def complete_datasets(rows: pd.DataFrame, plan: Plan) -> list[str]:
     """The plan's datasets every planned trial of which has a row with an outcome (a rerun would skip it)."""
-    held = set(rows.loc[rows["status"] != "unavailable", "trial_key"])
+    held = held_keys(rows)
     complete = []
     for dataset in plan.sweep.datasets:
         cells = [c for c in plan.cells if c.dataset == dataset]

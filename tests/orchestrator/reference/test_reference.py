@@ -142,18 +142,32 @@ def test_a_first_build_from_nothing_ships_a_table_and_the_next_resumes_from_it(m
     after = read_manifest("lite", out)  # what was complete still ships, and the interrupted build is counted
     assert after.datasets == ["texas"] and "cornell" in after.pending and after.builds[-1]["interrupted"] is True
 
+    # A method joins (as one whose version moved): texas lacks its rows, but mlp's shipped rows are still current, so
+    # the builds that measured them stay in the manifest (they were dropped when no dataset was complete).
+    monkeypatch.setattr(command, "reference_methods", lambda families: (["mlp", "gcn"], {}))
+    monkeypatch.setattr(command, "protocol_datasets", lambda protocol: "texas")
+    fourth = CliRunner().invoke(command.app, build)
+    assert fourth.exit_code == 130, fourth.output
+    grown = read_manifest("lite", out)
+    assert grown.datasets == [] and grown.builds[:-1] == after.builds and len(grown.builds) == len(after.builds) + 1
+
 
 def test_a_build_runs_the_cheapest_datasets_whose_wall_hours_fit(monkeypatch):
     """Hours are the build's own: each dataset's service hours over the services running side by side, cheapest
-    first (nodes break ties); the first dataset that does not fit and every dearer one wait (pending), and a dataset
-    already complete costs nothing."""
+    first (nodes break ties); the first dataset that does not fit and every dearer one wait (pending, at their whole
+    price), a dataset already complete costs nothing and one partly held costs what it lacks."""
     from types import SimpleNamespace
 
     from orchestrator.reference import build
 
     service_hours = {"texas": 1.0, "cornell": 2.0, "cora": 3.0, "citeseer": 1.0}  # each dataset one cell here
     cells = [SimpleNamespace(dataset=d, trials=20) for d in service_hours]
-    plan = SimpleNamespace(cells=cells, sweep=SimpleNamespace(datasets=tuple(service_hours)))
+    keys = {d: [f"{d}|{i}" for i in range(20)] for d in service_hours}
+    plan = SimpleNamespace(
+        cells=cells,
+        sweep=SimpleNamespace(datasets=tuple(service_hours)),
+        trials=lambda chosen: (SimpleNamespace(key=k) for c in chosen for k in keys[c.dataset]),
+    )
     monkeypatch.setattr(
         build,
         "estimate_cells",
@@ -161,11 +175,15 @@ def test_a_build_runs_the_cheapest_datasets_whose_wall_hours_fit(monkeypatch):
     )
     nodes = {"texas": 183, "cornell": 183, "cora": 2708, "citeseer": 3327}
     monkeypatch.setattr(build, "sizes_of", lambda names: {d: SimpleNamespace(nodes=nodes[d]) for d in names})
-    sizing = build.size_up(plan, None, hours=1.5, done=[], parallel=2)  # type: ignore[arg-type]
+    sizing = build.size_up(plan, None, hours=1.5, held=set(), parallel=2)  # type: ignore[arg-type]
     assert sizing.run == ["texas", "citeseer"] and sizing.pending == {"cornell": 1.0, "cora": 1.5}
-    resumed = build.size_up(plan, None, hours=2.0, done=["cornell"], parallel=2)  # type: ignore[arg-type]
+    resumed = build.size_up(plan, None, hours=2.0, held=set(keys["cornell"]), parallel=2)  # type: ignore[arg-type]
     assert resumed.run == ["cornell", "texas", "citeseer"] and list(resumed.pending) == ["cora"]
-    assert build.size_up(plan, None, hours=1.5, done=[], parallel=1).run == ["texas"]  # type: ignore[arg-type]
+    assert build.size_up(plan, None, hours=1.5, held=set(), parallel=1).run == ["texas"]  # type: ignore[arg-type]
+    # cora three quarters held (a stopped build): a quarter of its 1.5 wall hours is left, cheaper than texas's 0.5
+    partly = build.size_up(plan, None, hours=0.5, held=set(keys["cora"][:15]), parallel=2)  # type: ignore[arg-type]
+    assert partly.remaining["cora"] == pytest.approx(0.375) and partly.run == ["cora"]
+    assert partly.pending == {"texas": 0.5, "citeseer": 0.5, "cornell": 1.0}
 
 
 @pytest.mark.parametrize(
