@@ -24,17 +24,19 @@ from typing import Any, cast
 
 import torch
 from torch import nn
-from torch_geometric.nn import (
-    GATConv,
-    GATv2Conv,
-    GCNConv,
-    GINConv,
-    JumpingKnowledge,
-    SAGEConv,
-)
+from torch_geometric.nn import GATConv, GATv2Conv, GCNConv, JumpingKnowledge
 
 from contract.wire import GraphBundle
-from methods.gnn.model import APPNPNet, FAGCNNet, GCNIINet, GPRGNNNet, LayerFactory, LayerStack
+from methods.gnn.model import (
+    APPNPNet,
+    FAGCNNet,
+    GCNIINet,
+    GPRGNNNet,
+    LayerFactory,
+    LayerStack,
+    MapFirstGIN,
+    MapFirstSAGE,
+)
 from methods.sdk import (
     TRAIN_SPACE,
     ChoiceParam,
@@ -49,6 +51,8 @@ from methods.sdk import (
 )
 
 VERSION = "2026-12-07"  # the SDK's fast dropout, feature dropout of nonzeros, fused Adam; MLP trains on its rows
+# SAGE and GIN layers map before they aggregate where they narrow (model.MapFirstSAGE, MapFirstGIN)
+MAP_FIRST_VERSION = "2026-12-07b"
 
 # ---- shared configuration ----------------------------------------------------
 
@@ -140,7 +144,7 @@ class GCN(StackMethod):
 
 class GraphSAGE(StackMethod):
     name = "graphsage"
-    version = VERSION
+    version = MAP_FIRST_VERSION
     description = "GraphSAGE (Hamilton et al., NeurIPS 2017), full-batch, separate root weight."
     default_config = {**STACK_DEFAULTS, "aggr": "mean"}
     search_space = _stack_space(ChoiceParam("aggr", ("mean", "max", "sum")))
@@ -148,7 +152,7 @@ class GraphSAGE(StackMethod):
 
     def make_layer(self, config: Config) -> LayerFactory:
         aggr = str(config["aggr"])
-        return lambda a, b, last: SAGEConv(a, b, aggr=aggr)
+        return lambda a, b, last: MapFirstSAGE(a, b, aggr=aggr)
 
 
 class _AttentionStack(StackMethod):
@@ -214,7 +218,7 @@ class GATv2(_AttentionStack):
 
 class GIN(StackMethod):
     name = "gin"
-    version = VERSION
+    version = MAP_FIRST_VERSION
     description = "Graph isomorphism network (Xu et al., ICLR 2019): sum aggregation and a 2-layer MLP per layer."
     default_config = {**STACK_DEFAULTS, "jk": "last", "train_eps": False}
     search_space = _stack_space(ChoiceParam("train_eps", (False, True)))
@@ -225,14 +229,14 @@ class GIN(StackMethod):
 
         def make(a: int, b: int, last: bool) -> nn.Module:
             mid = max(b, 16) if last else b
-            return GINConv(nn.Sequential(nn.Linear(a, mid), nn.ReLU(), nn.Linear(mid, b)), train_eps=train_eps)
+            return MapFirstGIN(nn.Sequential(nn.Linear(a, mid), nn.ReLU(), nn.Linear(mid, b)), train_eps=train_eps)
 
         return make
 
 
 class JKNet(StackMethod):
     name = "jknet"
-    version = "2026-12-07b"  # the readout (jumping knowledge and head) runs on the rows the loss and validation read
+    version = "2026-12-07c"  # b: the readout runs on the rows the loss and validation read; c: SAGE layers map first
     description = "Jumping knowledge network (Xu et al., ICML 2018): GCN or SAGE layers, concat/max/LSTM readout."
     default_config = {**STACK_DEFAULTS, "num_layers": 4, "jk": "cat", "conv": "gcn"}
     search_space = TRAIN_SPACE + (
@@ -275,7 +279,7 @@ class JKNet(StackMethod):
 
     def make_layer(self, config: Config) -> LayerFactory:
         if config["conv"] == "sage":
-            return lambda a, b, last: SAGEConv(a, b)
+            return lambda a, b, last: MapFirstSAGE(a, b)
         return lambda a, b, last: GCNConv(a, b, cached=True, add_self_loops=False)
 
     def model_inputs(self, graph: GraphBundle, config: Config, device: torch.device) -> tuple[Any, ...]:

@@ -221,3 +221,46 @@ def test_gcnii_depth_refuses_what_cannot_fit(multiclass, monkeypatch) -> None:
     with pytest.raises(ResourceError, match=r"gcnii: 64 GCNII layers of 512"):
         GCNII().fit(bundle, train, val, config, cpu_context())
     GCNII().fit(bundle, train, val, {**config, "hidden": 32, "num_layers": 2}, cpu_context())  # a shallow one fits
+
+
+@pytest.mark.parametrize("aggr", ["mean", "sum", "max"])
+@pytest.mark.parametrize("in_dim", [40, 4], ids=["narrowing", "widening"])
+def test_a_sage_layer_that_maps_first_is_pygs_layer(aggr, in_dim, monkeypatch) -> None:
+    """The same function as PyG's SAGE layer with the same weights (an isolated node too); a narrowing sum or mean
+    gathers rows of the output width, every other layer its input rows."""
+    from torch_geometric.nn import SAGEConv
+
+    from methods.gnn.model import MapFirstSAGE
+
+    torch.manual_seed(0)
+    x, edge_index = torch.randn(30, in_dim), torch.randint(1, 30, (2, 120))  # node 0 has no neighbour
+    ours, theirs = MapFirstSAGE(in_dim, 8, aggr=aggr), SAGEConv(in_dim, 8, aggr=aggr)
+    theirs.load_state_dict(ours.state_dict())
+    widths: list[int] = []
+    original = MapFirstSAGE.propagate
+
+    def spied(self, edge_index, x, **kwargs):
+        widths.append(x[0].shape[1])
+        return original(self, edge_index, x=x, **kwargs)
+
+    monkeypatch.setattr(MapFirstSAGE, "propagate", spied)
+    assert torch.allclose(ours(x, edge_index), theirs(x, edge_index), atol=1e-5)
+    assert widths == [8 if aggr != "max" and in_dim > 8 else in_dim]
+
+
+@pytest.mark.parametrize("train_eps", [False, True])
+def test_a_gin_layer_that_maps_first_is_pygs_layer(train_eps) -> None:
+    from torch import nn
+    from torch_geometric.nn import GINConv
+
+    from methods.gnn.model import MapFirstGIN
+
+    torch.manual_seed(0)
+    x, edge_index = torch.randn(30, 40), torch.randint(1, 30, (2, 120))
+    ours = MapFirstGIN(nn.Sequential(nn.Linear(40, 8), nn.ReLU(), nn.Linear(8, 8)), train_eps=train_eps)
+    theirs = GINConv(nn.Sequential(nn.Linear(40, 8), nn.ReLU(), nn.Linear(8, 8)), train_eps=train_eps)
+    theirs.load_state_dict(ours.state_dict())
+    if train_eps:
+        for layer in (ours, theirs):
+            layer.eps.data.fill_(0.3)
+    assert torch.allclose(ours(x, edge_index), theirs(x, edge_index), atol=1e-5)
