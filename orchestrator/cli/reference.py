@@ -257,6 +257,10 @@ def build_lines(manifest: Manifest) -> str:
         added = ", ".join(build.get("datasets_added", [])) or "nothing new"
         if build.get("killed"):
             added += " (killed; its time to its last record)"
+        elif build.get("interrupted"):
+            added += " (interrupted)"
+        if build.get("reconstructed"):
+            added += " (reconstructed from the line it printed)"
         parts = [f"{build.get('finished', '?')[:16]}: {added}", f"{build.get('wall_s', 0) / 3600:.2f} h"]
         if "service_cpu_h" in build:
             parts.append(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import sqlite3
@@ -263,3 +264,19 @@ def test_a_journal_that_does_not_read_as_one_adds_no_build(tmp_path, text):
     assert journal.orphans() == []
     journal.beat(wall_s=1.0)  # and the build writes its own line beside (or over) it
     assert journal.orphans() == [] and journal.key in json.loads(journal.path.read_text())
+
+
+def test_show_says_which_builds_were_interrupted_killed_or_reconstructed():
+    from orchestrator.cli.reference import build_lines
+
+    manifest = read_manifest("lite")
+    builds = [
+        {"finished": "2026-12-07T10:00", "wall_s": 3600.0, "datasets_added": ["texas"], "interrupted": False},
+        {"finished": "2026-12-07T11:00", "wall_s": 60.0, "interrupted": True},
+        {"finished": "2026-12-07T12:00", "wall_s": 60.0, "interrupted": True, "killed": True},
+        {"finished": "2026-12-07T13:00", "wall_s": 60.0, "interrupted": True, "reconstructed": "from its log"},
+    ]
+    lines = build_lines(dataclasses.replace(manifest, builds=builds)).splitlines()
+    assert lines[1].startswith("  2026-12-07T10:00: texas; 1.00 h")
+    assert "nothing new (interrupted);" in lines[2] and "(killed; its time to its last record);" in lines[3]
+    assert "nothing new (interrupted) (reconstructed from the line it printed);" in lines[4]
