@@ -157,18 +157,24 @@ def test_a_method_with_message_passing_runs_every_node(multiclass) -> None:
     assert GCN().row_inputs((torch.zeros(3, 2),), torch.tensor([0])) is None
 
 
-def test_batch_statistics_keep_the_training_forward_on_every_node(multiclass, monkeypatch) -> None:
-    """A batch norm's training statistics are the batch's: with one, the training forward stays whole."""
-    bundle, train, val = multiclass
-    shapes: list[int] = []
-    original = MLP.build_model
+def _rows_out_of(monkeypatch, method, part) -> list[int]:
+    """The row count of every output of ``part(model)`` in the models ``method`` builds from now on."""
+    rows: list[int] = []
+    original = method.build_model
 
     def spied(self, config, in_dim, out_dim):
         model = original(self, config, in_dim, out_dim)
-        model.register_forward_hook(lambda module, args, out: shapes.append(args[0].shape[0]))
+        part(model).register_forward_hook(lambda module, args, out: rows.append(out.shape[0]))
         return model
 
-    monkeypatch.setattr(MLP, "build_model", spied)
+    monkeypatch.setattr(method, "build_model", spied)
+    return rows
+
+
+def test_batch_statistics_keep_the_training_forward_on_every_node(multiclass, monkeypatch) -> None:
+    """A batch norm's training statistics are the batch's: with one, the training forward stays whole."""
+    bundle, train, val = multiclass
+    shapes = _rows_out_of(monkeypatch, MLP, lambda model: model)
     for norm, train_rows in (("batch", bundle.num_nodes), ("none", len(train))):
         shapes.clear()
         config = MLP.resolve_config({"norm": norm, "max_epochs": 2})
@@ -194,15 +200,7 @@ def test_a_readout_on_rows_gives_the_rows_of_the_whole_readout(jk, multiclass) -
 def test_a_readout_on_rows_reads_the_training_rows_then_the_validation_rows(multiclass, monkeypatch) -> None:
     """In a fit the LSTM readout sees the training rows, then the validation rows; predict reads every node."""
     bundle, train, val = multiclass
-    seen: list[int] = []
-    original = JKNet.build_model
-
-    def spied(self, config, in_dim, out_dim):
-        model = original(self, config, in_dim, out_dim)
-        model.jk.register_forward_hook(lambda module, args, out: seen.append(out.shape[0]))
-        return model
-
-    monkeypatch.setattr(JKNet, "build_model", spied)
+    seen = _rows_out_of(monkeypatch, JKNet, lambda model: model.jk)
     config = JKNet.resolve_config({"jk": "lstm", "hidden": 32, "num_layers": 3, "norm": "batch", "max_epochs": 2})
     state = JKNet().fit(bundle, train, val, config, cpu_context())
     assert seen[:2] == [len(train), len(val)]
